@@ -174,3 +174,132 @@ class RoundInfo:
     model: str
     round_ts: datetime  # UTC; the policy's "now" for this round
     mode: Mode
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointState:
+    """Policy state of one endpoint (DESIGN.md "The quarantine policy"); one per (model, tag, mode).
+
+    In observe mode the same machine runs on a shadow copy (mode="observe"), so switching modes never
+    mixes real and shadow suspensions.
+    """
+
+    model: str
+    tag: str
+    mode: Mode = Mode.OBSERVE
+    fail_streak: int = 0
+    clean_streak: int = 0
+    suspended_until: datetime | None = None
+    suspended_at: datetime | None = None
+    ladder_step: int = 0  # steps used in the current ladder episode (0 = none yet)
+    last_suspension_end: datetime | None = None
+    floor_blocked: bool = False  # a floor_blocked alert was already raised in this episode
+    fail_rounds: tuple[str, ...] = ()  # round ids of the failing rounds in the current streak (evidence)
+    clean_rounds: tuple[str, ...] = ()  # round ids of the clean rounds in the current streak
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_until is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One automatic or manual policy decision, with its evidence (a row of `decisions`)."""
+
+    at: datetime
+    model: str
+    tag: str
+    action: Action
+    mode: Mode
+    ladder_step: int = 0
+    until: datetime | None = None
+    reason: str = ""
+    evidence_round_ids: tuple[str, ...] = ()
+    round_id: str | None = None  # the round that produced it (None for manual lifts)
+    actor: str = "canary"  # who: "canary" or the admin's name
+
+    @property
+    def decision_id(self) -> str:
+        """Stable idempotency key (also the Slack outbox key)."""
+        return f"{self.model}|{self.tag}|{self.action}|{self.mode}|{self.at.isoformat()}"
+
+
+@dataclass(frozen=True, slots=True)
+class OperationalExclusion:
+    """An admin's runtime exclusion (the operational layer)."""
+
+    tag: str
+    reason: str
+    who: str
+    added_at: datetime
+    model: str | None = None  # None = every model
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinExclusion:
+    """A reviewed entry of exclusions.toml: a tag or provider slug, optional model."""
+
+    tag: str
+    reason: str
+    evidence: str
+    date: str
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreEntry:
+    tag: str
+    layer: Layer
+    reason: str
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreList:
+    """The merged ignore list of one model: `ignore` is the sorted union of the entries' tags."""
+
+    model: str
+    ignore: tuple[str, ...]
+    entries: tuple[IgnoreEntry, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "ignore": list(self.ignore),
+            "entries": [
+                {
+                    "tag": e.tag,
+                    "layer": str(e.layer),
+                    "reason": e.reason,
+                    "until": e.until.isoformat() if e.until else None,
+                }
+                for e in self.entries
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A message waiting in the outbox. `key` is the idempotency key: one send per key, ever."""
+
+    key: str
+    created_at: datetime
+    kind: str  # suspend, would_suspend, restore, expire, lift, floor_blocked, probe_weak, pin_mismatch, ...
+    model: str
+    tag: str | None
+    text: str  # plain-text fallback
+    blocks_json: str = "[]"  # Block Kit blocks, JSON
+
+
+@dataclass(frozen=True, slots=True)
+class RouteEvent:
+    """A router failover or degraded mark (a row of `route_events`)."""
+
+    at: datetime
+    key: str  # the routes-file key (model name or API key id; never the secret itself)
+    tier: int
+    upstream: str  # base URL + model (+ provider preferences summary)
+    reason: str  # connect, http_429, http_503, first_chunk_timeout, stream_error_before_commit, ...
+    latency_ms: float | None = None
+    model: str | None = None
