@@ -1,0 +1,251 @@
+"""`canary`: the command line (DESIGN.md "Outside interfaces").
+
+Every command is a thin shell over a function elsewhere; heavy imports happen inside the command so that
+`--help` is instant. A `CanaryError` becomes one line on stderr and exit code 2; no traceback reaches a user
+(set CANARY_DEBUG=1 to see one).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+# Prefect offline defaults (stack-notes.md), set before anything imports prefect.
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+app = typer.Typer(
+    name="canary",
+    help="Provider canary and routing quarantine for OpenRouter traffic.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+exclude_app = typer.Typer(help="The operational exclusion layer (effective at once, no deploy).",
+                          no_args_is_help=True)
+app.add_typer(exclude_app, name="exclude")
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="canary.toml (or CANARY_CONFIG)")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="model id (default: the first configured)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
+DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (default: config db_path or CANARY_DB)")]
+
+
+@app.command()
+def demo(
+    rounds: Annotated[int, typer.Option(help="rounds to run (30 simulated minutes apart)")] = 4,
+    days: Annotated[float, typer.Option(help="instead: simulate this many days of history (48 rounds/day)")] = 0,
+    db: Annotated[str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")] = "demo.duckdb",
+) -> None:
+    """Start the built-in simulator with a faulty fleet and run rounds on a compressed clock (no key needed)."""
+    from flows.demo import run_demo
+
+    run_demo(rounds=rounds, days=days, db_path=db)
+
+
+@app.command()
+def run(
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenRouter-compatible API base")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="observe | enforce")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Run one round now, as a Prefect flow run (every configured model unless --model)."""
+    from cli.runs import run_once
+
+    run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
+
+
+@app.command()
+def serve(config: ConfigOpt = None) -> None:
+    """Serve the `canary-round` deployment on its 30-minute schedule (one schedule per model)."""
+    from flows.serve import serve_deployment
+
+    serve_deployment(config)
+
+
+@app.command()
+def simulator(
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8787,
+    fleet: Annotated[Path | None, typer.Option(help="fleet TOML (default: the built-in faulty fleet)")] = None,
+    time_scale: Annotated[float, typer.Option(help="multiply every simulated delay")] = 1.0,
+) -> None:
+    """Run the OpenRouter-compatible simulator."""
+    from cli.simulator_cmd import simulator_command
+
+    simulator_command(port=port, fleet=fleet, time_scale=time_scale)
+
+
+@app.command()
+def status(config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None) -> None:
+    """Per endpoint: state, streaks, suspension end, the layer that excludes it."""
+    from cli.admin import status_command
+
+    status_command(config=config, model=model, json_out=json_out, db=db)
+
+
+@app.command("ignore-list")
+def ignore_list(config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False,
+                db: DbOpt = None) -> None:
+    """The merged ignore list to put into OpenRouter's provider.ignore."""
+    from cli.admin import ignore_list_command
+
+    ignore_list_command(config=config, model=model, json_out=json_out, db=db)
+
+
+@exclude_app.command("add")
+def exclude_add(
+    tag: str,
+    reason: Annotated[str, typer.Option("--reason", help="why (shown in alerts and the ignore list)")],
+    model: ModelOpt = None,
+    until: Annotated[str | None, typer.Option("--until", help="ISO time or duration like 12h")] = None,
+    who: Annotated[str | None, typer.Option("--who", help="who (default: $USER)")] = None,
+    config: ConfigOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Exclude an endpoint tag (or a provider slug) now."""
+    from cli.admin import exclude_add_command
+
+    exclude_add_command(tag=tag, reason=reason, model=model, until=until, who=who, config=config, db=db)
+
+
+@exclude_app.command("remove")
+def exclude_remove(
+    tag: str,
+    model: ModelOpt = None,
+    reason: Annotated[str, typer.Option("--reason")] = "removed by admin",
+    who: Annotated[str | None, typer.Option("--who")] = None,
+    config: ConfigOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Remove an operational exclusion now."""
+    from cli.admin import exclude_remove_command
+
+    exclude_remove_command(tag=tag, model=model, reason=reason, who=who, config=config, db=db)
+
+
+@exclude_app.command("list")
+def exclude_list(config: ConfigOpt = None, json_out: JsonOpt = False, history: bool = False,
+                 db: DbOpt = None) -> None:
+    """Active operational exclusions (--history: every change)."""
+    from cli.admin import exclude_list_command
+
+    exclude_list_command(config=config, json_out=json_out, history=history, db=db)
+
+
+@app.command()
+def lift(
+    tag: str,
+    reason: Annotated[str, typer.Option("--reason", help="why the suspension ends")],
+    model: ModelOpt = None,
+    who: Annotated[str | None, typer.Option("--who")] = None,
+    config: ConfigOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """End a canary suspension now."""
+    from cli.admin import lift_command
+
+    lift_command(tag=tag, reason=reason, model=model, who=who, config=config, db=db)
+
+
+@app.command()
+def mode(
+    new_mode: Annotated[str, typer.Argument(metavar="observe|enforce")],
+    config: ConfigOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Switch between observe (would_* decisions only) and enforce."""
+    from cli.admin import mode_command
+
+    mode_command(new_mode=new_mode, config=config, db=db)
+
+
+@app.command("check-language")
+def check_language(
+    expected: Annotated[str, typer.Option("--expected", help="language code, e.g. pt")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Judge the text on stdin: outcome, reason, detected language, confidence."""
+    from cli.check_language import check_language_command
+
+    check_language_command(expected=expected, json_out=json_out)
+
+
+@app.command()
+def replay(
+    rounds_file: Annotated[Path, typer.Argument(metavar="ROUNDS.jsonl")],
+    config: ConfigOpt = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value threshold override")] = None,
+    json_out: JsonOpt = False,
+    summary: Annotated[bool, typer.Option("--summary", help="print the what-if summary")] = False,
+) -> None:
+    """Run the policy over recorded round statuses; one decision per line."""
+    from cli.replay_cmd import replay_command
+
+    replay_command(rounds_file, config=config, set_=set_ or [], json_out=json_out, summary=summary)
+
+
+@app.command("export-history")
+def export_history(
+    out: Annotated[Path, typer.Argument(metavar="ROUNDS.jsonl")],
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Write the DuckDB round-status history as replay JSONL."""
+    from cli.admin import export_history_command
+
+    export_history_command(out=out, config=config, model=model, db=db)
+
+
+@app.command()
+def at(
+    model: Annotated[str, typer.Option("--model", help="the model the user reported")],
+    time: Annotated[str, typer.Option("--time", help="approximate time of the report (ISO, UTC)")],
+    window: Annotated[str, typer.Option("--window", help="look this far either side")] = "2h",
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+) -> None:
+    """Answer a user's report: what the canary saw around that time."""
+    from cli.at_cmd import at_command
+
+    at_command(model=model, time=time, window=window, config=config, json_out=json_out, db=db)
+
+
+@app.command()
+def router(
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8788,
+    routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),
+) -> None:
+    """Run the OpenAI-compatible router with first-chunk commit failover."""
+    from cli.router_cmd import router_command
+
+    router_command(port=port, routes=routes)
+
+
+def main() -> None:
+    from tasks.errors import CanaryError
+
+    try:
+        app(standalone_mode=True)
+    except CanaryError as exc:
+        typer.echo(f"canary: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # never a traceback for a user; CANARY_DEBUG=1 shows it
+        if os.environ.get("CANARY_DEBUG"):
+            raise
+        typer.echo(f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
