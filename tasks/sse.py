@@ -1,0 +1,291 @@
+"""Server-sent events, sans I/O: bytes in, events out (docs/openrouter-api.md section 3).
+
+Like h11, this module does no I/O. `SSEParser.feed(data)` takes raw bytes split anywhere (mid-line, mid-UTF-8
+character, mid-CRLF) and returns the events completed so far; `close()` flushes what the end of the stream
+completes. Events:
+
+* ``Comment``   a line starting with ``:`` (OpenRouter's ``: OPENROUTER PROCESSING`` keep-alive)
+* ``Chunk``     a ``data:`` event holding a JSON object (one ``chat.completion.chunk``)
+* ``Done``      ``data: [DONE]``
+* ``BadFrame``  a ``data:`` event that is not a JSON object, a line over the length cap (discarded), a frame
+                with invalid UTF-8 (decoded with U+FFFD; ``chunk`` keeps what could still be parsed), or a
+                partial line cut by the end of the stream
+
+Line ends are ``\\n``, ``\\r\\n`` or a bare ``\\r`` (WHATWG). Consecutive ``data:`` lines of one event are
+joined with ``\\n``; a blank line ends the event. Memory is bounded by ``max_line_bytes`` whatever the peer
+sends: an over-long line or event is dropped and reported once, and keep-alives are never stored.
+
+Pure helpers read a chunk: `delta_text`, `chunk_has_text`, `is_first_text_chunk`, `first_text_chunk`,
+`chunk_error`, `chunk_finish`, `chunk_provider`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+#: Longest line (and longest multi-line ``data:`` event) kept, in bytes. A real chunk is a few hundred bytes;
+#: 1 MiB leaves room for huge tool-call deltas while bounding what a broken peer can make us hold.
+DEFAULT_MAX_LINE_BYTES = 1024 * 1024
+#: Characters of a bad frame kept in `BadFrame.raw` (evidence, not a copy).
+BAD_FRAME_EXCERPT_CHARS = 200
+DONE_MARKER = "[DONE]"
+
+
+class FrameProblem(StrEnum):
+    NOT_JSON = "not_json"
+    NOT_OBJECT = "not_object"
+    INVALID_UTF8 = "invalid_utf8"
+    LINE_TOO_LONG = "line_too_long"
+    INCOMPLETE = "incomplete"  # the stream ended inside a line
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BadFrame:
+    problem: FrameProblem
+    raw: str  # an excerpt of the frame, at most BAD_FRAME_EXCERPT_CHARS characters
+    chunk: dict[str, Any] | None = None  # INVALID_UTF8 only: the chunk, if it still parsed after replacement
+
+
+SSEEvent = Comment | Chunk | Done | BadFrame
+
+
+class SSEParser:
+    """Incremental SSE parser. Not thread-safe; one per stream.
+
+    >>> p = SSEParser()
+    >>> p.feed(b': OPENROUTER PROCESSING\\n\\ndata: {"a"') + p.feed(b': 1}\\n\\n')
+    [Comment(text=' OPENROUTER PROCESSING'), Chunk(data={'a': 1})]
+    """
+
+    def __init__(self, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self._max = max_line_bytes
+        self._buf = b""  # an incomplete line (never more than max_line_bytes)
+        self._discarding = False  # inside an over-long line: drop bytes up to the next line end
+        self._data: list[bytes] = []  # data: lines of the event being built
+        self._data_bytes = 0
+        self._event_too_long = False
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held between feeds (a partial line plus the event being built): bounded by max_line_bytes."""
+        return len(self._buf) + self._data_bytes
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        if not data:
+            return []
+        buf = self._buf + data
+        # A trailing CR may be the first half of CRLF: keep it until the next byte shows which it is.
+        hold_cr = buf.endswith(b"\r")
+        if hold_cr:
+            buf = buf[:-1]
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        events: list[SSEEvent] = []
+        last_nl = buf.rfind(b"\n")
+        if last_nl < 0:
+            rest = buf
+        else:
+            lines = buf[:last_nl].split(b"\n")
+            rest = buf[last_nl + 1 :]
+            if self._discarding:
+                self._discarding = False
+                lines = lines[1:]  # the tail of the over-long line
+            for line in lines:
+                self._line(line, events)
+        if self._discarding:
+            rest = b""
+        elif len(rest) > self._max:
+            self._discarding = True
+            events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(rest)))
+            rest = b""
+        self._buf = rest + (b"\r" if hold_cr else b"")
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """The stream ended: flush the pending event. A last line without its line end is still read, but
+        if it does not parse it is reported as INCOMPLETE (the end cut it), not as NOT_JSON."""
+        events: list[SSEEvent] = []
+        rest, self._buf = self._buf.rstrip(b"\r"), b""
+        cut = bool(rest) and not self._discarding and not rest.startswith(b":")
+        self._discarding = False
+        if cut:
+            self._line(rest, events)
+        self._dispatch(events)
+        if cut and events and isinstance(events[-1], BadFrame) and events[-1].chunk is None:
+            events[-1] = BadFrame(FrameProblem.INCOMPLETE, events[-1].raw)
+        return events
+
+    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if not line:
+            self._dispatch(events)
+        elif len(line) > self._max:
+            events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(line)))
+        elif line[0] == 0x3A:  # ":"
+            events.append(Comment(line[1:].decode("utf-8", "replace")))
+        elif line.startswith(b"data:"):
+            value = line[6:] if line[5:6] == b" " else line[5:]
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self._max:
+                if not self._event_too_long:
+                    events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(value)))
+                self._event_too_long = True
+                self._data.clear()
+            else:
+                self._data.append(value)
+        # other fields (event:, id:, retry:) carry nothing OpenRouter uses
+
+    def _dispatch(self, events: list[SSEEvent]) -> None:
+        data, self._data, self._data_bytes = self._data, [], 0
+        if self._event_too_long:
+            self._event_too_long = False
+            return
+        if data:
+            events.append(parse_data(b"\n".join(data)))
+
+
+def parse_data(raw: bytes) -> Chunk | Done | BadFrame:
+    """One event's data field → a chunk, the end marker, or a bad frame. Never raises."""
+    try:
+        text = raw.decode("utf-8")
+        bad_utf8 = False
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        bad_utf8 = True
+    if text.strip() == DONE_MARKER:
+        return Done()
+    excerpt = text[:BAD_FRAME_EXCERPT_CHARS]
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting recurses
+        return BadFrame(FrameProblem.INVALID_UTF8 if bad_utf8 else FrameProblem.NOT_JSON, excerpt)
+    if not isinstance(value, dict):
+        return BadFrame(FrameProblem.NOT_OBJECT, excerpt)
+    if bad_utf8:
+        return BadFrame(FrameProblem.INVALID_UTF8, excerpt, chunk=value)
+    return Chunk(value)
+
+
+def _excerpt(raw: bytes) -> str:
+    return raw[: BAD_FRAME_EXCERPT_CHARS * 4].decode("utf-8", "replace")[:BAD_FRAME_EXCERPT_CHARS]
+
+
+# --- reading a chunk ---------------------------------------------------------------------------------------
+
+
+def _choices(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return []
+    return [c for c in choices if isinstance(c, Mapping)]
+
+
+def delta_text(chunk: Mapping[str, Any]) -> tuple[str, str]:
+    """(content, reasoning) carried by a chunk's deltas; "" for anything missing or not a string.
+
+    Reasoning is ``delta.reasoning`` (OpenRouter) or ``delta.reasoning_content`` (some upstreams).
+    A non-streaming body's ``message`` is read the same way.
+    """
+    content: list[str] = []
+    reasoning: list[str] = []
+    for choice in _choices(chunk):
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            delta = choice.get("message")
+        if not isinstance(delta, Mapping):
+            continue
+        c = delta.get("content")
+        if isinstance(c, str):
+            content.append(c)
+        r = delta.get("reasoning")
+        if not isinstance(r, str):
+            r = delta.get("reasoning_content")
+        if isinstance(r, str):
+            reasoning.append(r)
+    return "".join(content), "".join(reasoning)
+
+
+def chunk_has_text(chunk: Mapping[str, Any]) -> bool:
+    """True when the chunk carries non-empty content or reasoning (role-only and empty deltas do not)."""
+    content, reasoning = delta_text(chunk)
+    return bool(content or reasoning)
+
+
+def is_first_text_chunk(event: SSEEvent) -> bool:
+    """Whether this event can be the stream's first token (DESIGN.md "ttft").
+
+    Only a chunk with non-empty content or reasoning counts: comments (keep-alives), role-only or empty
+    deltas, the end marker and unparseable frames do not. A frame with invalid UTF-8 that still parsed counts
+    (the model did produce text; its corruption is the language contract's business).
+    """
+    if isinstance(event, Chunk):
+        return chunk_has_text(event.data)
+    if isinstance(event, BadFrame) and event.chunk is not None:
+        return chunk_has_text(event.chunk)
+    return False
+
+
+def first_text_chunk(events: Iterable[SSEEvent]) -> SSEEvent | None:
+    """The first event for which `is_first_text_chunk` holds, or None."""
+    return next((e for e in events if is_first_text_chunk(e)), None)
+
+
+def chunk_error(chunk: Mapping[str, Any]) -> tuple[int | None, str] | None:
+    """A top-level ``error`` (mid-stream error, or an error body): (code if numeric, one-line message)."""
+    error = chunk.get("error")
+    if error is None:
+        return None
+    if not isinstance(error, Mapping):
+        return None, one_line(str(error))
+    raw_code = error.get("code")
+    code: int | None = None
+    if isinstance(raw_code, int) and not isinstance(raw_code, bool):
+        code = raw_code
+    elif isinstance(raw_code, str) and raw_code.isdigit():
+        code = int(raw_code)
+    message = error.get("message")
+    text = one_line(message) if isinstance(message, str) else ""
+    if code is None and isinstance(raw_code, str) and raw_code:
+        text = f"{one_line(raw_code)}: {text}" if text else one_line(raw_code)
+    return code, text
+
+
+def chunk_finish(chunk: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(finish_reason, native_finish_reason) of the chunk's first choice that has either."""
+    for choice in _choices(chunk):
+        finish = choice.get("finish_reason")
+        native = choice.get("native_finish_reason")
+        f = finish if isinstance(finish, str) and finish else None
+        n = native if isinstance(native, str) and native else None
+        if f or n:
+            return f, n
+    return None, None
+
+
+def chunk_provider(chunk: Mapping[str, Any]) -> str | None:
+    provider = chunk.get("provider")
+    return provider if isinstance(provider, str) and provider else None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Collapse whitespace (newlines included) and cap the length: fit for a log line or a table cell."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
