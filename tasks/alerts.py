@@ -1,0 +1,265 @@
+"""Slack delivery of the outbox (the only slack_sdk importer).
+
+Transports, picked by `SlackSettings.from_env`:
+* web       SLACK_BOT_TOKEN + SLACK_CHANNEL: WebClient chat.postMessage (SLACK_API_URL overrides the base URL)
+* webhook   SLACK_WEBHOOK_URL: WebhookClient
+* log       neither: each alert is written to the logger and counts as delivered
+
+One send per alert and call, no hidden retries inside slack-sdk (retry_handlers=[]): a failed alert stays in
+the outbox and the next flush sends it again. A 429 stops the batch and reports Retry-After; a network error
+stops it too (the next sends would fail the same way); a 5xx fails only that alert. Error strings are built
+from status codes and Slack's short error codes, then scrubbed: a token or webhook URL never appears in them.
+slack-sdk's own logger is silenced (its retry log prints the webhook URL, which is a secret).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
+
+from tasks.errors import ConfigError
+from tasks.render.text import redact as redact_shapes
+from tasks.secrets import SecretStr, read_secret, redact
+from tasks.types import Alert
+
+DEFAULT_TIMEOUT_S = 10
+#: Slack errors that no other alert of the batch can escape (bad token, unknown channel, dead webhook).
+BATCH_FATAL_ERRORS = frozenset({
+    "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
+    "missing_scope", "channel_not_found", "not_in_channel", "is_archived", "channel_is_archived",
+    "no_service", "no_team", "team_disabled", "action_prohibited", "invalid_token",
+})
+#: Slack rejected our Block Kit: resend the plain text, so a rendering bug never blocks an alert.
+BLOCK_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_attachments"})
+
+_log = logging.getLogger("canary.alerts")
+_sdk_log = logging.getLogger("canary.alerts.slack_sdk")
+_sdk_log.addHandler(logging.NullHandler())
+_sdk_log.propagate = False
+_sdk_log.setLevel(logging.CRITICAL)
+
+Logger = logging.Logger | logging.LoggerAdapter[Any]
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    bot_token: SecretStr | None = None
+    channel: str | None = None
+    webhook_url: SecretStr | None = None
+    api_url: str | None = None  # WebClient base URL (ends with "/"); None = https://slack.com/api/
+    timeout_s: int = DEFAULT_TIMEOUT_S
+
+    @property
+    def transport(self) -> Literal["web", "webhook", "log"]:
+        if self.bot_token and self.channel:
+            return "web"
+        return "webhook" if self.webhook_url else "log"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
+        """Read SLACK_* from `env` (default: the process environment, then Prefect Secret blocks)."""
+        use_blocks = env is None
+        env = os.environ if env is None else env
+        token = read_secret("SLACK_BOT_TOKEN", env=env, use_blocks=use_blocks)
+        webhook = read_secret("SLACK_WEBHOOK_URL", env=env, use_blocks=use_blocks)
+        channel = (env.get("SLACK_CHANNEL") or "").strip() or None
+        api_url = (env.get("SLACK_API_URL") or "").strip() or None
+        if token and not channel:
+            raise ConfigError("config: SLACK_CHANNEL must be set together with SLACK_BOT_TOKEN")
+        if api_url is not None:
+            if not _is_http_url(api_url):
+                raise ConfigError(f"config: SLACK_API_URL must be an http(s) URL (got {redact(api_url)!r})")
+            api_url = api_url if api_url.endswith("/") else api_url + "/"
+        if webhook and not _is_http_url(webhook.get()):
+            raise ConfigError("config: SLACK_WEBHOOK_URL must be an http(s) URL (not shown: it is a secret)")
+        return cls(bot_token=token, channel=channel, webhook_url=webhook, api_url=api_url)
+
+    def scrub(self, text: str) -> str:
+        """Remove our secrets' values and anything shaped like a secret."""
+        return redact_shapes(redact(text, self.bot_token, self.webhook_url))
+
+
+def _is_http_url(value: str) -> bool:
+    parsed = urlparse(value)
+    return parsed.scheme in ("http", "https") and bool(parsed.hostname)
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    key: str
+    sent: bool
+    error: str | None = None
+    retry_after_s: float | None = None  # Slack asked us to wait this long before the next send
+    attempted: bool = True  # False: not tried, the batch had stopped (rate limit, outage, bad credentials)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    result: DeliveryResult
+    stop: bool = False  # no further alert of this batch should be tried
+
+
+def deliver(
+    alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None
+) -> list[DeliveryResult]:
+    """Send each alert once, in order; stop the batch on 429, network errors or bad credentials."""
+    log = logger or _log
+    if settings.transport == "log":
+        for a in alerts:
+            log.info("Slack not configured; alert %s (%s):\n%s", a.key, a.kind, settings.scrub(a.text))
+        return [DeliveryResult(a.key, sent=True) for a in alerts]
+    send = _web_sender(settings) if settings.transport == "web" else _webhook_sender(settings)
+    results: list[DeliveryResult] = []
+    stopped: DeliveryResult | None = None
+    for a in alerts:
+        if stopped is not None:
+            results.append(DeliveryResult(a.key, sent=False, error=f"not attempted: {stopped.error}",
+                                          retry_after_s=stopped.retry_after_s, attempted=False))
+            continue
+        out = send(a)
+        results.append(out.result)
+        if out.result.sent:
+            log.info("Alert %s (%s) sent to Slack at %s", a.key, a.kind, now.isoformat())
+        else:
+            log.warning("Alert %s (%s) not delivered: %s", a.key, a.kind, out.result.error)
+        if out.stop:
+            stopped = out.result
+    return results
+
+
+def _blocks(alert: Alert) -> list[dict[str, Any]] | None:
+    try:
+        blocks = json.loads(alert.blocks_json)
+    except ValueError:
+        return None
+    return blocks if isinstance(blocks, list) and blocks else None
+
+
+def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
+    for k, v in (headers or {}).items():
+        if k.lower() == "retry-after":
+            value = v[0] if isinstance(v, list) and v else v
+            try:
+                return max(0.0, float(value))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _failure(settings: SlackSettings, key: str, status: int | None, code: str,
+             headers: Mapping[str, Any] | None) -> _Sent:
+    code = settings.scrub(code.strip())[:100] or "no error code"
+    if status == 429:
+        retry = _retry_after(headers)
+        return _Sent(DeliveryResult(key, False, f"slack rate limited (429): {code}", retry), stop=True)
+    error = f"slack http {status}: {code}"
+    return _Sent(DeliveryResult(key, False, error), stop=status is not None and status < 500
+                 and code in BATCH_FATAL_ERRORS)
+
+
+def _unreachable(settings: SlackSettings, key: str, err: Exception) -> _Sent:
+    reason = getattr(err, "reason", None) or err
+    detail = settings.scrub(f"{type(err).__name__}: {reason}")[:200]
+    return _Sent(DeliveryResult(key, False, f"slack unreachable: {detail}"), stop=True)
+
+
+def _web_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
+    assert settings.bot_token is not None and settings.channel is not None
+    client = WebClient(
+        token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
+        timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log,
+    )
+    channel = settings.channel
+
+    def post(alert: Alert, blocks: list[dict[str, Any]] | None) -> None:
+        client.chat_postMessage(
+            channel=channel, text=alert.text, blocks=blocks, unfurl_links=False, unfurl_media=False,
+            metadata={"event_type": "canary_alert", "event_payload": {"key": alert.key, "kind": alert.kind}},
+        )
+
+    def send(alert: Alert) -> _Sent:
+        blocks = _blocks(alert)
+        try:
+            try:
+                post(alert, blocks)
+            except SlackApiError as e:
+                if blocks is None or _api_error_code(e) not in BLOCK_ERRORS:
+                    raise
+                post(alert, None)
+            return _Sent(DeliveryResult(alert.key, sent=True))
+        except SlackApiError as e:
+            resp = e.response
+            return _failure(settings, alert.key, resp.status_code, _api_error_code(e), resp.headers)
+        except Exception as e:  # urllib's URLError, timeouts, SlackRequestError: Slack was not reached
+            return _unreachable(settings, alert.key, e)
+
+    return send
+
+
+def _api_error_code(e: SlackApiError) -> str:
+    data = e.response.data
+    return str(data.get("error") or "") if isinstance(data, dict) else ""
+
+
+def _webhook_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
+    assert settings.webhook_url is not None
+    client = WebhookClient(
+        url=settings.webhook_url.get(), timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log
+    )
+
+    def send(alert: Alert) -> _Sent:
+        blocks = _blocks(alert)
+        try:
+            resp = client.send(text=alert.text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+            if resp.status_code == 400 and blocks is not None and resp.body.strip() in BLOCK_ERRORS:
+                resp = client.send(text=alert.text, unfurl_links=False, unfurl_media=False)
+        except Exception as e:  # the webhook client raises only when Slack was not reached
+            return _unreachable(settings, alert.key, e)
+        if resp.status_code == 200:
+            return _Sent(DeliveryResult(alert.key, sent=True))
+        return _failure(settings, alert.key, resp.status_code, resp.body or "", resp.headers)
+
+    return send
+
+
+@dataclass(frozen=True)
+class FlushSummary:
+    transport: str
+    sent: int = 0
+    failed: int = 0
+    not_attempted: int = 0
+    retry_after_s: float | None = None
+    errors: tuple[str, ...] = ()
+
+
+def flush_outbox(
+    con: Any, settings: SlackSettings, now: datetime, logger: Logger | None = None, *, limit: int = 50
+) -> FlushSummary:
+    """Send the outbox's pending alerts and record each result; failed ones stay pending for next time."""
+    from tasks.store import mark_alert_failed, mark_alert_sent, pending_alerts
+
+    results = deliver(pending_alerts(con, limit, now=now), settings, now=now, logger=logger)
+    for r in results:
+        if r.sent:
+            mark_alert_sent(con, r.key, now)
+        elif r.attempted or r.retry_after_s is not None:
+            mark_alert_failed(con, r.key, now, r.error or "unknown error", r.retry_after_s)
+    failed = [r for r in results if not r.sent and r.attempted]
+    return FlushSummary(
+        transport=settings.transport,
+        sent=sum(r.sent for r in results),
+        failed=len(failed),
+        not_attempted=sum(not r.attempted for r in results),
+        retry_after_s=max((r.retry_after_s for r in results if r.retry_after_s is not None), default=None),
+        errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
+    )

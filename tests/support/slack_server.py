@@ -1,0 +1,272 @@
+"""A local Slack-compatible HTTP server for tests (127.0.0.1, port 0, background thread, stdlib only).
+
+* POST /api/chat.postMessage: Bearer auth, JSON or form body; `{"ok": true, "ts": ...}` like Slack,
+  `{"ok": false, "error": ...}` for bad auth, missing channel or text, malformed blocks.
+* POST /services/T/B/X (the webhook): `ok`.
+
+Every request is recorded (headers, parsed body, the status we answered). Failure modes for the next requests:
+`fail_next(n, status=500)`, `rate_limit_next(n, retry_after=1)`, `error_next(n, "invalid_blocks")`, and
+`down()` / `up()` (connection refused, or `down(mode="503")`: every request answered 503).
+
+    with SlackServer(token="xoxb-test") as slack:
+        settings = SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_CHANNEL": "#c",
+                                           "SLACK_API_URL": slack.api_url})
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+WEBHOOK_PATH = "/services/T0CANARY/B0CANARY/XXXXXXXXXXXXXXXXXXXXXXXX"
+CHANNEL_ID = "C0CANARY"
+
+#: status, content type, body, extra headers
+Reply = tuple[int, str, str, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server saw it, and what it answered."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None  # parsed JSON or form; None if unparseable
+    raw: bytes
+    status: int
+    ok: bool  # the request was accepted as a posted message
+
+    @property
+    def alert_key(self) -> str | None:
+        """The idempotency key the canary puts in chat.postMessage's message metadata."""
+        meta = (self.body or {}).get("metadata")
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta)
+            except ValueError:
+                return None
+        payload = meta.get("event_payload") if isinstance(meta, dict) else None
+        return payload.get("key") if isinstance(payload, dict) else None
+
+
+@dataclass
+class _Fault:
+    status: int  # -1: a content error (`error_next`)
+    body: str | None  # None: what Slack would say for this status
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class SlackServer:
+    def __init__(self, token: str = "xoxb-canary-test-token", host: str = "127.0.0.1") -> None:
+        self.token = token
+        self.host = host
+        self.port = 0
+        self._lock = threading.Lock()
+        self._faults: deque[_Fault] = deque()
+        self._recorded: list[Recorded] = []
+        self._down: Literal["refuse", "503"] | None = None
+        self._ts = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    def start(self) -> SlackServer:
+        self._httpd = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="slack-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> SlackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}/api/"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"http://{self.host}:{self.port}{WEBHOOK_PATH}"
+
+    # --- failure modes -----------------------------------------------------------------------------------
+    def fail_next(self, n: int = 1, status: int = 500, body: str | None = None) -> None:
+        """Answer the next `n` requests with `status` (body: Slack's JSON error; plain text on webhooks)."""
+        with self._lock:
+            self._faults.extend(_Fault(status, body) for _ in range(n))
+
+    def rate_limit_next(self, n: int = 1, retry_after: float = 1) -> None:
+        with self._lock:
+            self._faults.extend(_Fault(429, None, {"Retry-After": f"{retry_after:g}"}) for _ in range(n))
+
+    def error_next(self, n: int = 1, error: str = "invalid_blocks") -> None:
+        """Slack refuses the content: 200 `{"ok": false, "error": ...}` (API) or 400 `error` (webhook)."""
+        with self._lock:
+            self._faults.extend(_Fault(-1, error) for _ in range(n))
+
+    def down(self, mode: Literal["refuse", "503"] = "refuse") -> None:
+        """`refuse`: close the listening socket (connection refused); `503`: answer every request 503."""
+        self._down = mode
+        if mode == "refuse":
+            self.stop()
+
+    def up(self) -> None:
+        was_refusing = self._down == "refuse"
+        self._down = None
+        if was_refusing:
+            self.start()  # same port: ThreadingHTTPServer sets SO_REUSEADDR
+
+    # --- what was received -------------------------------------------------------------------------------
+    @property
+    def requests(self) -> list[Recorded]:
+        with self._lock:
+            return list(self._recorded)
+
+    @property
+    def messages(self) -> list[Recorded]:
+        """Requests that Slack would have turned into a posted message."""
+        return [r for r in self.requests if r.ok]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._recorded.clear()
+            self._faults.clear()
+
+    # --- request handling (called from the handler thread) -----------------------------------------------
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+        body = _parse(headers.get("content-type", ""), raw)
+        reply = self._route(path, headers, body)
+        status, _, text, _ = reply
+        ok = status == 200 and (text == "ok" or _json_ok(text))
+        with self._lock:
+            self._recorded.append(Recorded(path, headers, body, raw, status, ok))
+        return reply
+
+    def _route(self, path: str, headers: dict[str, str], body: dict[str, Any] | None) -> Reply:
+        if self._down == "503":
+            return 503, "text/plain", "service unavailable", {}
+        with self._lock:
+            fault = self._faults.popleft() if self._faults else None
+        is_webhook = path == WEBHOOK_PATH
+        if fault is not None:
+            return _fault_reply(fault, is_webhook)
+        if is_webhook:
+            return self._webhook(body)
+        if path == "/api/chat.postMessage":
+            return self._post_message(headers, body)
+        return 404, "application/json", json.dumps({"ok": False, "error": "unknown_method"}), {}
+
+    def _webhook(self, body: dict[str, Any] | None) -> Reply:
+        if not body or not (body.get("text") or body.get("blocks")):
+            return 400, "text/plain", "no_text", {}
+        if "blocks" in body and not _valid_blocks(body["blocks"]):
+            return 400, "text/plain", "invalid_blocks", {}
+        return 200, "text/plain", "ok", {}
+
+    def _post_message(
+        self, headers: dict[str, str], body: dict[str, Any] | None
+    ) -> Reply:
+        def answer(payload: dict[str, Any]) -> Reply:
+            return 200, "application/json; charset=utf-8", json.dumps(payload), {}
+
+        auth = headers.get("authorization", "")
+        if not auth:
+            return answer({"ok": False, "error": "not_authed"})
+        if auth != f"Bearer {self.token}":
+            return answer({"ok": False, "error": "invalid_auth"})
+        if body is None:
+            return answer({"ok": False, "error": "invalid_json"})
+        if not body.get("channel"):
+            return answer({"ok": False, "error": "channel_not_found"})
+        blocks = body.get("blocks")
+        if isinstance(blocks, str):
+            try:
+                blocks = json.loads(blocks)
+            except ValueError:
+                return answer({"ok": False, "error": "invalid_blocks_format"})
+        if not body.get("text") and not blocks:
+            return answer({"ok": False, "error": "no_text"})
+        if blocks is not None and not _valid_blocks(blocks):
+            return answer({"ok": False, "error": "invalid_blocks"})
+        ts = f"1790000000.{next(self._ts):06d}"
+        return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts,
+                       "message": {"text": body.get("text", ""), "ts": ts}})
+
+
+def _fault_reply(fault: _Fault, is_webhook: bool) -> Reply:
+    """What Slack answers: JSON `{"ok": false, "error": ...}` on the Web API, plain text on webhooks."""
+    json_type = "application/json; charset=utf-8"
+    if fault.status == -1:  # the content was refused
+        error = fault.body or "invalid_blocks"
+        if is_webhook:
+            return 400, "text/plain", error, {}
+        return 200, json_type, json.dumps({"ok": False, "error": error}), {}
+    if fault.body is not None:
+        return fault.status, "text/plain", fault.body, fault.headers
+    error = "ratelimited" if fault.status == 429 else "internal_error"
+    if is_webhook:
+        return fault.status, "text/plain", error, fault.headers
+    return fault.status, json_type, json.dumps({"ok": False, "error": error}), fault.headers
+
+
+def _parse(content_type: str, raw: bytes) -> dict[str, Any] | None:
+    try:
+        if "application/x-www-form-urlencoded" in content_type:
+            return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
+        parsed = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _json_ok(text: str) -> bool:
+    try:
+        return json.loads(text).get("ok") is True
+    except (ValueError, AttributeError):
+        return False
+
+
+def _valid_blocks(blocks: Any) -> bool:
+    """Slack's structural minimum: a list of at most 50 objects, each with a `type`."""
+    return (isinstance(blocks, list) and len(blocks) <= 50
+            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks))
+
+
+def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, ctype, text, extra = server._handle(self.path, headers, raw)
+            data = text.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in extra.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+    return Handler
