@@ -1,0 +1,77 @@
+"""The DuckDB store: the only module that imports duckdb (docs/schema.md has every table and view).
+
+    with open_store(cfg.db_path) as con:          # short write window: lock retry, migrations, snapshot
+        land_round(con, info, attempts, endpoints=endpoints)
+    con = open_snapshot(cfg.db_path)               # analysts: read-only, never blocks a round
+
+Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (rounds,
+attempts, outcomes), state (policy state, decisions, settings), exclusions (operational layer), outbox
+(alerts), route_events (router).
+"""
+
+from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
+from tasks.store.exclusions import active_exclusions, add_exclusion, exclusion_history, remove_exclusion
+from tasks.store.landing import (
+    attempts_of_round,
+    complete_rounds,
+    finish_round,
+    land_outcomes,
+    land_round,
+    latest_outcomes,
+    outcomes_of_round,
+    round_rows,
+    round_status_history,
+)
+from tasks.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from tasks.store.outbox import alert_rows, enqueue_alerts, mark_alert_failed, mark_alert_sent, pending_alerts
+from tasks.store.route_events import append_route_events, route_event_rows
+from tasks.store.rows import Connection
+from tasks.store.snapshot import open_snapshot, snapshot_path
+from tasks.store.state import (
+    MODE_KEY,
+    append_decisions,
+    decisions_between,
+    get_setting,
+    load_states,
+    save_states,
+    set_setting,
+)
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT_S",
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "MODE_KEY",
+    "Connection",
+    "active_exclusions",
+    "add_exclusion",
+    "alert_rows",
+    "append_decisions",
+    "append_route_events",
+    "attempts_of_round",
+    "complete_rounds",
+    "decisions_between",
+    "enqueue_alerts",
+    "exclusion_history",
+    "finish_round",
+    "get_setting",
+    "land_outcomes",
+    "land_round",
+    "latest_outcomes",
+    "load_states",
+    "mark_alert_failed",
+    "mark_alert_sent",
+    "migrate",
+    "open_snapshot",
+    "open_store",
+    "outcomes_of_round",
+    "pending_alerts",
+    "remove_exclusion",
+    "round_rows",
+    "round_status_history",
+    "route_event_rows",
+    "save_states",
+    "schema_version",
+    "set_setting",
+    "snapshot_path",
+]

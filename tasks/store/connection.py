@@ -1,0 +1,158 @@
+"""Short write windows on the DuckDB file: open (with a bounded wait for the lock), migrate, yield, close.
+
+    with open_store(cfg.db_path) as con:
+        land_round(con, info, attempts, endpoints=endpoints)
+
+DuckDB allows one writing process per file and then refuses every other open, read-only included
+(stack-notes.md). So nothing in the canary keeps the file open between windows; a window that finds the
+lock held by another process retries with a short backoff up to ``lock_timeout_s`` and then raises
+``StoreError`` with one line. Inside one process, windows on the same file are serialised by a lock
+(nesting in one thread is allowed). At the end of the outermost successful write window the file is
+checkpointed and, if it changed, the analysts' snapshot is republished (tasks/store/snapshot.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from tasks.errors import StoreError
+from tasks.store.migrations import LATEST_VERSION, migrate, schema_version
+from tasks.store.rows import Connection
+from tasks.store.snapshot import SnapshotCopy, is_snapshot_stale
+
+#: How long a window waits for another process to release the file before giving up, seconds. A round's
+#: own windows last milliseconds; 15 s rides out a concurrent CLI command or a snapshot copy, and still
+#: fails fast enough for an operator to see why (usually a notebook holding the live file).
+DEFAULT_LOCK_TIMEOUT_S = 15.0
+#: First pause between lock retries, seconds; doubled after each try, capped at _MAX_BACKOFF_S.
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
+
+_log = logging.getLogger("tasks.store")
+_registry_lock = threading.Lock()
+_process_locks: dict[str, threading.RLock] = {}
+_depths: dict[str, int] = {}
+
+
+@contextmanager
+def open_store(
+    db_path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    snapshot: bool | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Iterator[Connection]:
+    """Open ``db_path`` for one short window and yield a migrated connection (session TimeZone UTC).
+
+    ``snapshot``: None publishes the analysts' snapshot when the file changed (or none exists yet), True
+    always, False never. Read-only windows never publish. Do not keep the connection, or cursors made from
+    it, beyond the ``with`` block.
+    """
+    path = Path(db_path).expanduser().resolve()
+    key = str(path)
+    lock = _process_lock(key)
+    if not lock.acquire(timeout=lock_timeout_s):
+        raise StoreError(f"store: {path} stayed busy in this process for more than {lock_timeout_s:g} s")
+    try:
+        outermost = _depths.get(key, 0) == 0
+        _depths[key] = _depths.get(key, 0) + 1
+        if read_only and not _is_migrated(path, lock_timeout_s, sleep, monotonic):
+            with open_store(
+                path, snapshot=False, lock_timeout_s=lock_timeout_s, sleep=sleep, monotonic=monotonic
+            ):
+                pass
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        con = _connect(path, read_only, lock_timeout_s, sleep, monotonic)
+        copy: SnapshotCopy | None = None
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            if read_only:
+                _require_version(con, path)
+            else:
+                migrate(con)
+            yield con
+            if outermost and not read_only:
+                con.execute("CHECKPOINT")
+                if snapshot or (snapshot is None and is_snapshot_stale(path)):
+                    copy = SnapshotCopy.take(path)
+        finally:
+            con.close()
+            if copy is not None and copy.finish() is None:
+                _log.warning("store: %s", copy.error)
+    finally:
+        _depths[key] -= 1
+        lock.release()
+
+
+def _process_lock(key: str) -> threading.RLock:
+    with _registry_lock:
+        return _process_locks.setdefault(key, threading.RLock())
+
+
+def _is_migrated(
+    path: Path, timeout_s: float, sleep: Callable[[float], None], monotonic: Callable[[], float]
+) -> bool:
+    if not path.exists():
+        return False
+    con = _connect(path, True, timeout_s, sleep, monotonic)
+    try:
+        return schema_version(con) == LATEST_VERSION
+    finally:
+        con.close()
+
+
+def _require_version(con: Connection, path: Path) -> None:
+    version = schema_version(con)
+    if version != LATEST_VERSION:
+        raise StoreError(f"store: {path} is at schema version {version}, expected {LATEST_VERSION}")
+
+
+_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def _connect(
+    path: Path,
+    read_only: bool,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    monotonic: Callable[[], float],
+) -> Connection:
+    """duckdb.connect with a bounded backoff while another process holds the file."""
+    deadline = monotonic() + timeout_s
+    delay = _FIRST_BACKOFF_S
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            message = str(exc)
+            if "lock" not in message.lower():
+                raise StoreError(f"store: cannot open {path}: {_first_line(message)}") from exc
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                pid = _PID.search(message)
+                holder = f" (pid {pid.group(1)})" if pid else ""
+                raise StoreError(
+                    f"store: {path} is locked by another process{holder} for more than {timeout_s:g} s;"
+                    " notebooks should read open_snapshot() instead of the live file"
+                ) from exc
+            sleep(min(delay, remaining))
+            delay = min(delay * 2, _MAX_BACKOFF_S)
+        except duckdb.Error as exc:
+            raise StoreError(f"store: cannot open {path}: {_first_line(str(exc))}") from exc
+
+
+def _first_line(message: str) -> str:
+    lines = [line for line in message.splitlines() if line.strip()]
+    return lines[0].strip() if lines else "unknown error"

@@ -1,0 +1,90 @@
+"""Numbered schema migrations, applied on every open (never a manual step).
+
+Each migration runs in its own transaction together with its ``schema_migrations`` row, so a crash leaves
+the file at the previous version and the next open simply retries. Migrations are append-only: never edit
+a released one, add the next number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tasks.clock import utcnow
+from tasks.errors import StoreError
+from tasks.store.rows import Connection, transaction
+from tasks.store.schema import TABLES_SQL
+from tasks.store.views import VIEWS_SQL
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "tables", TABLES_SQL),
+    Migration(2, "analyst views", VIEWS_SQL),
+)
+
+#: The version a fully migrated file reports.
+LATEST_VERSION = MIGRATIONS[-1].version
+
+_BOOKKEEPING_SQL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     INTEGER PRIMARY KEY,
+    name        VARCHAR NOT NULL,
+    applied_at  TIMESTAMPTZ NOT NULL
+)
+"""
+
+
+def schema_version(con: Connection) -> int:
+    """The highest applied migration, 0 for an empty file."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations' AND schema_name = 'main'"
+        " AND database_name = current_database()"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(con: Connection) -> list[int]:
+    """Apply every missing migration in order; return the versions applied (empty when up to date)."""
+    current = schema_version(con)
+    if current > LATEST_VERSION:
+        raise StoreError(
+            f"store: database schema version {current} is newer than this code ({LATEST_VERSION}); upgrade"
+        )
+    if current == LATEST_VERSION:
+        return []
+    con.execute(_BOOKKEEPING_SQL)
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        try:
+            with transaction(con):
+                for statement in _statements(migration.sql):
+                    con.execute(statement)
+                con.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    [migration.version, migration.name, utcnow()],
+                )
+        except StoreError:
+            raise
+        except Exception as exc:  # a broken migration is an operator problem: one line
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise StoreError(
+                f"store: migration {migration.version} ({migration.name}) failed: {first}"
+            ) from exc
+        applied.append(migration.version)
+    return applied
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration on ';' at line ends (our SQL has no ';' inside literals)."""
+    return [part.strip() for part in sql.split(";") if part.strip()]

@@ -1,0 +1,99 @@
+"""Row plumbing shared by the store modules: UTC normalisation, secret redaction, bulk inserts.
+
+Every timestamp column is TIMESTAMPTZ and every connection runs with ``TimeZone='UTC'``, so values come
+back as UTC-aware datetimes. A naive datetime handed to the store is taken to be UTC already.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+Connection = duckdb.DuckDBPyConnection
+
+#: Token shapes that must never land in a table: OpenRouter/OpenAI keys, Slack tokens and webhooks,
+#: bearer headers. Matching text is replaced by "***".
+_SECRET_PATTERNS = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{8,}"
+    r"|xox[abposre]-[A-Za-z0-9\-]{6,}"
+    r"|https://hooks\.slack\.com/\S+"
+    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{6,})"
+)
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Return ``value`` as a UTC-aware datetime (naive input is taken to be UTC)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def utc_required(value: datetime) -> datetime:
+    out = utc(value)
+    assert out is not None
+    return out
+
+
+def redact(text: str | None) -> str | None:
+    """Replace anything shaped like a token with ``***`` (defence in depth: callers should not pass any)."""
+    if text is None:
+        return None
+    return _SECRET_PATTERNS.sub("***", text)
+
+
+def one_line(text: str | None, limit: int = 1000) -> str | None:
+    """Redact, flatten to one line and cap ``text`` (error details, reasons)."""
+    cleaned = redact(text)
+    if cleaned is None:
+        return None
+    flat = " ".join(cleaned.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def insert_rows(
+    con: Connection, table: str, rows: Sequence[Mapping[str, Any]], *, skip_existing: bool = False
+) -> int:
+    """Insert ``rows`` (dicts keyed by column name) in one statement through an Arrow table.
+
+    Columns are matched by name; missing columns take their defaults. With ``skip_existing`` rows whose
+    primary key is already stored are left alone. Returns the number of rows actually inserted.
+    """
+    if not rows:
+        return 0
+    arrow = pa.Table.from_pylist([dict(r) for r in rows])
+    view = f"_incoming_{table}"
+    conflict = " ON CONFLICT DO NOTHING" if skip_existing else ""
+    con.register(view, arrow)
+    try:
+        sql = f"INSERT INTO {table} BY NAME SELECT * FROM {view}{conflict} RETURNING 1"
+        inserted = con.execute(sql).fetchall()
+    finally:
+        con.unregister(view)
+    return len(inserted)
+
+
+def fetch_dicts(con: Connection, sql: str, params: Sequence[object] | None = None) -> list[dict[str, Any]]:
+    """Run ``sql`` and return its rows as dicts keyed by column name."""
+    cur = con.execute(sql, list(params) if params is not None else [])
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+@contextmanager
+def transaction(con: Connection) -> Iterator[Connection]:
+    """BEGIN ... COMMIT, or ROLLBACK when the block raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

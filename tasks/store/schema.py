@@ -1,0 +1,170 @@
+"""Migration 1: the tables (docs/schema.md describes every column).
+
+Conventions: timestamps are TIMESTAMPTZ (UTC), durations are DOUBLE milliseconds named ``*_ms`` (or
+seconds named ``*_s``), enums are VARCHAR holding tasks.types' StrEnum values. ``at`` cannot be a column
+name in DuckDB 2, so ``Decision.at`` is ``decisions.decided_at`` and ``RouteEvent.at`` is
+``route_events.event_at``.
+"""
+
+from __future__ import annotations
+
+TABLES_SQL = """
+CREATE TABLE rounds (
+    round_id        VARCHAR PRIMARY KEY,
+    model           VARCHAR NOT NULL,
+    round_ts        TIMESTAMPTZ NOT NULL,
+    mode            VARCHAR NOT NULL,
+    status          VARCHAR NOT NULL CHECK (status IN ('running', 'complete', 'crashed')),
+    started_at      TIMESTAMPTZ NOT NULL,
+    finished_at     TIMESTAMPTZ,
+    endpoints       VARCHAR[] NOT NULL,
+    endpoint_count  INTEGER NOT NULL,
+    attempt_count   INTEGER NOT NULL,
+    outcome_count   INTEGER NOT NULL DEFAULT 0,
+    error           VARCHAR
+);
+
+CREATE TABLE round_endpoints (
+    round_id              VARCHAR NOT NULL,
+    model                 VARCHAR NOT NULL,
+    tag                   VARCHAR NOT NULL,
+    provider_name         VARCHAR,
+    quantization          VARCHAR,
+    endpoint_status       INTEGER,
+    context_length        INTEGER,
+    supported_parameters  VARCHAR[],
+    PRIMARY KEY (round_id, tag)
+);
+
+CREATE TABLE attempts (
+    attempt_id            VARCHAR PRIMARY KEY,
+    round_id              VARCHAR NOT NULL,
+    model                 VARCHAR NOT NULL,
+    tag                   VARCHAR NOT NULL,
+    provider_name         VARCHAR NOT NULL,
+    contract              VARCHAR NOT NULL,
+    attempt_no            INTEGER NOT NULL,
+    language              VARCHAR,
+    started_at            TIMESTAMPTZ NOT NULL,
+    http_status           INTEGER,
+    ttft_ms               DOUBLE,
+    total_ms              DOUBLE,
+    chunk_count           INTEGER NOT NULL,
+    keepalive_count       INTEGER NOT NULL,
+    finish_reason         VARCHAR,
+    native_finish_reason  VARCHAR,
+    served_provider       VARCHAR,
+    pin_mismatch          BOOLEAN NOT NULL,
+    prompt_tokens         INTEGER,
+    completion_tokens     INTEGER,
+    total_tokens          INTEGER,
+    cost                  DOUBLE,
+    text                  VARCHAR NOT NULL,
+    text_truncated        BOOLEAN NOT NULL,
+    reasoning             VARCHAR NOT NULL,
+    error_class           VARCHAR,
+    error_code            INTEGER,
+    error_detail          VARCHAR,
+    retry_after_s         DOUBLE
+);
+
+CREATE TABLE outcomes (
+    round_id     VARCHAR NOT NULL,
+    model        VARCHAR NOT NULL,
+    tag          VARCHAR NOT NULL,
+    contract     VARCHAR NOT NULL,
+    outcome      VARCHAR NOT NULL CHECK (outcome IN ('pass', 'fail', 'inconclusive', 'transport')),
+    reason       VARCHAR NOT NULL,
+    evidence     VARCHAR NOT NULL,
+    attempt_ids  VARCHAR[] NOT NULL,
+    language     VARCHAR,
+    PRIMARY KEY (round_id, tag, contract)
+);
+
+CREATE TABLE endpoint_state (
+    model                VARCHAR NOT NULL,
+    tag                  VARCHAR NOT NULL,
+    mode                 VARCHAR NOT NULL,
+    fail_streak          INTEGER NOT NULL,
+    clean_streak         INTEGER NOT NULL,
+    suspended_until      TIMESTAMPTZ,
+    suspended_at         TIMESTAMPTZ,
+    ladder_step          INTEGER NOT NULL,
+    last_suspension_end  TIMESTAMPTZ,
+    floor_blocked        BOOLEAN NOT NULL,
+    fail_rounds          VARCHAR[] NOT NULL,
+    clean_rounds         VARCHAR[] NOT NULL,
+    PRIMARY KEY (model, tag, mode)
+);
+
+CREATE TABLE decisions (
+    decision_id         VARCHAR PRIMARY KEY,
+    decided_at          TIMESTAMPTZ NOT NULL,
+    model               VARCHAR NOT NULL,
+    tag                 VARCHAR NOT NULL,
+    action              VARCHAR NOT NULL,
+    mode                VARCHAR NOT NULL,
+    ladder_step         INTEGER NOT NULL,
+    until               TIMESTAMPTZ,
+    reason              VARCHAR NOT NULL,
+    evidence_round_ids  VARCHAR[] NOT NULL,
+    round_id            VARCHAR,
+    actor               VARCHAR NOT NULL
+);
+
+CREATE SEQUENCE exclusion_id_seq START 1;
+
+CREATE TABLE exclusions (
+    exclusion_id    BIGINT PRIMARY KEY DEFAULT nextval('exclusion_id_seq'),
+    tag             VARCHAR NOT NULL,
+    model           VARCHAR,
+    reason          VARCHAR NOT NULL,
+    who             VARCHAR NOT NULL,
+    added_at        TIMESTAMPTZ NOT NULL,
+    until           TIMESTAMPTZ,
+    removed_at      TIMESTAMPTZ,
+    removed_by      VARCHAR,
+    removed_reason  VARCHAR
+);
+
+CREATE TABLE alerts (
+    key              VARCHAR PRIMARY KEY,
+    created_at       TIMESTAMPTZ NOT NULL,
+    kind             VARCHAR NOT NULL,
+    model            VARCHAR NOT NULL,
+    tag              VARCHAR,
+    text             VARCHAR NOT NULL,
+    blocks_json      VARCHAR NOT NULL,
+    status           VARCHAR NOT NULL CHECK (status IN ('pending', 'sent')),
+    attempts         INTEGER NOT NULL,
+    last_error       VARCHAR,
+    last_attempt_at  TIMESTAMPTZ,
+    next_attempt_at  TIMESTAMPTZ,
+    sent_at          TIMESTAMPTZ
+);
+
+CREATE TABLE route_events (
+    event_at    TIMESTAMPTZ NOT NULL,
+    key         VARCHAR NOT NULL,
+    tier        INTEGER NOT NULL,
+    upstream    VARCHAR NOT NULL,
+    reason      VARCHAR NOT NULL,
+    latency_ms  DOUBLE,
+    model       VARCHAR
+);
+
+CREATE TABLE settings (
+    key         VARCHAR PRIMARY KEY,
+    value       VARCHAR NOT NULL,
+    updated_at  TIMESTAMPTZ,
+    updated_by  VARCHAR
+);
+
+CREATE TABLE settings_history (
+    key         VARCHAR NOT NULL,
+    value       VARCHAR NOT NULL,
+    changed_at  TIMESTAMPTZ,
+    changed_by  VARCHAR
+);
+
+"""

@@ -1,0 +1,152 @@
+"""Policy state per (model, tag, mode), the decision log, and settings (the current mode, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
+from tasks.types import Action, Decision, EndpointState, Mode
+
+#: The settings key that holds the operating mode (observe | enforce) chosen at runtime.
+MODE_KEY = "mode"
+
+
+def load_states(con: Connection, model: str, mode: Mode | str) -> dict[str, EndpointState]:
+    """The stored policy state of every endpoint of ``model`` in ``mode``, keyed by tag."""
+    rows = fetch_dicts(
+        con, "SELECT * FROM endpoint_state WHERE model = ? AND mode = ? ORDER BY tag", [model, str(mode)]
+    )
+    return {r["tag"]: _state_from_row(r) for r in rows}
+
+
+def save_states(con: Connection, states: Sequence[EndpointState] | dict[str, EndpointState]) -> int:
+    """Upsert states by (model, tag, mode); returns how many were written."""
+    items = list(states.values()) if isinstance(states, dict) else list(states)
+    with transaction(con):
+        for s in items:
+            con.execute(
+                "DELETE FROM endpoint_state WHERE model = ? AND tag = ? AND mode = ?",
+                [s.model, s.tag, str(s.mode)],
+            )
+        insert_rows(con, "endpoint_state", [_state_row(s) for s in items])
+    return len(items)
+
+
+def append_decisions(con: Connection, decisions: Sequence[Decision]) -> int:
+    """Record decisions, skipping any whose ``decision_id`` is already stored; returns how many were new."""
+    if not decisions:
+        return 0
+    unique = {d.decision_id: d for d in decisions}
+    return insert_rows(con, "decisions", [_decision_row(d) for d in unique.values()], skip_existing=True)
+
+
+def decisions_between(
+    con: Connection,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    model: str | None = None,
+    tag: str | None = None,
+    mode: Mode | str | None = None,
+) -> list[Decision]:
+    """Decisions with ``start <= at < end`` (either bound optional), oldest first."""
+    clauses, params = [], []
+    for clause, value in (
+        ("decided_at >= ?", utc(start)),
+        ("decided_at < ?", utc(end)),
+        ("model = ?", model),
+        ("tag = ?", tag),
+        ("mode = ?", str(mode) if mode is not None else None),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    where = " AND ".join(clauses) or "TRUE"
+    rows = fetch_dicts(
+        con, f"SELECT * FROM decisions WHERE {where} ORDER BY decided_at, model, tag, decision_id", params
+    )
+    return [_decision_from_row(r) for r in rows]
+
+
+def set_setting(
+    con: Connection, key: str, value: str, *, at: datetime | None = None, who: str | None = None
+) -> None:
+    """Set ``key`` to ``value`` and append the change to ``settings_history``."""
+    with transaction(con):
+        con.execute("DELETE FROM settings WHERE key = ?", [key])
+        con.execute("INSERT INTO settings VALUES (?, ?, ?, ?)", [key, value, utc(at), one_line(who)])
+        con.execute("INSERT INTO settings_history VALUES (?, ?, ?, ?)", [key, value, utc(at), one_line(who)])
+
+
+def get_setting(con: Connection, key: str, default: str | None = None) -> str | None:
+    row = con.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+    return str(row[0]) if row else default
+
+
+def _state_row(s: EndpointState) -> dict[str, Any]:
+    return {
+        "model": s.model,
+        "tag": s.tag,
+        "mode": str(s.mode),
+        "fail_streak": s.fail_streak,
+        "clean_streak": s.clean_streak,
+        "suspended_until": utc(s.suspended_until),
+        "suspended_at": utc(s.suspended_at),
+        "ladder_step": s.ladder_step,
+        "last_suspension_end": utc(s.last_suspension_end),
+        "floor_blocked": s.floor_blocked,
+        "fail_rounds": list(s.fail_rounds),
+        "clean_rounds": list(s.clean_rounds),
+    }
+
+
+def _state_from_row(r: dict[str, Any]) -> EndpointState:
+    return EndpointState(
+        model=r["model"],
+        tag=r["tag"],
+        mode=Mode(r["mode"]),
+        fail_streak=r["fail_streak"],
+        clean_streak=r["clean_streak"],
+        suspended_until=r["suspended_until"],
+        suspended_at=r["suspended_at"],
+        ladder_step=r["ladder_step"],
+        last_suspension_end=r["last_suspension_end"],
+        floor_blocked=r["floor_blocked"],
+        fail_rounds=tuple(r["fail_rounds"]),
+        clean_rounds=tuple(r["clean_rounds"]),
+    )
+
+
+def _decision_row(d: Decision) -> dict[str, Any]:
+    return {
+        "decision_id": d.decision_id,
+        "decided_at": utc(d.at),
+        "model": d.model,
+        "tag": d.tag,
+        "action": str(d.action),
+        "mode": str(d.mode),
+        "ladder_step": d.ladder_step,
+        "until": utc(d.until),
+        "reason": one_line(d.reason) or "",
+        "evidence_round_ids": list(d.evidence_round_ids),
+        "round_id": d.round_id,
+        "actor": one_line(d.actor) or "canary",
+    }
+
+
+def _decision_from_row(r: dict[str, Any]) -> Decision:
+    return Decision(
+        at=r["decided_at"],
+        model=r["model"],
+        tag=r["tag"],
+        action=Action(r["action"]),
+        mode=Mode(r["mode"]),
+        ladder_step=r["ladder_step"],
+        until=r["until"],
+        reason=r["reason"],
+        evidence_round_ids=tuple(r["evidence_round_ids"]),
+        round_id=r["round_id"],
+        actor=r["actor"],
+    )
