@@ -1,0 +1,378 @@
+"""The fleet file: which models the simulator serves, their endpoints, and what each endpoint does wrong.
+
+Format documented in simulator/FLEET.md. `parse_fleet` validates a mapping (the parsed TOML) and raises
+`FleetError` with one line naming the key path and the bad value; `load_fleet` reads a TOML file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simulator.faults import FAULT_KINDS, REQUEST_KINDS, Fault, Window
+from tasks.errors import FleetError
+
+DEFAULT_FLEET_PATH = Path(__file__).parent / "fleets" / "default.toml"
+
+DEFAULT_SUPPORTED_PARAMETERS: tuple[str, ...] = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "seed",
+    "top_k",
+    "repetition_penalty",
+    "response_format",
+    "structured_outputs",
+    "tools",
+    "tool_choice",
+)
+
+QUANTIZATIONS = frozenset(
+    {"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
+)
+STATUSES = frozenset({0, -1, -2, -3, -5, -10})
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float
+    p75: float
+    p90: float
+    p99: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"p50": self.p50, "p75": self.p75, "p90": self.p90, "p99": self.p99}
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One provider route of a model, as `/endpoints` lists it, plus how it misbehaves."""
+
+    tag: str
+    provider_name: str
+    quantization: str | None = "unknown"
+    supported_parameters: tuple[str, ...] = DEFAULT_SUPPORTED_PARAMETERS
+    prompt_price: str = "0.0000002"
+    completion_price: str = "0.0000006"
+    context_length: int = 131072
+    max_completion_tokens: int | None = None
+    status: int = 0
+    uptime_last_30m: float | None = 99.8
+    uptime_last_5m: float | None = 99.9
+    uptime_last_1d: float | None = 99.7
+    latency_last_30m: Percentiles | None = None
+    throughput_last_30m: Percentiles | None = None
+    ttft_s: float = 0.05
+    chunk_interval_s: float = 0.005
+    system_fingerprint: str | None = None
+    faults: tuple[Fault, ...] = ()
+
+    @property
+    def provider_slug(self) -> str:
+        return self.tag.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    name: str
+    endpoints: tuple[EndpointSpec, ...]
+    permaslug: str = ""
+    description: str = ""
+    created: int = 1733356800
+    context_length: int = 131072
+
+    def endpoint(self, tag: str) -> EndpointSpec | None:
+        return next((e for e in self.endpoints if e.tag == tag), None)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    models: tuple[ModelSpec, ...]
+    source: str = field(default="<mapping>", compare=False)
+
+    def model(self, model_id: str) -> ModelSpec | None:
+        return next((m for m in self.models if m.id == model_id), None)
+
+    def providers(self) -> dict[str, str]:
+        """Provider slug -> display name, over every endpoint of every model."""
+        return {e.provider_slug: e.provider_name for m in self.models for e in m.endpoints}
+
+
+def load_fleet(path: str | Path) -> Fleet:
+    """Read and validate a fleet TOML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FleetError(f"fleet: cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FleetError(f"fleet: {p} is not valid TOML: {exc}") from None
+    fleet = parse_fleet(data)
+    return Fleet(models=fleet.models, source=str(p))
+
+
+def parse_fleet(mapping: Mapping[str, Any]) -> Fleet:
+    """Validate a parsed fleet mapping; FleetError names the first bad key and its value."""
+    _only_keys(mapping, {"models"}, "fleet")
+    models = _list_of_tables(mapping.get("models"), "models", required=True)
+    parsed = tuple(_model(m, f"models[{i}]") for i, m in enumerate(models))
+    ids = [m.id for m in parsed]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise FleetError(f"fleet: models: duplicate model id {dupes[0]!r}")
+    names: dict[str, str] = {}
+    for model in parsed:
+        for ep in model.endpoints:
+            seen = names.setdefault(ep.provider_slug, ep.provider_name)
+            if seen != ep.provider_name:
+                names_seen = f"({seen!r}, {ep.provider_name!r})"
+                raise FleetError(
+                    f"fleet: provider slug {ep.provider_slug!r} has two display names {names_seen}"
+                )
+    return Fleet(models=parsed)
+
+
+_MODEL_KEYS = {"id", "name", "permaslug", "description", "created", "context_length", "endpoints"}
+_ENDPOINT_KEYS = {
+    "tag",
+    "provider_name",
+    "quantization",
+    "supported_parameters",
+    "pricing",
+    "context_length",
+    "max_completion_tokens",
+    "status",
+    "uptime_last_30m",
+    "uptime_last_5m",
+    "uptime_last_1d",
+    "latency_last_30m",
+    "throughput_last_30m",
+    "ttft_s",
+    "chunk_interval_s",
+    "system_fingerprint",
+    "faults",
+}
+
+
+def _model(m: Mapping[str, Any], where: str) -> ModelSpec:
+    _only_keys(m, _MODEL_KEYS, where)
+    model_id = _str(m, "id", where, required=True)
+    if "/" not in model_id:
+        raise FleetError(f"fleet: {where}.id must look like 'author/slug' (got {model_id!r})")
+    eps = _list_of_tables(m.get("endpoints"), f"{where}.endpoints", required=True)
+    endpoints = tuple(_endpoint(e, f"{where}.endpoints[{i}]") for i, e in enumerate(eps))
+    tags = [e.tag for e in endpoints]
+    dupes = sorted({t for t in tags if tags.count(t) > 1})
+    if dupes:
+        raise FleetError(f"fleet: {where}.endpoints: duplicate tag {dupes[0]!r}")
+    return ModelSpec(
+        id=model_id,
+        name=_str(m, "name", where) or model_id,
+        permaslug=_str(m, "permaslug", where) or model_id,
+        description=_str(m, "description", where) or "",
+        created=_int(m, "created", where, 1733356800),
+        context_length=_int(m, "context_length", where, 131072),
+        endpoints=endpoints,
+    )
+
+
+def _endpoint(e: Mapping[str, Any], where: str) -> EndpointSpec:
+    _only_keys(e, _ENDPOINT_KEYS, where)
+    tag = _str(e, "tag", where, required=True)
+    if tag != tag.lower() or not tag or tag.startswith("/") or tag.endswith("/") or " " in tag:
+        raise FleetError(f"fleet: {where}.tag must be a lower-case slug like 'deepinfra/fp8' (got {tag!r})")
+    quant = e.get("quantization", "unknown")
+    if quant is not None and quant not in QUANTIZATIONS:
+        raise FleetError(
+            f"fleet: {where}.quantization must be one of {sorted(QUANTIZATIONS)} (got {quant!r})"
+        )
+    params = e.get("supported_parameters", list(DEFAULT_SUPPORTED_PARAMETERS))
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise FleetError(f"fleet: {where}.supported_parameters must be a list of strings (got {params!r})")
+    status = _int(e, "status", where, 0)
+    if status not in STATUSES:
+        raise FleetError(f"fleet: {where}.status must be one of {sorted(STATUSES)} (got {status!r})")
+    pricing = e.get("pricing", {})
+    if not isinstance(pricing, Mapping):
+        raise FleetError(f"fleet: {where}.pricing must be a table (got {pricing!r})")
+    _only_keys(pricing, {"prompt", "completion"}, f"{where}.pricing")
+    faults = _list_of_tables(e.get("faults", []), f"{where}.faults", required=False)
+    return EndpointSpec(
+        tag=tag,
+        provider_name=_str(e, "provider_name", where, required=True),
+        quantization=quant,
+        supported_parameters=tuple(params),
+        prompt_price=_price(pricing, "prompt", f"{where}.pricing", "0.0000002"),
+        completion_price=_price(pricing, "completion", f"{where}.pricing", "0.0000006"),
+        context_length=_int(e, "context_length", where, 131072),
+        max_completion_tokens=_opt_int(e, "max_completion_tokens", where),
+        status=status,
+        uptime_last_30m=_uptime(e, "uptime_last_30m", where, 99.8),
+        uptime_last_5m=_uptime(e, "uptime_last_5m", where, 99.9),
+        uptime_last_1d=_uptime(e, "uptime_last_1d", where, 99.7),
+        latency_last_30m=_percentiles(e, "latency_last_30m", where),
+        throughput_last_30m=_percentiles(e, "throughput_last_30m", where),
+        ttft_s=_seconds(e, "ttft_s", where, 0.05),
+        chunk_interval_s=_seconds(e, "chunk_interval_s", where, 0.005),
+        system_fingerprint=_str(e, "system_fingerprint", where) or None,
+        faults=tuple(_fault(f, f"{where}.faults[{i}]") for i, f in enumerate(faults)),
+    )
+
+
+def _fault(f: Mapping[str, Any], where: str) -> Fault:
+    kind = f.get("kind")
+    if kind not in FAULT_KINDS:
+        raise FleetError(f"fleet: {where}.kind must be one of {sorted(FAULT_KINDS)} (got {kind!r})")
+    spec = FAULT_KINDS[kind]
+    rate = f.get("rate", 1.0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise FleetError(f"fleet: {where}.rate must be a number between 0 and 1 (got {rate!r})")
+    applies_to = f.get("applies_to", spec.applies_to)
+    if applies_to not in REQUEST_KINDS:
+        raise FleetError(
+            f"fleet: {where}.applies_to must be one of {sorted(REQUEST_KINDS)} (got {applies_to!r})"
+        )
+    windows = tuple(
+        _window(w, f"{where}.windows[{i}]")
+        for i, w in enumerate(_list_of_tables(f.get("windows", []), f"{where}.windows", required=False))
+    )
+    params: dict[str, Any] = {}
+    for key, value in f.items():
+        if key in {"kind", "rate", "applies_to", "windows"}:
+            continue
+        if key not in spec.params:
+            allowed = ", ".join(sorted(spec.params)) or "none"
+            raise FleetError(
+                f"fleet: {where}: unknown parameter {key!r} for kind {kind!r} (allowed: {allowed})"
+            )
+        problem = spec.params[key].check(value)
+        if problem:
+            raise FleetError(f"fleet: {where}.{key} {problem} (got {value!r})")
+        params[key] = value
+    for key, param in spec.params.items():
+        params.setdefault(key, param.default)
+    return Fault(kind=kind, rate=float(rate), applies_to=applies_to, params=params, windows=windows)
+
+
+def _window(w: Mapping[str, Any], where: str) -> Window:
+    _only_keys(w, {"start", "end", "hours"}, where)
+    start, end = _when(w, "start", where), _when(w, "end", where)
+    if start and end and end <= start:
+        raise FleetError(f"fleet: {where}.end must be after start (got {w.get('end')!r})")
+    hours = w.get("hours")
+    span: tuple[int, int] | None = None
+    if hours is not None:
+        ok = (
+            isinstance(hours, list)
+            and len(hours) == 2
+            and all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h <= 24 for h in hours)
+        )
+        if not ok or hours[0] == hours[1]:
+            raise FleetError(
+                f"fleet: {where}.hours must be [from, to] UTC hours 0..24, from != to (got {hours!r})"
+            )
+        span = (hours[0], hours[1])
+    return Window(start=start, end=end, hours=span)
+
+
+def _when(w: Mapping[str, Any], key: str, where: str) -> datetime | None:
+    value = w.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise FleetError(f"fleet: {where}.{key} must be an ISO-8601 time (got {value!r})") from None
+    if not isinstance(value, datetime):
+        raise FleetError(f"fleet: {where}.{key} must be a date-time (got {value!r})")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _only_keys(m: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in m:
+        if key not in allowed:
+            raise FleetError(f"fleet: {where}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _list_of_tables(value: Any, where: str, *, required: bool) -> list[Mapping[str, Any]]:
+    if value is None and not required:
+        return []
+    if not isinstance(value, list) or (required and not value):
+        raise FleetError(f"fleet: {where} must be a non-empty list of tables (got {value!r})")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise FleetError(f"fleet: {where}[{i}] must be a table (got {item!r})")
+    return value
+
+
+def _str(m: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str:
+    value = m.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise FleetError(f"fleet: {where}.{key} must be a non-empty string (got {value!r})")
+    return value
+
+
+def _int(m: Mapping[str, Any], key: str, where: str, default: int) -> int:
+    value = m.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FleetError(f"fleet: {where}.{key} must be an integer (got {value!r})")
+    return value
+
+
+def _opt_int(m: Mapping[str, Any], key: str, where: str) -> int | None:
+    return None if m.get(key) is None else _int(m, key, where, 0)
+
+
+def _seconds(m: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    value = m.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise FleetError(f"fleet: {where}.{key} must be a number of seconds >= 0 (got {value!r})")
+    return float(value)
+
+
+def _uptime(m: Mapping[str, Any], key: str, where: str, default: float) -> float | None:
+    if key in m and m[key] is None:
+        return None
+    value = m.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise FleetError(f"fleet: {where}.{key} must be a percentage 0..100 (got {value!r})")
+    return float(value)
+
+
+def _price(m: Mapping[str, Any], key: str, where: str, default: str) -> str:
+    value = m.get(key, default)
+    try:
+        ok = isinstance(value, str) and float(value) >= 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise FleetError(f"fleet: {where}.{key} must be a decimal string of USD per token (got {value!r})")
+    return str(value)
+
+
+def _percentiles(m: Mapping[str, Any], key: str, where: str) -> Percentiles | None:
+    value = m.get(key)
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Mapping)
+        or set(value) != {"p50", "p75", "p90", "p99"}
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values())
+    ):
+        raise FleetError(
+            f"fleet: {where}.{key} must be a table with numbers p50, p75, p90, p99 (got {value!r})"
+        )
+    return Percentiles(*(float(value[k]) for k in ("p50", "p75", "p90", "p99")))
