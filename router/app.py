@@ -1,0 +1,359 @@
+"""The router's shell: an OpenAI-compatible Starlette app in front of the tiers (MISSION.md section 6).
+
+`POST /v1/chat/completions` (streaming and not) walks the route's tiers in key order (router/tiers.py),
+runs the savers (router/savings.py), merges the canary's ignore list (router/ignore.py, payload.py), and
+commits a stream only on its first content chunk (router/stream.py, upstream.py). `GET /v1/models` lists
+the routes keyed by model name. `GET /healthz` reports cooldowns and sink backlogs.
+
+Every failover and every post-commit failure is a `RouteEvent`, buffered and flushed to the sinks from a
+background thread every `flush_interval_s`. Client API keys appear only as `key:<sha256 prefix>`; tier keys
+come from the environment and are sent only in the upstream Authorization header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route as HttpRoute
+
+from router import tiers as tier_rules
+from router.events import Batcher, JsonlSink, event_batchers, flush_all
+from router.ignore import IgnoreLists
+from router.payload import build_body
+from router.routes import Route, Routes, resolve_api_keys
+from router.savings import PipelineResult, SaverContext, Savings, measure_savings, run_savers
+from router.tokens import TOKENIZER
+from router.upstream import Committed, Passthrough, TierFailure, relay, try_once, try_stream
+from tasks.clock import Clock, SystemClock
+from tasks.secrets import SecretStr
+from tasks.types import RouteEvent
+
+log = logging.getLogger("router")
+
+#: Client headers passed on to the upstream (attribution only; never the client's Authorization).
+FORWARD_HEADERS = ("http-referer", "x-title", "x-openrouter-title", "x-openrouter-categories")
+
+
+def _error(
+    status: int, message: str, headers: Mapping[str, str] | None = None, **metadata: Any
+) -> JSONResponse:
+    error: dict[str, Any] = {"message": message, "code": status}
+    if metadata:
+        error["metadata"] = metadata
+    return JSONResponse({"error": error}, status_code=status, headers=dict(headers or {}))
+
+
+def _bearer(value: str | None) -> str | None:
+    if value and value.lower().startswith("bearer "):
+        return value[7:].strip() or None
+    return None
+
+
+def _billed_prompt_tokens(body: bytes) -> int | None:
+    try:
+        usage = json.loads(body).get("usage")
+        value = usage.get("prompt_tokens")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+@dataclass
+class RouterShell:
+    routes: Routes
+    api_keys: dict[str, SecretStr]
+    clock: Clock
+    ignore: IgnoreLists
+    events: list[Batcher[RouteEvent]]
+    savings: Batcher[dict[str, Any]] | None
+    cooldowns: tier_rules.Cooldowns = field(default_factory=lambda: tier_rules.EMPTY_COOLDOWNS)
+    client: httpx.AsyncClient | None = None
+
+    # -- records -------------------------------------------------------------------------------------
+    def emit(
+        self, route: Route, tier_no: int, reason: str, latency_ms: float | None, model: str | None
+    ) -> None:
+        event = RouteEvent(
+            at=self.clock.now(),
+            key=route.key,
+            tier=tier_no,
+            upstream=route.tiers[tier_no - 1].label,
+            reason=reason,
+            latency_ms=round(latency_ms, 1) if latency_ms is not None else None,
+            model=model,
+        )
+        log.warning("route %s tier %d degraded: %s (%.0f ms)", route.key, tier_no, reason, latency_ms or 0)
+        for batcher in self.events:
+            batcher.add([event])
+
+    def record_savings(
+        self,
+        route: Route,
+        tier_no: int,
+        pipeline: PipelineResult,
+        savings: Savings,
+        billed: int | None,
+        stream: bool,
+    ) -> None:
+        record = {
+            "at": self.clock.now().isoformat(),
+            "key": route.key,
+            "tier": tier_no,
+            "stream": stream,
+            "tokenizer": TOKENIZER,
+            "tokens_before": savings.tokens_before,
+            "tokens_sent": savings.tokens_sent,
+            "tokens_saved": savings.tokens_saved,
+            "billed_prompt_tokens": billed,
+            "savers": list(pipeline.applied),
+            "saver_failed": pipeline.failed,
+        }
+        log.info(
+            "savings %s tier %d: before=%s sent=%s saved=%s billed_prompt_tokens=%s",
+            route.key,
+            tier_no,
+            savings.tokens_before,
+            savings.tokens_sent,
+            savings.tokens_saved,
+            billed,
+        )
+        if self.savings is not None:
+            self.savings.add([record])
+
+    # -- upstream ------------------------------------------------------------------------------------
+    def upstream_headers(
+        self, route: Route, tier_no: int, client_headers: Mapping[str, str], stream: bool
+    ) -> dict[str, str]:
+        tier = route.tiers[tier_no - 1]
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if stream else "application/json",
+        }
+        for name in FORWARD_HEADERS:
+            if name in client_headers:
+                headers[name] = client_headers[name]
+        if tier.api_key_env:
+            headers["authorization"] = f"Bearer {self.api_keys[tier.api_key_env].get()}"
+        return headers
+
+    def note_failure(self, route: Route, tier_no: int, failure: TierFailure, model: str | None) -> None:
+        tier = route.tiers[tier_no - 1]
+        seconds = tier_rules.parse_retry_after(failure.retry_after, self.clock.now())
+        self.cooldowns = tier_rules.cool_down(
+            self.cooldowns,
+            tier.upstream_id,
+            self.clock.monotonic(),
+            seconds,
+            self.routes.settings.max_cooldown_s,
+        )
+        self.emit(route, tier_no, failure.reason, failure.latency_ms, model)
+
+    # -- the endpoint --------------------------------------------------------------------------------
+    async def chat(self, request: Request) -> Response:
+        assert self.client is not None, "the app's lifespan did not run"
+        settings = self.routes.settings
+        try:
+            body = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "the request body is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object")
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        route = self.routes.find(model, _bearer(request.headers.get("authorization")))
+        if route is None:
+            return _error(404, f"no route for model {model!r}")
+        pipeline = run_savers(body.get("messages"), settings.savers, SaverContext(settings.token_budget))
+        if pipeline.failed:
+            log.warning("savers failed open on %s (request sent unmodified): %s", route.key, pipeline.failed)
+        stream = body.get("stream") is True
+        now = self.clock.monotonic()
+        self.cooldowns = tier_rules.prune(self.cooldowns, now)
+        order = tier_rules.walk_order([t.upstream_id for t in route.tiers], self.cooldowns, now)
+        failures: list[tuple[int, str]] = []
+        for index in order:
+            tier_no, tier = index + 1, route.tiers[index]
+            ignore = self.ignore.for_tier(tier)
+            baseline = build_body(body, tier, ignore)
+            sent = build_body(body, tier, ignore, pipeline.messages) if pipeline.changed else baseline
+            headers = self.upstream_headers(route, tier_no, request.headers, stream)
+            url = f"{tier.base_url}/chat/completions"
+            result: TierFailure | Passthrough | Committed
+            if stream:
+                result = await try_stream(
+                    self.client, url, sent, headers, settings.first_chunk_budget_s, self.clock.monotonic
+                )
+            else:
+                result = await try_once(
+                    self.client, url, sent, headers, settings.request_timeout_s, self.clock.monotonic
+                )
+            if isinstance(result, TierFailure):
+                self.note_failure(route, tier_no, result, model)
+                failures.append((tier_no, result.reason))
+                continue
+            savings = measure_savings(baseline, sent)
+            out_headers = {
+                **result.headers,
+                "x-canary-route": route.key,
+                "x-canary-tier": str(tier_no),
+                "x-canary-tokens-saved": str(savings.tokens_saved),
+                "x-canary-tokens-sent": str(savings.tokens_sent),
+                "x-canary-tokenizer": TOKENIZER,
+            }
+            if pipeline.failed:
+                out_headers["x-canary-savers-failed"] = pipeline.failed.split(":", 1)[0]
+            if isinstance(result, Passthrough):
+                billed = _billed_prompt_tokens(result.body) if result.status == 200 else None
+                self.record_savings(route, tier_no, pipeline, savings, billed, stream)
+                return Response(result.body, status_code=result.status, headers=out_headers)
+            return self._stream_response(route, tier_no, result, out_headers, pipeline, savings, model)
+        return self._all_failed(route, failures)
+
+    def _stream_response(
+        self,
+        route: Route,
+        tier_no: int,
+        committed: Committed,
+        headers: dict[str, str],
+        pipeline: PipelineResult,
+        savings: Savings,
+        model: str | None,
+    ) -> StreamingResponse:
+        started = self.clock.monotonic()
+
+        def on_abort(reason: str) -> None:
+            self.emit(
+                route,
+                tier_no,
+                reason,
+                (self.clock.monotonic() - started) * 1000 + committed.latency_ms,
+                model,
+            )
+
+        def on_end(billed: int | None) -> None:
+            self.record_savings(route, tier_no, pipeline, savings, billed, True)
+
+        body = relay(
+            committed,
+            self.routes.settings.idle_timeout_s,
+            lambda: int(self.clock.now().timestamp()),
+            on_abort,
+            on_end,
+        )
+        headers = {**headers, "cache-control": "no-cache", "x-accel-buffering": "no"}
+        headers.pop("content-type", None)
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+    def _all_failed(self, route: Route, failures: Sequence[tuple[int, str]]) -> JSONResponse:
+        summary = ", ".join(f"tier {n}: {reason}" for n, reason in failures)
+        wait = tier_rules.shortest_wait(
+            self.cooldowns, [t.upstream_id for t in route.tiers], self.clock.monotonic()
+        )
+        all_cooling = wait is not None and all(
+            tier_rules.is_cooling(self.cooldowns, t.upstream_id, self.clock.monotonic()) for t in route.tiers
+        )
+        headers = {"retry-after": str(max(1, round(wait)))} if all_cooling and wait is not None else {}
+        return _error(
+            503,
+            f"all {len(route.tiers)} tiers failed ({summary})",
+            headers,
+            route=route.key,
+            attempts=[{"tier": n, "reason": r} for n, r in failures],
+        )
+
+    async def models(self, request: Request) -> JSONResponse:
+        data = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "canary-router"}
+            for m in self.routes.model_names
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def health(self, request: Request) -> JSONResponse:
+        now = self.clock.monotonic()
+        return JSONResponse(
+            {
+                "ok": True,
+                "tokenizer": TOKENIZER,
+                "cooling": sum(1 for until in self.cooldowns.values() if until > now),
+                "pending_events": sum(b.pending() for b in self.events),
+                "dropped_events": sum(b.dropped for b in self.events),
+            }
+        )
+
+
+def build_shell(
+    routes: Routes,
+    *,
+    env: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
+    events: list[Batcher[RouteEvent]] | None = None,
+) -> RouterShell:
+    """Resolve keys (RoutesError if one is missing) and the sinks named by the routes file."""
+    settings = routes.settings
+    return RouterShell(
+        routes=routes,
+        api_keys=resolve_api_keys(routes, os.environ if env is None else env),
+        clock=clock or SystemClock(),
+        ignore=IgnoreLists(settings.publish_dir),
+        events=event_batchers(settings.events_path, settings.events_db) if events is None else events,
+        savings=Batcher(JsonlSink(settings.savings_path), "router-savings")
+        if settings.savings_path
+        else None,
+    )
+
+
+async def _flush_loop(shell: RouterShell) -> None:
+    batchers: list[Batcher[Any]] = [*shell.events, *([shell.savings] if shell.savings else [])]
+    while True:
+        await asyncio.sleep(shell.routes.settings.flush_interval_s)
+        await asyncio.to_thread(flush_all, batchers)
+
+
+def create_app(shell: RouterShell) -> Starlette:
+    settings = shell.routes.settings
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        timeout = httpx.Timeout(
+            connect=settings.connect_timeout_s, read=None, write=30.0, pool=settings.connect_timeout_s
+        )
+        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+            shell.client = client
+            flusher = asyncio.create_task(_flush_loop(shell))
+            try:
+                yield
+            finally:
+                flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await flusher
+                flush_all([*shell.events, *([shell.savings] if shell.savings else [])])
+                shell.client = None
+
+    async def chat(request: Request) -> Response:
+        try:
+            return await shell.chat(request)
+        except Exception as exc:  # never a traceback to the client
+            log.error("router error: %s: %s", type(exc).__name__, str(exc)[:200])
+            return _error(500, f"router error: {type(exc).__name__}")
+
+    app = Starlette(
+        routes=[
+            HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
+            HttpRoute("/v1/models", shell.models, methods=["GET"]),
+            HttpRoute("/healthz", shell.health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.router = shell
+    return app

@@ -1,0 +1,181 @@
+"""Token savers: a deterministic pipeline of pure functions on the chat messages, failing open.
+
+Each saver takes the messages (a deep copy: it may not touch the caller's) and a `SaverContext`, and
+returns new messages. `run_savers` runs the named ones in order. If any saver raises or returns something
+that is not a list of message objects, the pipeline stops and returns the **original** messages, unchanged
+(the request then goes out byte-identical to one sent without savers), with the failure named.
+
+The pipeline never reports its own savings: the router serializes the body it actually sends and counts
+its tokens (router/tokens.py), then subtracts that from the count of the body it would have sent without
+savers (`measure_savings`).
+
+Savers:
+- `collapse_whitespace`: outside fenced code blocks, runs of spaces/tabs inside a line become one space,
+  trailing spaces are cut, and three or more newlines become two. Leading indentation is kept.
+- `drop_duplicate_system`: a system (or developer) message whose text equals an earlier one's (after
+  whitespace normalisation) is dropped.
+- `trim_old_turns`: while the prompt exceeds `token_budget` tokens, the oldest whole turn (a user message
+  and everything up to the next user message) is dropped. System messages and the last turn always stay.
+  `token_budget = 0` disables it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from router.tokens import count_body, count_messages
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SaverContext:
+    token_budget: int = 0
+    count: Callable[[Sequence[Any]], int] = count_messages
+
+
+Saver = Callable[[Messages, SaverContext], Messages]
+
+_INLINE_RUN = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
+_TRAILING = re.compile(r"[ \t]+$")
+_MANY_NEWLINES = re.compile(r"\n{3,}")
+_SYSTEM_ROLES = ("system", "developer")
+
+
+def _collapse_text(text: str) -> str:
+    out: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            out.append(line)
+            continue
+        out.append(line if in_fence else _TRAILING.sub("", _INLINE_RUN.sub(" ", line)))
+    joined = "\n".join(out)
+    if "```" in joined:  # never merge blank lines that may sit inside a code block
+        return joined
+    return _MANY_NEWLINES.sub("\n\n", joined)
+
+
+def _map_text(message: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": fn(content)}
+    if isinstance(content, list):
+        parts = [
+            {**p, "text": fn(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+            for p in content
+        ]
+        return {**message, "content": parts}
+    return message
+
+
+def collapse_whitespace(messages: Messages, ctx: SaverContext) -> Messages:
+    return [_map_text(m, _collapse_text) for m in messages]
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def drop_duplicate_system(messages: Messages, ctx: SaverContext) -> Messages:
+    seen: set[str] = set()
+    kept: Messages = []
+    for message in messages:
+        if message.get("role") in _SYSTEM_ROLES:
+            key = " ".join(_text_of(message).split())
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(message)
+    return kept
+
+
+def trim_old_turns(messages: Messages, ctx: SaverContext) -> Messages:
+    if ctx.token_budget <= 0:
+        return messages
+    kept = list(messages)
+    while ctx.count(kept) > ctx.token_budget:
+        turn_starts = [i for i, m in enumerate(kept) if m.get("role") == "user"]
+        if len(turn_starts) < 2:
+            break  # only the last turn is left: never drop it
+        start, end = turn_starts[0], turn_starts[1]
+        # the oldest turn: its user message and the replies/tool results up to the next user message;
+        # also any non-system messages before it (an assistant greeting with no user turn before it).
+        first_non_system = next(i for i, m in enumerate(kept) if m.get("role") not in _SYSTEM_ROLES)
+        start = min(start, first_non_system)
+        kept = kept[:start] + [m for m in kept[start:end] if m.get("role") in _SYSTEM_ROLES] + kept[end:]
+    return kept
+
+
+#: The saver registry: the names the routes file may list under `router.savers`.
+SAVERS: dict[str, Saver] = {
+    "collapse_whitespace": collapse_whitespace,
+    "drop_duplicate_system": drop_duplicate_system,
+    "trim_old_turns": trim_old_turns,
+}
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    messages: Any  # what to send: the savers' output, or the original object untouched
+    applied: tuple[str, ...] = ()
+    failed: str | None = None  # "saver_name: ErrorType: message" when the pipeline failed open
+
+    @property
+    def changed(self) -> bool:
+        return self.failed is None and bool(self.applied)
+
+
+def _is_messages(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(m, dict) for m in value)
+
+
+def run_savers(
+    messages: Any, names: Sequence[str], ctx: SaverContext, registry: Mapping[str, Saver] = SAVERS
+) -> PipelineResult:
+    """Run the named savers in order; on any failure return the original messages (fail open)."""
+    if not names:
+        return PipelineResult(messages)
+    if not _is_messages(messages):
+        return PipelineResult(messages, failed="pipeline: messages is not a list of objects")
+    current: Messages = messages
+    for name in names:
+        try:
+            saver = registry[name]
+            result = saver(copy.deepcopy(current), ctx)
+        except Exception as exc:  # fail open: the request must still go out
+            return PipelineResult(messages, failed=f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+        if not _is_messages(result):
+            return PipelineResult(messages, failed=f"{name}: returned {type(result).__name__}, not messages")
+        current = result
+    return PipelineResult(current, applied=tuple(names))
+
+
+@dataclass(frozen=True)
+class Savings:
+    """Tokens measured on the two serialized bodies: the one without savers and the one sent."""
+
+    tokens_before: int | None
+    tokens_sent: int | None
+
+    @property
+    def tokens_saved(self) -> int | None:
+        if self.tokens_before is None or self.tokens_sent is None:
+            return None
+        return self.tokens_before - self.tokens_sent
+
+
+def measure_savings(baseline_body: bytes, sent_body: bytes) -> Savings:
+    sent = count_body(sent_body)
+    before = sent if baseline_body == sent_body else count_body(baseline_body)
+    return Savings(tokens_before=before, tokens_sent=sent)

@@ -1,0 +1,63 @@
+"""Running the router: in the foreground (the CLI) or in a background thread on a loopback port (tests,
+the benchmark, the demo): `with start_router(routes) as running: running.base_url`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import uvicorn
+
+from router.app import RouterShell, build_shell, create_app
+from router.events import Batcher
+from router.routes import Routes
+from tasks.clock import Clock
+from tasks.types import RouteEvent
+
+
+@dataclass
+class RunningRouter:
+    base_url: str  # e.g. http://127.0.0.1:54321/v1
+    shell: RouterShell
+
+
+def serve(routes: Routes, *, host: str = "127.0.0.1", port: int = 8788, log_level: str = "info") -> None:
+    """Serve until interrupted (raises RoutesError before binding if a tier's key variable is missing)."""
+    shell = build_shell(routes)
+    uvicorn.run(create_app(shell), host=host, port=port, log_level=log_level, access_log=False)
+
+
+@contextmanager
+def start_router(
+    routes: Routes,
+    *,
+    env: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
+    events: list[Batcher[RouteEvent]] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    startup_timeout_s: float = 10.0,
+) -> Iterator[RunningRouter]:
+    shell = build_shell(routes, env=env, clock=clock, events=events)
+    config = uvicorn.Config(
+        create_app(shell), host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="router", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the router did not start")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield RunningRouter(base_url=f"http://{host}:{bound}/v1", shell=shell)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,335 @@
+"""The first-chunk commit rule as a pure state machine (sans-I/O, h11-style: bytes in, actions out).
+
+A streamed upstream response goes through a `Gate`. Before the commit, complete SSE events are *held*:
+keep-alive comments (`: OPENROUTER PROCESSING`), role-only or empty deltas and usage-only chunks do not
+count. The first **content-bearing** chunk (non-empty `content` or `reasoning`, a tool call, or a normal
+`finish_reason`) is the commit point: the held events plus that chunk go to the client in one `Commit`,
+and from then on every complete event is forwarded byte for byte (`Send`).
+
+Before the commit, any trouble yields `FailOver(reason)`: the caller closes the upstream and tries the
+next tier; the client has seen nothing. After the commit, trouble yields `Abort(data)`: one SSE `data:`
+chunk with a top-level `error` object (OpenRouter's mid-stream error shape), after which the client stream
+ends. A second tier's text is never spliced in. Only complete events are ever forwarded, so the error
+chunk always starts on an event boundary.
+
+    state   input                          -> actions
+    waiting comment / empty chunk          -> (held)
+    waiting content chunk                  -> Commit(held + chunk)            -> committed
+    waiting [DONE] / EOF / read error      -> FailOver(stream_ended|stream_error_before_commit)
+    waiting top-level error / bad frame    -> FailOver(error_chunk|bad_frame_before_commit)
+    waiting budget exhausted               -> FailOver(first_chunk_timeout)
+    committed any event                    -> Send(event)
+    committed [DONE]                       -> Send, Finish                    -> closed
+    committed EOF after finish or error    -> Finish                          -> closed
+    committed EOF / read error otherwise   -> Abort(error chunk)              -> closed
+    committed idle budget exhausted        -> Abort(error chunk)              -> closed
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+#: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
+MAX_HELD_BYTES = 1 << 20
+#: An incomplete event longer than this is a broken stream, not a slow one.
+MAX_PENDING_BYTES = 4 << 20
+
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+_FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
+
+
+class Phase(StrEnum):
+    WAITING = "waiting"  # no content chunk yet: the client has received nothing
+    COMMITTED = "committed"  # the client is bound to this tier
+    CLOSED = "closed"  # terminal: the caller stops reading
+
+
+class Kind(StrEnum):
+    """What one complete SSE event is."""
+
+    KEEPALIVE = "keepalive"  # comments only, or no data line
+    EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
+    CONTENT = "content"  # the commit point
+    DONE = "done"  # data: [DONE]
+    ERROR = "error"  # a top-level "error" object (or finish_reason "error")
+    BAD = "bad"  # a data line that is not a JSON object
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    data: bytes  # everything held so far plus the first content chunk
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FailOver:
+    reason: str  # first_chunk_timeout, stream_ended_before_commit, stream_error_before_commit, ...
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    data: bytes  # the error chunk to send before ending the client stream
+    reason: str  # stream_cut_after_commit, stream_error_after_commit, idle_timeout_after_commit
+
+
+Action = Commit | Send | FailOver | Finish | Abort
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    phase: Phase = Phase.WAITING
+    pending: bytes = b""  # an incomplete event
+    held: bytes = b""  # complete events held back before the commit
+    done: bool = False  # saw data: [DONE]
+    finished: bool = False  # saw a finish_reason
+    errored: bool = False  # the upstream sent its own error chunk after the commit
+    prompt_tokens: int | None = None  # usage.prompt_tokens of the upstream's usage chunk (billed)
+    chunk_id: str | None = None
+    created: int | None = None
+    model: str | None = None
+    provider: str | None = None
+
+
+def event_data(raw: bytes) -> bytes | None:
+    """The joined `data:` payload of one event, or None when it has no data line (a comment)."""
+    parts = []
+    for line in raw.splitlines():
+        if line.startswith(b"data:"):
+            value = line[5:]
+            parts.append(value[1:] if value.startswith(b" ") else value)
+    return b"\n".join(parts) if parts else None
+
+
+def _has_output(choice: Any) -> bool:
+    if not isinstance(choice, dict):
+        return False
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        for key in ("content", "reasoning", "reasoning_content", "refusal"):
+            value = delta.get(key)
+            if isinstance(value, str) and value:
+                return True
+        if delta.get("tool_calls") or delta.get("reasoning_details"):
+            return True
+    return choice.get("finish_reason") not in (None, "error")
+
+
+def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
+    """Kind of one complete event, and its parsed chunk when it has one."""
+    data = event_data(raw)
+    if data is None or not data.strip():
+        return Kind.KEEPALIVE, None
+    if data.strip() == b"[DONE]":
+        return Kind.DONE, None
+    try:
+        chunk = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return Kind.BAD, None
+    if not isinstance(chunk, dict):
+        return Kind.BAD, None
+    choices = chunk.get("choices")
+    choices = choices if isinstance(choices, list) else []
+    if chunk.get("error") is not None or any(
+        isinstance(c, dict) and c.get("finish_reason") == "error" for c in choices
+    ):
+        return Kind.ERROR, chunk
+    if any(_has_output(c) for c in choices):
+        return Kind.CONTENT, chunk
+    return Kind.EMPTY, chunk
+
+
+def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Complete events (each with its terminating blank line, bytes untouched) and the incomplete rest."""
+    events: list[bytes] = []
+    start = 0
+    for match in _EVENT_END.finditer(buffer):
+        events.append(buffer[start : match.end()])
+        start = match.end()
+    return events, buffer[start:]
+
+
+def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
+    if chunk is None:
+        return gate
+    created = chunk.get("created")
+    return replace(
+        gate,
+        chunk_id=chunk.get("id") if isinstance(chunk.get("id"), str) else gate.chunk_id,
+        created=created if isinstance(created, int) else gate.created,
+        model=chunk.get("model") if isinstance(chunk.get("model"), str) else gate.model,
+        provider=chunk.get("provider") if isinstance(chunk.get("provider"), str) else gate.provider,
+    )
+
+
+def _error_code(chunk: dict[str, Any] | None) -> str:
+    error = chunk.get("error") if chunk else None
+    if isinstance(error, dict):
+        return f"{error.get('code')}: {str(error.get('message', ''))[:120]}"
+    return "finish_reason error"
+
+
+def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
+    kind, chunk = classify(raw)
+    if kind in (Kind.KEEPALIVE, Kind.EMPTY):
+        gate = replace(_meta(gate, chunk), held=gate.held + raw)
+        if len(gate.held) > MAX_HELD_BYTES:
+            return replace(gate, phase=Phase.CLOSED), [
+                FailOver("bad_frame_before_commit", "too much preamble")
+            ]
+        return gate, []
+    if kind is Kind.CONTENT:
+        assert chunk is not None
+        finished = any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or [])
+        first = gate.held + raw
+        return replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", finished=finished), [
+            Commit(first)
+        ]
+    closed = replace(gate, phase=Phase.CLOSED)
+    if kind is Kind.DONE:
+        return closed, [FailOver("stream_ended_before_commit", "[DONE] before any content")]
+    if kind is Kind.ERROR:
+        return closed, [FailOver("error_chunk_before_commit", _error_code(chunk))]
+    return closed, [FailOver("bad_frame_before_commit", raw[:80].decode("utf-8", "replace"))]
+
+
+def _usage_prompt_tokens(chunk: dict[str, Any] | None) -> int | None:
+    usage = chunk.get("usage") if chunk else None
+    value = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
+    """Fast path: most chunks are plain text deltas; parse only the ones that can change the state."""
+    if b"[DONE]" in raw:
+        kind, _ = classify(raw)
+        if kind is Kind.DONE:
+            return replace(gate, done=True), kind
+    if b'"error"' in raw or b'"usage"' in raw or _FINISH.search(raw):
+        kind, chunk = classify(raw)
+        tokens = _usage_prompt_tokens(chunk)
+        if tokens is not None:
+            gate = replace(gate, prompt_tokens=tokens)
+        if kind is Kind.ERROR:
+            return replace(gate, errored=True), kind
+        if chunk is not None and any(
+            isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
+        ):
+            return replace(gate, finished=True), kind
+        return gate, kind
+    return gate, Kind.CONTENT
+
+
+def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
+    """Bytes read from the upstream -> the new gate and what to do."""
+    if gate.phase is Phase.CLOSED:
+        return gate, []
+    events, rest = split_events(gate.pending + data)
+    gate = replace(gate, pending=rest)
+    actions: list[Action] = []
+    out = bytearray()
+    for raw in events:
+        if gate.phase is Phase.WAITING:
+            gate, acts = _waiting_event(gate, raw)
+            actions.extend(acts)
+            if gate.phase is Phase.CLOSED:
+                return gate, actions
+        elif gate.phase is Phase.COMMITTED:
+            gate, kind = _committed_event(gate, raw)
+            out += raw
+            if kind is Kind.DONE:
+                gate = replace(gate, phase=Phase.CLOSED)
+                break
+    if out:
+        actions.append(Send(bytes(out)))
+    if gate.phase is Phase.CLOSED:
+        actions.append(Finish())
+    elif len(gate.pending) > MAX_PENDING_BYTES:
+        gate, more = broken(gate, "an event larger than the pending cap")
+        actions.extend(more)
+    return gate, actions
+
+
+def error_chunk(gate: Gate, reason: str, now_s: int) -> bytes:
+    """OpenRouter's mid-stream error shape (openrouter-api.md 3e), as one SSE event."""
+    code, error_type = (504, "timeout") if "timeout" in reason else (502, "provider_unavailable")
+    chunk = {
+        "id": gate.chunk_id or f"gen-router-{now_s}",
+        "object": "chat.completion.chunk",
+        "created": gate.created if gate.created is not None else now_s,
+        "model": gate.model or "",
+        "provider": gate.provider or "",
+        "error": {
+            "code": code,
+            "message": f"upstream stream failed after the reply began ({reason}); the reply is incomplete",
+            "metadata": {"error_type": error_type, "router_reason": reason},
+        },
+        "choices": [
+            {"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}
+        ],
+    }
+    return b"data: " + json.dumps(chunk, separators=(",", ":")).encode("utf-8") + b"\n\n"
+
+
+def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
+    """A last event without its blank line is processed only when it is a whole, valid event."""
+    if not gate.pending.strip():
+        return replace(gate, pending=b""), []
+    kind, _ = classify(gate.pending)
+    if kind is Kind.BAD:
+        return replace(gate, pending=b""), []
+    return feed(replace(gate, pending=b""), gate.pending + b"\n\n")
+
+
+def eof(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
+    """The upstream closed its stream."""
+    if gate.phase is Phase.CLOSED:
+        return gate, []
+    gate, actions = _flush_pending_at_eof(gate)
+    if gate.phase is Phase.CLOSED:
+        return gate, actions
+    if gate.phase is Phase.WAITING:
+        return replace(gate, phase=Phase.CLOSED), actions + [
+            FailOver("stream_ended_before_commit", "stream closed before any content")
+        ]
+    closed = replace(gate, phase=Phase.CLOSED)
+    if gate.done or gate.finished or gate.errored:
+        return closed, actions + [Finish()]
+    return closed, actions + [
+        Abort(error_chunk(gate, "stream_cut_after_commit", now_s), "stream_cut_after_commit")
+    ]
+
+
+def broken(gate: Gate, detail: str, now_s: int = 0) -> tuple[Gate, list[Action]]:
+    """A read error (connection reset, protocol error) from the upstream."""
+    if gate.phase is Phase.CLOSED:
+        return gate, []
+    closed = replace(gate, phase=Phase.CLOSED)
+    if gate.phase is Phase.WAITING:
+        return closed, [FailOver("stream_error_before_commit", detail)]
+    if gate.done or gate.errored:
+        return closed, [Finish()]
+    return closed, [Abort(error_chunk(gate, "stream_error_after_commit", now_s), "stream_error_after_commit")]
+
+
+def timed_out(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
+    """The budget ran out: the first-chunk budget before the commit, the idle budget after it."""
+    if gate.phase is Phase.CLOSED:
+        return gate, []
+    closed = replace(gate, phase=Phase.CLOSED)
+    if gate.phase is Phase.WAITING:
+        return closed, [FailOver("first_chunk_timeout", "no content chunk within the budget")]
+    return closed, [Abort(error_chunk(gate, "idle_timeout_after_commit", now_s), "idle_timeout_after_commit")]

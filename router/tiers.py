@@ -1,0 +1,99 @@
+"""Pure tier ordering and cooldowns (sans-I/O; the clock is passed in as monotonic seconds).
+
+Rules (router/ROUTES.md "Failover"):
+
+1. Tiers are walked in the order the route defines. Nothing here looks at speed: a faster lower tier is
+   never promoted.
+2. A tier whose upstream answered 429/503 (or any failover status) with `Retry-After` cools down for that
+   many seconds (capped by `max_cooldown_s`). While cooling it is **deferred**, not dropped: the walk tries
+   every non-cooling tier first, in key order, then the cooling ones, in key order, as the last resort. An
+   upstream that may still be rate-limited is a better last answer than the router's own 503, and
+   Retry-After is often conservative; but it never gets traffic while a healthy tier is left.
+3. Failover happens on connect errors, timeouts, 408, 429, 5xx (500-599, so 524 and 529 too), a mid-stream
+   error or silence before the first content chunk. Any other status (400, 401, 402, 403, 404, 413, 422)
+   is about the request itself: it goes back to the client as is, because every tier would refuse it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from types import MappingProxyType
+
+#: HTTP statuses that move a request to the next tier (besides every 5xx).
+FAILOVER_STATUSES = frozenset({408, 429})
+
+#: upstream_id -> monotonic time (s) until which that upstream is cooling down.
+Cooldowns = Mapping[str, float]
+
+EMPTY_COOLDOWNS: Cooldowns = MappingProxyType({})
+
+
+def is_failover_status(status: int) -> bool:
+    """408, 429 and every 5xx (incl. 524, 529) mean "try elsewhere"; other codes are the request's fault."""
+    return status in FAILOVER_STATUSES or 500 <= status <= 599
+
+
+def status_reason(status: int) -> str:
+    return f"http_{status}"
+
+
+def is_cooling(cooldowns: Cooldowns, upstream_id: str, now: float) -> bool:
+    return cooldowns.get(upstream_id, float("-inf")) > now
+
+
+def walk_order(upstream_ids: Sequence[str], cooldowns: Cooldowns, now: float) -> tuple[int, ...]:
+    """Indices of the tiers to try, in order: the non-cooling ones in key order, then the cooling ones."""
+    ready = [i for i, u in enumerate(upstream_ids) if not is_cooling(cooldowns, u, now)]
+    cooling = [i for i, u in enumerate(upstream_ids) if is_cooling(cooldowns, u, now)]
+    return tuple(ready + cooling)
+
+
+def parse_retry_after(value: str | None, now_wall: datetime) -> float | None:
+    """Retry-After as seconds: delta-seconds (`"30"`, `"1.5"`) or an HTTP-date; None if absent/garbled."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - now_wall).total_seconds()
+    if seconds != seconds or seconds < 0:  # NaN or in the past
+        return 0.0 if seconds == seconds else None
+    return seconds
+
+
+def cool_down(
+    cooldowns: Cooldowns, upstream_id: str, now: float, seconds: float | None, max_cooldown_s: float
+) -> Cooldowns:
+    """A new mapping with `upstream_id` cooling for `seconds` (capped); never shortens a longer cooldown."""
+    if seconds is None or seconds <= 0 or max_cooldown_s <= 0:
+        return cooldowns
+    until = now + min(seconds, max_cooldown_s)
+    if cooldowns.get(upstream_id, float("-inf")) >= until:
+        return cooldowns
+    updated = dict(cooldowns)
+    updated[upstream_id] = until
+    return MappingProxyType(updated)
+
+
+def prune(cooldowns: Cooldowns, now: float) -> Cooldowns:
+    """Drop expired entries (keeps the mapping small on a long-running router)."""
+    if all(until > now for until in cooldowns.values()):
+        return cooldowns
+    return MappingProxyType({u: t for u, t in cooldowns.items() if t > now})
+
+
+def shortest_wait(cooldowns: Cooldowns, upstream_ids: Sequence[str], now: float) -> float | None:
+    """Seconds until the first of these upstreams stops cooling (for the router's own Retry-After)."""
+    waits = [cooldowns[u] - now for u in upstream_ids if is_cooling(cooldowns, u, now)]
+    return min(waits) if waits else None

@@ -1,0 +1,97 @@
+"""The routes file (router/routes.py, router/ROUTES.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from router.routes import key_id, load_routes, parse_routes, resolve_api_keys
+from router.savings import SAVERS
+from tasks.errors import RoutesError
+
+pytestmark = pytest.mark.unit
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "routes.toml"
+TIER = {"base_url": "http://127.0.0.1:1/api/v1", "model": "m/a", "api_key_env": "OPENROUTER_API_KEY"}
+
+
+def test_the_shipped_example_parses() -> None:
+    routes = load_routes(EXAMPLE, frozenset(SAVERS))
+    assert routes.routes and all(r.tiers for r in routes.routes)
+
+
+def test_find_prefers_the_client_key_route_over_the_model_route() -> None:
+    secret = "sk-client-123"
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    routes = parse_routes({"route": [
+        {"model": "chat", "tier": [TIER]},
+        {"api_key_sha256": digest, "tier": [{**TIER, "model": "m/b"}]},
+    ]})
+    assert routes.find("chat", None).key == "model:chat"  # type: ignore[union-attr]
+    by_key = routes.find("chat", secret)
+    assert by_key is not None and by_key.tiers[0].model == "m/b"
+    assert by_key.key == key_id(secret) and secret not in by_key.key
+    assert routes.find("other", None) is None
+    assert routes.model_names == ("chat",)
+
+
+def test_tier_upstream_id_and_label_carry_no_secret() -> None:
+    routes = parse_routes({"route": [{"model": "chat", "tier": [{**TIER, "provider": {"order": ["x"]}}]}]})
+    tier = routes.routes[0].tiers[0]
+    assert tier.label == "http://127.0.0.1:1/api/v1 m/a [x]"
+    keys = resolve_api_keys(routes, {"OPENROUTER_API_KEY": "sk-or-v1-secret"})
+    assert "sk-or-v1-secret" not in tier.upstream_id + tier.label + repr(keys)
+
+
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    ("no-routes", {}, "at least one [[route]]"),
+    ("unknown-top", {"route": [{"model": "c", "tier": [TIER]}], "routes": []}, "unknown top-level key 'routes'"),
+    ("no-tiers", {"route": [{"model": "c"}]}, "route[0] needs at least one"),
+    ("both-keys", {"route": [{"model": "c", "api_key_sha256": "0" * 64, "tier": [TIER]}]}, "exactly one"),
+    ("bad-digest", {"route": [{"api_key_sha256": "sk-raw-key", "tier": [TIER]}]}, "64 lower-case hex"),
+    ("bad-url", {"route": [{"model": "c", "tier": [{**TIER, "base_url": "ftp://x"}]}]}, "http(s) URL"),
+    ("no-model", {"route": [{"model": "c", "tier": [{"base_url": "http://a"}]}]}, ".model must be"),
+    ("bad-provider", {"route": [{"model": "c", "tier": [{**TIER, "provider": {"orderr": []}}]}]}, "'orderr'"),
+    ("bad-env", {"route": [{"model": "c", "tier": [{**TIER, "api_key_env": "sk-or-v1-x"}]}]}, "variable name"),
+    ("dup", {"route": [{"model": "c", "tier": [TIER]}, {"model": "c", "tier": [TIER]}]}, "share the key"),
+    ("bad-budget", {"router": {"first_chunk_budget_s": -1}, "route": [{"model": "c", "tier": [TIER]}]},
+     "first_chunk_budget_s"),
+    ("bad-saver", {"router": {"savers": ["zip"]}, "route": [{"model": "c", "tier": [TIER]}]}, "unknown saver"),
+    ("unknown-setting", {"router": {"budget": 1}, "route": [{"model": "c", "tier": [TIER]}]}, "router.budget"),
+]
+
+
+@pytest.mark.parametrize(("raw", "needle"), [(r, n) for _, r, n in BAD], ids=[i for i, _, _ in BAD])
+def test_bad_routes_raise_one_line_naming_the_problem(raw: dict[str, Any], needle: str) -> None:
+    with pytest.raises(RoutesError) as info:
+        parse_routes(raw, frozenset(SAVERS))
+    message = str(info.value)
+    assert needle in message and "\n" not in message and message.startswith("routes: ")
+
+
+def test_load_routes_reports_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(RoutesError, match="not found"):
+        load_routes(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[route]\nmodel = ", encoding="utf-8")
+    with pytest.raises(RoutesError, match="not valid TOML"):
+        load_routes(bad)
+
+
+def test_a_missing_key_variable_is_named_not_its_value() -> None:
+    routes = parse_routes({"route": [{"model": "c", "tier": [TIER]}]})
+    with pytest.raises(RoutesError, match="OPENROUTER_API_KEY is not set"):
+        resolve_api_keys(routes, {})
+
+
+def test_router_settings_defaults_and_overrides() -> None:
+    raw = tomllib.loads('[router]\nfirst_chunk_budget_s = 2\nevents_db = ""\nsavers = []\n'
+                        '[[route]]\nmodel = "c"\n[[route.tier]]\nbase_url = "http://a"\nmodel = "m"\n')
+    routes = parse_routes(raw)
+    assert routes.settings.first_chunk_budget_s == 2.0
+    assert routes.settings.events_db is None and routes.settings.savers == ()
+    assert routes.routes[0].tiers[0].api_key_env is None

@@ -1,0 +1,163 @@
+"""The first-chunk commit rule (router/stream.py): table of streams -> what the client sees."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from router import stream as g
+from router.stream import Abort, Commit, FailOver, Finish, Gate, Kind, Phase, Send
+
+pytestmark = pytest.mark.unit
+
+KEEPALIVE = b": OPENROUTER PROCESSING\n\n"
+DONE = b"data: [DONE]\n\n"
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
+    doc: dict[str, Any] = {"id": "gen-1", "object": "chat.completion.chunk", "created": 7, "model": "m",
+                           "provider": "P", **extra}
+    if delta is not None:
+        doc["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+
+ROLE = chunk({"role": "assistant", "content": ""})
+HELLO = chunk({"content": "Hello", "role": "assistant"})
+WORLD = chunk({"content": " world", "role": "assistant"})
+STOP = chunk({"content": "", "role": "assistant"}, "stop")
+USAGE = chunk({"content": "", "role": "assistant"}, "stop", usage={"prompt_tokens": 21, "completion_tokens": 2})
+ERROR = chunk({"content": ""}, "error", error={"code": 429, "message": "Rate limit exceeded"})
+
+
+def run(parts: list[bytes], end: str = "eof") -> tuple[Gate, list[g.Action]]:
+    gate, actions = Gate(), []
+    for part in parts:
+        gate, acts = g.feed(gate, part)
+        actions += acts
+    finisher = {"eof": g.eof, "broken": lambda gt: g.broken(gt, "ReadError"), "timeout": g.timed_out}[end]
+    gate, acts = finisher(gate)
+    return gate, actions + acts
+
+
+def client_bytes(actions: list[g.Action]) -> bytes:
+    return b"".join(a.data for a in actions if isinstance(a, Commit | Send | Abort))
+
+
+@pytest.mark.parametrize(
+    ("parts", "end", "expected_failover"),
+    [
+        ([KEEPALIVE], "timeout", "first_chunk_timeout"),  # headers, then a stall with keep-alives
+        ([KEEPALIVE, ROLE], "broken", "stream_error_before_commit"),  # role-only chunk then death
+        ([KEEPALIVE, ROLE], "eof", "stream_ended_before_commit"),
+        ([ROLE, DONE], "eof", "stream_ended_before_commit"),  # a completed stream with no output at all
+        ([KEEPALIVE, ERROR], "eof", "error_chunk_before_commit"),
+        ([b"data: {not json\n\n"], "eof", "bad_frame_before_commit"),
+        ([], "eof", "stream_ended_before_commit"),
+    ],
+    ids=["stall", "die-before-content", "eof-before-content", "done-without-content", "error-chunk",
+         "bad-frame", "empty"],
+)
+def test_failures_before_the_first_content_chunk_fail_over_and_send_nothing(
+    parts: list[bytes], end: str, expected_failover: str
+) -> None:
+    gate, actions = run(parts, end)
+    assert [a.reason for a in actions if isinstance(a, FailOver)] == [expected_failover]
+    assert client_bytes(actions) == b""
+    assert gate.phase is Phase.CLOSED
+
+
+def test_commit_hands_over_the_held_preamble_and_the_first_content_chunk_byte_for_byte() -> None:
+    gate, actions = g.feed(Gate(), KEEPALIVE + ROLE + HELLO + WORLD)
+    assert gate.phase is Phase.COMMITTED
+    assert actions == [Commit(KEEPALIVE + ROLE + HELLO), Send(WORLD)]
+
+
+def test_a_complete_stream_is_forwarded_unchanged_and_finishes() -> None:
+    stream = KEEPALIVE + ROLE + HELLO + WORLD + STOP + USAGE + DONE
+    gate, actions = run([stream])
+    assert client_bytes(actions) == stream
+    assert isinstance(actions[-1], Finish)
+    assert gate.prompt_tokens == 21
+
+
+@pytest.mark.parametrize("end", ["eof", "broken", "timeout"])
+def test_failure_after_the_commit_keeps_the_partial_text_and_ends_with_one_error_chunk(end: str) -> None:
+    gate, actions = run([KEEPALIVE, ROLE, HELLO], end)
+    out = client_bytes(actions)
+    assert out.startswith(KEEPALIVE + ROLE + HELLO)
+    tail = out[len(KEEPALIVE + ROLE + HELLO):]
+    assert tail.startswith(b"data: ") and tail.endswith(b"\n\n") and tail.count(b"\n\n") == 1
+    doc = json.loads(tail[6:])
+    assert doc["error"]["code"] in (502, 504) and doc["choices"][0]["finish_reason"] == "error"
+    assert doc["id"] == "gen-1" and doc["provider"] == "P"  # it continues the same generation
+    assert [a for a in actions if isinstance(a, FailOver)] == []
+    assert isinstance(actions[-1], Abort) and actions[-1].reason.endswith("after_commit")
+
+
+def test_an_upstream_error_chunk_after_the_commit_is_forwarded_not_duplicated() -> None:
+    gate, actions = run([HELLO, ERROR])
+    assert client_bytes(actions) == HELLO + ERROR
+    assert isinstance(actions[-1], Finish)
+
+
+def test_eof_after_a_finish_reason_without_done_is_a_clean_end() -> None:
+    _, actions = run([HELLO, STOP])
+    assert client_bytes(actions) == HELLO + STOP and isinstance(actions[-1], Finish)
+
+
+def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
+    partial = WORLD[: len(WORLD) - 10]
+    _, actions = run([HELLO, partial])
+    out = client_bytes(actions)
+    assert out.startswith(HELLO)
+    tail = out[len(HELLO):]
+    assert tail.count(b"\n\n") == 1 and json.loads(tail[6:])["error"]["code"] == 502
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (KEEPALIVE, Kind.KEEPALIVE),
+        (ROLE, Kind.EMPTY),
+        (chunk(None, usage={"prompt_tokens": 1}), Kind.EMPTY),
+        (HELLO, Kind.CONTENT),
+        (chunk({"reasoning": "thinking"}), Kind.CONTENT),
+        (chunk({"content": None, "tool_calls": [{"index": 0, "function": {"name": "f"}}]}), Kind.CONTENT),
+        (STOP, Kind.CONTENT),
+        (DONE, Kind.DONE),
+        (ERROR, Kind.ERROR),
+        (b"data: [1, 2]\n\n", Kind.BAD),
+    ],
+)
+def test_classify(raw: bytes, kind: Kind) -> None:
+    assert g.classify(raw)[0] is kind
+
+
+def test_crlf_framing_is_understood() -> None:
+    gate, actions = g.feed(Gate(), KEEPALIVE.replace(b"\n", b"\r\n") + HELLO.replace(b"\n", b"\r\n"))
+    assert gate.phase is Phase.COMMITTED and isinstance(actions[0], Commit)
+
+
+STREAMS = {
+    "complete": [KEEPALIVE, ROLE, HELLO, WORLD, STOP, USAGE, DONE],
+    "cut": [KEEPALIVE, ROLE, HELLO, WORLD],
+    "no-content": [KEEPALIVE, ROLE, ROLE],
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(STREAMS)), cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12))
+def test_any_split_of_the_bytes_gives_the_same_client_output(name: str, cuts: list[int]) -> None:
+    whole = b"".join(STREAMS[name])
+    points = sorted({c % (len(whole) + 1) for c in cuts})
+    parts = [whole[a:b] for a, b in zip([0, *points], [*points, len(whole)], strict=True)]
+    _, reference = run([whole])
+    _, actions = run(parts)
+    assert client_bytes(actions) == client_bytes(reference)
+    assert [type(a) for a in actions if isinstance(a, FailOver | Finish | Abort)] == [
+        type(a) for a in reference if isinstance(a, FailOver | Finish | Abort)]

@@ -1,0 +1,73 @@
+"""Pure tier ordering and cooldowns (router/tiers.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from router import tiers as t
+
+pytestmark = pytest.mark.unit
+
+NOW_WALL = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("status", "fails_over"),
+    [(408, True), (429, True), (500, True), (502, True), (503, True), (524, True), (529, True),
+     (400, False), (401, False), (402, False), (403, False), (404, False), (413, False), (422, False),
+     (200, False)],
+)
+def test_failover_statuses(status: int, fails_over: bool) -> None:
+    assert t.is_failover_status(status) is fails_over
+
+
+def test_walk_order_keeps_key_order_and_defers_cooling_tiers_to_the_end() -> None:
+    ids = ["a", "b", "c"]
+    assert t.walk_order(ids, t.EMPTY_COOLDOWNS, 100.0) == (0, 1, 2)
+    cooling = t.cool_down(t.EMPTY_COOLDOWNS, "a", 100.0, 30, 300)
+    assert t.walk_order(ids, cooling, 110.0) == (1, 2, 0)
+    assert t.walk_order(ids, cooling, 130.0) == (0, 1, 2)  # cooled down exactly at 130
+
+
+@given(
+    n=st.integers(min_value=1, max_value=6),
+    cooling=st.sets(st.integers(min_value=0, max_value=5)),
+)
+def test_walk_order_is_a_permutation_that_never_reorders_within_a_group(n: int, cooling: set[int]) -> None:
+    ids = [f"u{i}" for i in range(n)]
+    cd: t.Cooldowns = t.EMPTY_COOLDOWNS
+    for i in cooling:
+        cd = t.cool_down(cd, f"u{i}", 0.0, 10, 300)
+    order = t.walk_order(ids, cd, 5.0)
+    assert sorted(order) == list(range(n))
+    ready = [i for i in order if i not in cooling]
+    late = [i for i in order if i in cooling]
+    assert order == tuple(ready + late) and ready == sorted(ready) and late == sorted(late)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("30", 30.0), ("1.5", 1.5), (" 2 ", 2.0), ("Sun, 01 Nov 2026 12:00:10 GMT", 10.0),
+     ("Sun, 01 Nov 2026 11:00:00 GMT", 0.0), ("soon", None), ("", None), (None, None), ("-5", 0.0)],
+)
+def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
+    assert t.parse_retry_after(value, NOW_WALL) == seconds
+
+
+def test_cool_down_is_capped_and_never_shortened() -> None:
+    cd = t.cool_down(t.EMPTY_COOLDOWNS, "a", 0.0, 10_000, 300)
+    assert cd["a"] == 300.0
+    assert t.cool_down(cd, "a", 1.0, 5, 300)["a"] == 300.0
+    assert t.cool_down(cd, "b", 0.0, None, 300) is cd
+    assert t.cool_down(cd, "b", 0.0, 0, 300) is cd
+
+
+def test_shortest_wait_and_prune() -> None:
+    cd = t.cool_down(t.cool_down(t.EMPTY_COOLDOWNS, "a", 0.0, 10, 300), "b", 0.0, 4, 300)
+    assert t.shortest_wait(cd, ["a", "b"], 1.0) == 3.0
+    assert t.shortest_wait(cd, ["c"], 1.0) is None
+    assert dict(t.prune(cd, 5.0)) == {"a": 10.0}
