@@ -1,0 +1,296 @@
+"""One pinned, streamed probe request → one `Attempt` (DESIGN.md "Contracts"; openrouter-api.md 2-4, 7).
+
+`probe_once` never raises for a provider fault: whatever the wire does (refuses, stalls, cuts, sends garbage,
+errors mid-stream) becomes data on the attempt (`error_class`, `error_code`, `error_detail`), and a partial
+stream keeps its partial text. The contracts judge the attempt later; this module only measures.
+
+Time budgets (cfg): ``connect_timeout_s`` for the connection, ``read_timeout_s`` for silence between bytes
+(keep-alive comments reset it), ``probe_budget_s`` for the whole attempt (keep-alives do not extend it). The
+budget is enforced after the headers by a watchdog that shuts the socket down at the deadline, so even a
+silent stall ends on time; before the headers, the connect and read timeouts (each capped by the budget)
+bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not the probe, applies thresholds.
+
+httpx exceptions are mapped at one boundary, `TRANSPORT_ERRORS`, most specific class first (httpx style).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from tasks.clock import Clock
+from tasks.config import CanaryConfig
+from tasks.probe_record import AttemptRecorder
+from tasks.prompts import build_request, prompt_language
+from tasks.sse import SSEParser, chunk_error, one_line
+from tasks.types import Attempt, Contract, Endpoint, ErrorClass
+
+#: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
+ATTRIBUTION_REFERER = "https://github.com/provider-canary"
+ATTRIBUTION_TITLE = "provider-canary"
+#: Bytes of a non-200 (or non-SSE 200) body read for its error message; the rest is never read.
+ERROR_BODY_CAP_BYTES = 64 * 1024
+
+#: httpx exception → what went wrong on the wire. Matching walks the exception's MRO, so the most specific
+#: entry wins (ReadTimeout → timeout even though it is also a TimeoutException). Every TransportError subclass
+#: is listed explicitly; tests/unit/test_errors_map.py fails when httpx adds one.
+TRANSPORT_ERRORS: dict[type[httpx.HTTPError], ErrorClass] = {
+    httpx.HTTPError: ErrorClass.STREAM_CUT,  # last resort: an unknown failure while talking to the peer
+    httpx.TransportError: ErrorClass.STREAM_CUT,
+    httpx.TimeoutException: ErrorClass.TIMEOUT,
+    httpx.ConnectTimeout: ErrorClass.CONNECT,  # no connection within connect_timeout_s
+    httpx.ReadTimeout: ErrorClass.TIMEOUT,  # no headers, or silence between bytes, past read_timeout_s
+    httpx.WriteTimeout: ErrorClass.TIMEOUT,
+    httpx.PoolTimeout: ErrorClass.TIMEOUT,
+    httpx.NetworkError: ErrorClass.STREAM_CUT,
+    httpx.ConnectError: ErrorClass.CONNECT,  # refused, unreachable, DNS, TLS handshake
+    httpx.ReadError: ErrorClass.STREAM_CUT,  # reset while reading
+    httpx.WriteError: ErrorClass.CONNECT,  # the request could not be sent
+    httpx.CloseError: ErrorClass.STREAM_CUT,
+    httpx.ProtocolError: ErrorClass.STREAM_CUT,
+    httpx.RemoteProtocolError: ErrorClass.STREAM_CUT,  # peer closed mid-message / malformed HTTP
+    httpx.LocalProtocolError: ErrorClass.CONNECT,  # we could not send a valid request
+    httpx.ProxyError: ErrorClass.CONNECT,
+    httpx.UnsupportedProtocol: ErrorClass.CONNECT,
+    httpx.DecodingError: ErrorClass.BAD_FRAME,  # a body whose Content-Encoding does not decode
+}
+#: STYLE.md's name for the same map.
+TRANSPORT_REASONS = TRANSPORT_ERRORS
+
+#: HTTP statuses that mean "could not serve", not "served badly" (DESIGN.md "transport").
+TRANSPORT_STATUSES = frozenset({408, 429})
+
+
+def classify_exception(exc: httpx.HTTPError) -> ErrorClass:
+    for cls in type(exc).__mro__:
+        if cls in TRANSPORT_ERRORS:
+            return TRANSPORT_ERRORS[cls]  # type: ignore[index]
+    return ErrorClass.STREAM_CUT
+
+
+def is_transport_status(code: int | None) -> bool:
+    return code is not None and (code in TRANSPORT_STATUSES or code >= 500)
+
+
+def probe_attempt_is_transport(attempt: Attempt) -> bool:
+    """Whether the attempt says nothing about output quality (DESIGN.md "transport").
+
+    Connect errors, a timeout before any response (or after the text began: a stall mid-reply is a cut),
+    HTTP 408/429/5xx (529 included), a cut stream, a mid-stream error with code 408/429/5xx. A 200 whose
+    text never came (headers or keep-alives only) is not transport: that is the ttft contract's failure.
+    """
+    cls = attempt.error_class
+    if cls is ErrorClass.CONNECT or cls is ErrorClass.STREAM_CUT:
+        return True
+    if cls is ErrorClass.TIMEOUT:
+        return attempt.http_status is None or attempt.ttft_ms is not None
+    if cls is ErrorClass.HTTP_STATUS or cls is ErrorClass.MIDSTREAM_ERROR:
+        return is_transport_status(attempt.error_code)
+    return False
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3); None when unusable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - now).total_seconds())
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class _Watchdog:
+    """Shuts the response's socket down at the deadline, so a silent stall cannot outlive the budget.
+
+    Uses httpcore's documented ``network_stream`` response extension. Without it (e.g. a mock transport) the
+    budget is still checked after every received block.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._timer: threading.Timer | None = None
+        self.fired = False
+
+    def arm(self, response: httpx.Response, seconds: float) -> None:
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        self._sock = sock
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._sock is None:
+                return
+            self.fired = True
+            try:
+                # The plain-socket method: on an SSLSocket it leaves the SSL object to the reading thread.
+                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._sock = None
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def probe_once(
+    client: httpx.Client,
+    *,
+    base_url: str,
+    api_key: str,
+    endpoint: Endpoint,
+    contract: Contract,
+    round_id: str,
+    attempt_no: int,
+    language: str | None,
+    cfg: CanaryConfig,
+    clock: Clock,
+) -> Attempt:
+    """Send one pinned probe to `endpoint` and record everything the wire showed."""
+    body = build_request(contract, endpoint.model, endpoint.tag, language, cfg)
+    headers = {
+        "Authorization": f"Bearer {api_key}",
+        "Accept": "text/event-stream",
+        "HTTP-Referer": ATTRIBUTION_REFERER,
+        "X-OpenRouter-Title": ATTRIBUTION_TITLE,
+    }
+    budget = cfg.probe_budget_s
+    timeout = httpx.Timeout(
+        connect=min(cfg.connect_timeout_s, budget),
+        read=min(cfg.read_timeout_s, budget),
+        write=min(cfg.read_timeout_s, budget),
+        pool=min(cfg.connect_timeout_s, budget),
+    )
+    started_at = clock.now()
+    t0 = clock.monotonic()
+    deadline = t0 + budget
+    rec = AttemptRecorder(cap_bytes=cfg.text_cap_bytes, t0=t0, secret=api_key)
+    watchdog = _Watchdog()
+    try:
+        with client.stream(
+            "POST", base_url.rstrip("/") + "/chat/completions", json=body, headers=headers, timeout=timeout
+        ) as response:
+            rec.http_status = response.status_code
+            watchdog.arm(response, deadline - clock.monotonic())
+            try:
+                if response.status_code != 200:
+                    _read_error_response(response, rec, clock.now())
+                elif _is_json(response):
+                    _read_json_body(response, rec, clock)
+                else:
+                    _read_event_stream(response, rec, clock, deadline, watchdog)
+            finally:
+                watchdog.disarm()
+    except Exception as exc:
+        if watchdog.fired:  # the socket was shut under a read: whatever surfaced, it is the budget
+            rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {budget:g}s exceeded")
+        elif isinstance(exc, httpx.HTTPError):
+            rec.fail(classify_exception(exc), detail=f"{type(exc).__name__}: {exc}")
+        else:
+            raise
+    return rec.to_attempt(
+        round_id=round_id,
+        endpoint=endpoint,
+        contract=contract,
+        attempt_no=attempt_no,
+        started_at=started_at,
+        language=prompt_language(contract, language),
+        end=clock.monotonic(),
+    )
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type = response.headers.get("content-type", "").lower()
+    return "json" in content_type and "event-stream" not in content_type
+
+
+def _read_capped(response: httpx.Response, cap: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    for data in response.iter_bytes():
+        parts.append(data)
+        size += len(data)
+        if size >= cap:
+            break
+    return b"".join(parts)[:cap]
+
+
+def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: datetime) -> None:
+    status = response.status_code
+    rec.retry_after_s = parse_retry_after(response.headers.get("retry-after"), now)
+    detail = f"HTTP {status} {response.reason_phrase}".strip()
+    try:
+        raw = _read_capped(response, ERROR_BODY_CAP_BYTES)
+    except httpx.HTTPError:
+        raw = b""
+    text = raw.decode("utf-8", "replace")
+    try:
+        payload: Any = json.loads(text)
+    except ValueError:
+        payload = None
+    error = chunk_error(payload) if isinstance(payload, dict) else None
+    if error is not None and error[1]:
+        detail = f"HTTP {status}: {error[1]}"
+    elif text.strip():
+        detail = f"HTTP {status}: {one_line(text, 200)}"
+    rec.fail(ErrorClass.HTTP_STATUS, code=status, detail=detail)
+
+
+def _read_json_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
+    """A 200 that is not SSE: an error body (openrouter-api.md 4c) or a whole non-streamed completion."""
+    raw = _read_capped(response, ERROR_BODY_CAP_BYTES + 4 * rec.cap_bytes)
+    try:
+        payload: Any = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        excerpt = one_line(raw[:200].decode("utf-8", "replace"))
+        rec.fail(ErrorClass.BAD_FRAME, detail=f"200 with neither SSE nor a JSON object: {excerpt}")
+        return
+    rec.on_chunk(payload, clock.monotonic())
+    rec.done = True
+
+
+def _read_event_stream(
+    response: httpx.Response, rec: AttemptRecorder, clock: Clock, deadline: float, watchdog: _Watchdog
+) -> None:
+    parser = SSEParser()
+    for data in response.iter_bytes():
+        now = clock.monotonic()
+        for event in parser.feed(data):
+            if rec.on_event(event, now):
+                return
+        if now >= deadline:
+            rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {deadline - rec.t0:g}s exceeded")
+            return
+    now = clock.monotonic()
+    if watchdog.fired or now >= deadline:  # the watchdog's shutdown can look like a clean end of body
+        rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {deadline - rec.t0:g}s exceeded")
+        return
+    for event in parser.close():
+        if rec.on_event(event, now):
+            return
+    if not rec.done and rec.finish_reason is None:
+        rec.fail(ErrorClass.STREAM_CUT, detail="stream ended before a finish_reason or [DONE]")
+
