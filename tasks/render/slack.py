@@ -131,7 +131,7 @@ def _evidence_section(lines: Sequence[EvidenceLine]) -> str:
         if line.evidence:
             item += f": {mrkdwn(clean(line.evidence, EVIDENCE_CAP))}"
         if line.excerpt:
-            item += f"\n      reply: {code(line.excerpt)}"
+            item += f"; reply: {code(line.excerpt)}"
         out.append(item)
     if len(lines) > EVIDENCE_LINES_PER_ALERT:
         out.append(f"… and {len(lines) - EVIDENCE_LINES_PER_ALERT} more")

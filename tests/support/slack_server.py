@@ -80,7 +80,9 @@ class SlackServer:
         self._httpd = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="slack-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="slack-server", daemon=True
+        )
         self._thread.start()
         return self
 

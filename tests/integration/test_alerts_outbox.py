@@ -1,0 +1,142 @@
+"""flush_outbox(): DuckDB outbox + real slack-sdk + the local Slack server. Nothing lost, nothing doubled."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tasks import store
+from tasks.alerts import SlackSettings, flush_outbox
+from tasks.types import Alert
+from tests.support.slack_server import SlackServer
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "xoxb-9999-outbox-secret-token"
+NOW = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
+LOG = logging.getLogger("test.outbox")
+
+
+def make_alerts(n: int, at: datetime = NOW) -> list[Alert]:
+    blocks = json.dumps([{"type": "section", "text": {"type": "mrkdwn", "text": "x"}}])
+    return [
+        Alert(key=f"m|tag{i}|suspend|enforce|{at.isoformat()}", created_at=at + timedelta(seconds=i),
+              kind="suspend", model="m", tag=f"tag{i}", text=f"Suspended tag{i}", blocks_json=blocks)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackServer]:
+    with SlackServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(slack: SlackServer) -> SlackSettings:
+    return SlackSettings.from_env({"SLACK_BOT_TOKEN": TOKEN, "SLACK_CHANNEL": "#canary",
+                                   "SLACK_API_URL": slack.api_url})
+
+
+def flush(db: str, settings: SlackSettings, now: datetime = NOW):  # type: ignore[no-untyped-def]
+    with store.open_store(db, snapshot=False) as con:
+        return flush_outbox(con, settings, now, LOG)
+
+
+def enqueue(db: str, alerts: list[Alert]) -> int:
+    with store.open_store(db, snapshot=False) as con:
+        return store.enqueue_alerts(con, alerts)
+
+
+def rows(db: str) -> dict[str, dict]:
+    with store.open_store(db, snapshot=False) as con:
+        return {r["key"]: r for r in store.alert_rows(con).to_dict("records")}
+
+
+def sent_keys(slack: SlackServer) -> Counter[str | None]:
+    return Counter(m.alert_key for m in slack.messages)
+
+
+def test_one_failed_delivery_loses_nothing_and_duplicates_nothing(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings
+) -> None:
+    alerts = make_alerts(3)
+    assert enqueue(tmp_db, alerts) == 3
+    slack.fail_next(1, status=500)
+    first = flush(tmp_db, settings)
+    assert (first.sent, first.failed, first.errors) == (2, 1, ("slack http 500: internal_error",))
+    state = rows(tmp_db)
+    assert state[alerts[0].key]["status"] == "pending" and state[alerts[0].key]["attempts"] == 1
+    assert "500" in state[alerts[0].key]["last_error"]
+    second = flush(tmp_db, settings, NOW + timedelta(minutes=30))
+    assert (second.sent, second.failed) == (1, 0)
+    assert flush(tmp_db, settings, NOW + timedelta(hours=1)).sent == 0
+    assert sent_keys(slack) == Counter(a.key for a in alerts)  # each key exactly once
+    assert len(slack.requests) == 4  # 3 + the one retry
+
+
+def test_requeued_keys_are_never_sent_again(tmp_db: str, slack: SlackServer, settings: SlackSettings) -> None:
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    assert flush(tmp_db, settings).sent == 2
+    assert enqueue(tmp_db, alerts) == 0  # the next round renders the same transitions again
+    assert flush(tmp_db, settings, NOW + timedelta(minutes=30)).sent == 0
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
+
+
+def test_rate_limit_is_honoured_across_flushes(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings
+) -> None:
+    alerts = make_alerts(3)
+    enqueue(tmp_db, alerts)
+    slack.rate_limit_next(1, retry_after=30)
+    limited = flush(tmp_db, settings)
+    assert (limited.sent, limited.failed, limited.not_attempted, limited.retry_after_s) == (0, 1, 2, 30.0)
+    assert len(slack.requests) == 1
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=10)).sent == 0  # still inside Retry-After
+    assert len(slack.requests) == 1
+    later = flush(tmp_db, settings, NOW + timedelta(seconds=31))
+    assert later.sent == 3
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
+    assert all(r["status"] == "sent" for r in rows(tmp_db).values())
+
+
+def test_outage_keeps_everything_pending_until_slack_is_back(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings
+) -> None:
+    alerts = make_alerts(3)
+    enqueue(tmp_db, alerts)
+    slack.down()
+    down = flush(tmp_db, settings)
+    assert (down.sent, down.failed, down.not_attempted) == (0, 1, 2)
+    assert all(r["status"] == "pending" for r in rows(tmp_db).values())
+    slack.up()
+    assert flush(tmp_db, settings, NOW + timedelta(minutes=30)).sent == 3
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
+
+
+def test_token_never_reaches_the_table_or_the_log(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    enqueue(tmp_db, make_alerts(2))
+    slack.fail_next(1, status=500, body=json.dumps({"ok": False, "error": f"bad {TOKEN}"}))
+    summary = flush(tmp_db, settings)
+    assert summary.failed == 1 and all(TOKEN not in e for e in summary.errors)
+    assert all(TOKEN not in str(r["last_error"]) for r in rows(tmp_db).values())
+    assert TOKEN not in caplog.text and "not delivered" in caplog.text
+
+
+def test_without_slack_the_outbox_drains_to_the_log(tmp_db: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    summary = flush(tmp_db, SlackSettings.from_env({}))
+    assert (summary.transport, summary.sent) == ("log", 2)
+    assert all(r["status"] == "sent" for r in rows(tmp_db).values())
+    assert all(a.key in caplog.text for a in alerts)
