@@ -1,0 +1,28 @@
+"""The contracts, judged by code: one pure module each, one registry here.
+
+Every judge takes the attempts of one endpoint for one contract in one round (confirmations included) and the
+config, and returns a `Judgement` (outcome, machine reason, one-line Gatus-style evidence). The opening
+contract takes the endpoint's text replies of all contracts; tasks/judge.py adds its peer comparison,
+pin mismatches and positive controls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tasks.config import CanaryConfig
+from tasks.contracts import language, opening, refusal, structured, ttft
+from tasks.types import Attempt, Contract, Judgement
+
+Judge = Callable[[Sequence[Attempt], CanaryConfig], Judgement]
+
+#: Contract -> judge. The one registry: tasks/judge.py applies whatever is listed here.
+CONTRACTS: dict[Contract, Judge] = {
+    Contract.TTFT: ttft.judge,
+    Contract.REFUSAL: refusal.judge,
+    Contract.STRUCTURED: structured.judge,
+    Contract.LANGUAGE: language.judge,
+    Contract.OPENING: opening.judge,
+}
+
+__all__ = ["CONTRACTS", "Judge"]
