@@ -1,0 +1,132 @@
+"""Discovery: which endpoints serve a model (OpenRouter ``GET /models/{author}/{slug}/endpoints``, §1a).
+
+`parse_endpoints` is pure and tolerant: a missing optional field is None/empty, a malformed item is skipped,
+never a crash. `fetch_endpoints` is the I/O: failures the operator must fix are `ConfigError` (unknown model,
+rejected key), an unreachable or failing API is `DiscoveryUnreachable` (a `CanaryError` whose one line names
+the base URL, never the key; it is also an `httpx.TransportError`, so a retry policy on transport errors
+retries it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from tasks.errors import CanaryError, ConfigError
+from tasks.types import Endpoint
+
+#: Default timeout for the discovery request when the client has none of its own (seconds).
+DEFAULT_DISCOVERY_TIMEOUT_S = 15.0
+#: Bytes of a discovery reply read at most (a real one is a few KB per endpoint).
+MAX_DISCOVERY_BYTES = 8 * 1024 * 1024
+
+
+class DiscoveryUnreachable(CanaryError, httpx.TransportError):
+    """The endpoints API could not be reached or failed (network error, timeout, 5xx, garbage body)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+def endpoints_path(model: str) -> str:
+    """``/models/{author}/{slug}/endpoints`` with each part URL-encoded (``:free`` → ``%3Afree``)."""
+    author, sep, slug = model.partition("/")
+    if not sep or not author or not slug or "/" in slug or model != model.strip():
+        raise ConfigError(f"config: model must look like 'author/slug' (got {model!r})")
+    return f"/models/{quote(author, safe='')}/{quote(slug, safe='')}/endpoints"
+
+
+def parse_endpoints(model: str, payload: Any) -> list[Endpoint]:
+    """The endpoints of `payload` (``{"data": {"endpoints": [...]}}``), sorted by tag, one per tag.
+
+    An item needs a non-empty string ``tag`` and ``provider_name``; anything else is optional and kept only
+    when it has the documented type.
+    """
+    data = payload.get("data") if isinstance(payload, Mapping) else None
+    items = data.get("endpoints") if isinstance(data, Mapping) else None
+    if not isinstance(items, list):
+        return []
+    found: dict[str, Endpoint] = {}
+    for item in items:
+        endpoint = _endpoint(model, item)
+        if endpoint is not None and endpoint.tag not in found:
+            found[endpoint.tag] = endpoint
+    return [found[tag] for tag in sorted(found)]
+
+
+def _endpoint(model: str, item: Any) -> Endpoint | None:
+    if not isinstance(item, Mapping):
+        return None
+    tag, provider = item.get("tag"), item.get("provider_name")
+    if not (isinstance(tag, str) and tag.strip() and isinstance(provider, str) and provider.strip()):
+        return None
+    quantization = item.get("quantization")
+    params = item.get("supported_parameters")
+    if not isinstance(params, list):
+        params = []
+    return Endpoint(
+        model=model,
+        tag=tag.strip(),
+        provider_name=provider.strip(),
+        quantization=quantization if isinstance(quantization, str) and quantization else None,
+        supported_parameters=tuple(p for p in params if isinstance(p, str)),
+        status=_int(item.get("status")),
+        context_length=_int(item.get("context_length")),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def fetch_endpoints(
+    client: httpx.Client,
+    base_url: str,
+    api_key: str | None,
+    model: str,
+    *,
+    timeout_s: float | None = None,
+) -> list[Endpoint]:
+    """GET the model's endpoints. The key is optional for OpenRouter (it only adds latency stats)."""
+    base = base_url.rstrip("/")
+    url = base + endpoints_path(model)
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s
+    try:
+        with client.stream("GET", url, headers=headers, timeout=timeout) as response:
+            status = response.status_code
+            raw = _read_capped(response) if status == 200 else b""
+    except DiscoveryUnreachable:
+        raise
+    except httpx.HTTPError as exc:
+        raise DiscoveryUnreachable(f"discovery: cannot reach {base} ({type(exc).__name__})") from None
+    if status == 404:
+        raise ConfigError(f"config: unknown model {model!r} (no endpoints at {base})")
+    if status in (401, 403):
+        raise ConfigError(f"config: OPENROUTER_API_KEY was rejected by {base} (HTTP {status})")
+    if status != 200:
+        raise DiscoveryUnreachable(f"discovery: {base} answered HTTP {status} for {model}")
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        raise DiscoveryUnreachable(f"discovery: {base} returned a non-JSON body for {model}") from None
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("data"), Mapping):
+        raise DiscoveryUnreachable(f"discovery: {base} returned an unexpected body for {model} (no data)")
+    return parse_endpoints(model, payload)
+
+
+def _read_capped(response: httpx.Response) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    for data in response.iter_bytes():
+        parts.append(data)
+        size += len(data)
+        if size > MAX_DISCOVERY_BYTES:
+            raise DiscoveryUnreachable(f"discovery: reply larger than {MAX_DISCOVERY_BYTES} bytes")
+    return b"".join(parts)
