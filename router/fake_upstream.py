@@ -47,10 +47,19 @@ class Received:
         return json.loads(self.body)
 
 
-def _chunk(model: str, provider: str, delta: dict[str, Any], finish: str | None = None,
-           usage: dict[str, Any] | None = None) -> bytes:
+def _chunk(
+    model: str,
+    provider: str,
+    delta: dict[str, Any],
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> bytes:
     doc: dict[str, Any] = {
-        "id": "gen-1-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "provider": provider,
+        "id": "gen-1-fake",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": model,
+        "provider": provider,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "native_finish_reason": finish}],
     }
     if usage is not None:
@@ -81,7 +90,9 @@ class FakeUpstream:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
-            headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+            headers = {
+                k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
+            }
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             try:
                 model = json.loads(body).get("model")
@@ -99,27 +110,46 @@ class FakeUpstream:
         if s.kind == "http_error":
             payload = json.dumps({"error": {"message": "Provider returned error", "code": s.status}}).encode()
             extra = f"Retry-After: {s.retry_after}\r\n" if s.retry_after is not None else ""
-            w.write(f"HTTP/1.1 {s.status} Error\r\nContent-Type: application/json\r\n{extra}"
-                    f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+            w.write(
+                f"HTTP/1.1 {s.status} Error\r\nContent-Type: application/json\r\n{extra}"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                + payload
+            )
             await w.drain()
             return
         words = [w_ + " " for w_ in s.text.split(" ")]
         words[-1] = words[-1].rstrip()
-        usage = {"prompt_tokens": s.prompt_tokens, "completion_tokens": len(words),
-                 "total_tokens": s.prompt_tokens + len(words)}
+        usage = {
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": len(words),
+            "total_tokens": s.prompt_tokens + len(words),
+        }
         if not stream:
             if s.kind == "slow_first":
                 await asyncio.sleep(s.delay_s)
-            doc = {"id": "gen-1-fake", "object": "chat.completion", "created": 1, "model": model,
-                   "provider": s.provider, "choices": [{"index": 0, "finish_reason": "stop",
-                   "message": {"role": "assistant", "content": s.text}}], "usage": usage}
+            doc = {
+                "id": "gen-1-fake",
+                "object": "chat.completion",
+                "created": 1,
+                "model": model,
+                "provider": s.provider,
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": s.text}}
+                ],
+                "usage": usage,
+            }
             payload = json.dumps(doc).encode()
-            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+            w.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                + payload
+            )
             await w.drain()
             return
-        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
-                b"X-Generation-Id: gen-1-fake\r\nConnection: close\r\n\r\n")
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            b"X-Generation-Id: gen-1-fake\r\nConnection: close\r\n\r\n"
+        )
         w.write(_http_chunk(b": OPENROUTER PROCESSING\n\n"))
         await w.drain()
         if s.kind == "stall_after_headers":
@@ -140,9 +170,15 @@ class FakeUpstream:
                 w.transport.abort()
                 return
             if i == 0 and s.kind == "error_chunk_after_first":
-                err = {"id": "gen-1-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
-                       "provider": s.provider, "error": {"code": 502, "message": "upstream died"},
-                       "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]}
+                err = {
+                    "id": "gen-1-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": model,
+                    "provider": s.provider,
+                    "error": {"code": 502, "message": "upstream died"},
+                    "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+                }
                 w.write(_http_chunk(b"data: " + json.dumps(err).encode() + b"\n\n") + b"0\r\n\r\n")
                 await w.drain()
                 return

@@ -15,8 +15,15 @@ pytestmark = pytest.mark.unit
 
 
 def _event(i: int) -> RouteEvent:
-    return RouteEvent(at=datetime(2026, 11, 1, 12, 0, i, tzinfo=UTC), key="model:chat", tier=1,
-                      upstream="http://127.0.0.1:1/api/v1 m", reason="http_429", latency_ms=12.5, model="chat")
+    return RouteEvent(
+        at=datetime(2026, 11, 1, 12, 0, i, tzinfo=UTC),
+        key="model:chat",
+        tier=1,
+        upstream="http://127.0.0.1:1/api/v1 m",
+        reason="http_429",
+        latency_ms=12.5,
+        model="chat",
+    )
 
 
 def test_jsonl_sink_round_trips_events(tmp_path: Path) -> None:

@@ -20,12 +20,18 @@ MODEL = "meta-llama/llama-3.3-70b-instruct"
 
 def test_build_body_sets_the_tier_model_and_merges_every_ignore() -> None:
     tier = Tier("http://a", MODEL, provider={"order": ["fireworks"], "ignore": ["together"]})
-    client = {"model": "chat", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-              "provider": {"ignore": ["novita"], "order": ["x"]}}
+    client = {
+        "model": "chat",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "provider": {"ignore": ["novita"], "order": ["x"]},
+    }
     body = json.loads(build_body(client, tier, ["hyperbolic/fp8", "deepinfra/fp8"]))
     assert body["model"] == MODEL and body["stream"] is True and body["messages"] == client["messages"]
-    assert body["provider"] == {"ignore": ["novita", "together", "deepinfra/fp8", "hyperbolic/fp8"],
-                                "order": ["fireworks"]}
+    assert body["provider"] == {
+        "ignore": ["novita", "together", "deepinfra/fp8", "hyperbolic/fp8"],
+        "order": ["fireworks"],
+    }
     assert client["model"] == "chat"  # the client's body is not mutated
 
 

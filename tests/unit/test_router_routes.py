@@ -27,10 +27,14 @@ def test_the_shipped_example_parses() -> None:
 def test_find_prefers_the_client_key_route_over_the_model_route() -> None:
     secret = "sk-client-123"
     digest = hashlib.sha256(secret.encode()).hexdigest()
-    routes = parse_routes({"route": [
-        {"model": "chat", "tier": [TIER]},
-        {"api_key_sha256": digest, "tier": [{**TIER, "model": "m/b"}]},
-    ]})
+    routes = parse_routes(
+        {
+            "route": [
+                {"model": "chat", "tier": [TIER]},
+                {"api_key_sha256": digest, "tier": [{**TIER, "model": "m/b"}]},
+            ]
+        }
+    )
     assert routes.find("chat", None).key == "model:chat"  # type: ignore[union-attr]
     by_key = routes.find("chat", secret)
     assert by_key is not None and by_key.tiers[0].model == "m/b"
@@ -49,19 +53,38 @@ def test_tier_upstream_id_and_label_carry_no_secret() -> None:
 
 BAD: list[tuple[str, dict[str, Any], str]] = [
     ("no-routes", {}, "at least one [[route]]"),
-    ("unknown-top", {"route": [{"model": "c", "tier": [TIER]}], "routes": []}, "unknown top-level key 'routes'"),
+    (
+        "unknown-top",
+        {"route": [{"model": "c", "tier": [TIER]}], "routes": []},
+        "unknown top-level key 'routes'",
+    ),
     ("no-tiers", {"route": [{"model": "c"}]}, "route[0] needs at least one"),
     ("both-keys", {"route": [{"model": "c", "api_key_sha256": "0" * 64, "tier": [TIER]}]}, "exactly one"),
     ("bad-digest", {"route": [{"api_key_sha256": "sk-raw-key", "tier": [TIER]}]}, "64 lower-case hex"),
     ("bad-url", {"route": [{"model": "c", "tier": [{**TIER, "base_url": "ftp://x"}]}]}, "http(s) URL"),
     ("no-model", {"route": [{"model": "c", "tier": [{"base_url": "http://a"}]}]}, ".model must be"),
     ("bad-provider", {"route": [{"model": "c", "tier": [{**TIER, "provider": {"orderr": []}}]}]}, "'orderr'"),
-    ("bad-env", {"route": [{"model": "c", "tier": [{**TIER, "api_key_env": "sk-or-v1-x"}]}]}, "variable name"),
+    (
+        "bad-env",
+        {"route": [{"model": "c", "tier": [{**TIER, "api_key_env": "sk-or-v1-x"}]}]},
+        "variable name",
+    ),
     ("dup", {"route": [{"model": "c", "tier": [TIER]}, {"model": "c", "tier": [TIER]}]}, "share the key"),
-    ("bad-budget", {"router": {"first_chunk_budget_s": -1}, "route": [{"model": "c", "tier": [TIER]}]},
-     "first_chunk_budget_s"),
-    ("bad-saver", {"router": {"savers": ["zip"]}, "route": [{"model": "c", "tier": [TIER]}]}, "unknown saver"),
-    ("unknown-setting", {"router": {"budget": 1}, "route": [{"model": "c", "tier": [TIER]}]}, "router.budget"),
+    (
+        "bad-budget",
+        {"router": {"first_chunk_budget_s": -1}, "route": [{"model": "c", "tier": [TIER]}]},
+        "first_chunk_budget_s",
+    ),
+    (
+        "bad-saver",
+        {"router": {"savers": ["zip"]}, "route": [{"model": "c", "tier": [TIER]}]},
+        "unknown saver",
+    ),
+    (
+        "unknown-setting",
+        {"router": {"budget": 1}, "route": [{"model": "c", "tier": [TIER]}]},
+        "router.budget",
+    ),
 ]
 
 
@@ -89,8 +112,10 @@ def test_a_missing_key_variable_is_named_not_its_value() -> None:
 
 
 def test_router_settings_defaults_and_overrides() -> None:
-    raw = tomllib.loads('[router]\nfirst_chunk_budget_s = 2\nevents_db = ""\nsavers = []\n'
-                        '[[route]]\nmodel = "c"\n[[route.tier]]\nbase_url = "http://a"\nmodel = "m"\n')
+    raw = tomllib.loads(
+        '[router]\nfirst_chunk_budget_s = 2\nevents_db = ""\nsavers = []\n'
+        '[[route]]\nmodel = "c"\n[[route.tier]]\nbase_url = "http://a"\nmodel = "m"\n'
+    )
     routes = parse_routes(raw)
     assert routes.settings.first_chunk_budget_s == 2.0
     assert routes.settings.events_db is None and routes.settings.savers == ()

@@ -38,8 +38,12 @@ def test_collapse_whitespace_touches_text_parts_only() -> None:
 
 
 def test_drop_duplicate_system_keeps_the_first_copy_only() -> None:
-    msgs = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "hi"},
-            {"role": "system", "content": "Be   kind. "}, {"role": "system", "content": "Other."}]
+    msgs = [
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "Be   kind. "},
+        {"role": "system", "content": "Other."},
+    ]
     assert drop_duplicate_system(msgs, CTX) == [msgs[0], msgs[1], msgs[3]]
 
 
@@ -67,8 +71,11 @@ def test_trim_old_turns_never_drops_the_last_turn_or_system() -> None:
 
 
 def test_pipeline_runs_in_order_and_never_touches_the_input() -> None:
-    msgs = [{"role": "system", "content": "S  s"}, {"role": "system", "content": "S s"},
-            {"role": "user", "content": "u"}]
+    msgs = [
+        {"role": "system", "content": "S  s"},
+        {"role": "system", "content": "S s"},
+        {"role": "user", "content": "u"},
+    ]
     before = copy.deepcopy(msgs)
     result = run_savers(msgs, ["collapse_whitespace", "drop_duplicate_system"], CTX)
     assert result.messages == [{"role": "system", "content": "S s"}, {"role": "user", "content": "u"}]
@@ -100,7 +107,9 @@ def test_non_list_messages_are_left_alone() -> None:
 
 
 def test_measured_savings_are_the_token_difference_of_the_two_bodies() -> None:
-    before = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a      b\n\n\n\nc"}]}).encode()
+    before = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "a      b\n\n\n\nc"}]}
+    ).encode()
     after = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a b\n\nc"}]}).encode()
     savings = measure_savings(before, after)
     assert savings.tokens_before == tokens.count_body(before)

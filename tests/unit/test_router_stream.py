@@ -19,8 +19,14 @@ DONE = b"data: [DONE]\n\n"
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
-    doc: dict[str, Any] = {"id": "gen-1", "object": "chat.completion.chunk", "created": 7, "model": "m",
-                           "provider": "P", **extra}
+    doc: dict[str, Any] = {
+        "id": "gen-1",
+        "object": "chat.completion.chunk",
+        "created": 7,
+        "model": "m",
+        "provider": "P",
+        **extra,
+    }
     if delta is not None:
         doc["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
     return b"data: " + json.dumps(doc).encode() + b"\n\n"
@@ -30,7 +36,9 @@ ROLE = chunk({"role": "assistant", "content": ""})
 HELLO = chunk({"content": "Hello", "role": "assistant"})
 WORLD = chunk({"content": " world", "role": "assistant"})
 STOP = chunk({"content": "", "role": "assistant"}, "stop")
-USAGE = chunk({"content": "", "role": "assistant"}, "stop", usage={"prompt_tokens": 21, "completion_tokens": 2})
+USAGE = chunk(
+    {"content": "", "role": "assistant"}, "stop", usage={"prompt_tokens": 21, "completion_tokens": 2}
+)
 ERROR = chunk({"content": ""}, "error", error={"code": 429, "message": "Rate limit exceeded"})
 
 
@@ -59,8 +67,15 @@ def client_bytes(actions: list[g.Action]) -> bytes:
         ([b"data: {not json\n\n"], "eof", "bad_frame_before_commit"),
         ([], "eof", "stream_ended_before_commit"),
     ],
-    ids=["stall", "die-before-content", "eof-before-content", "done-without-content", "error-chunk",
-         "bad-frame", "empty"],
+    ids=[
+        "stall",
+        "die-before-content",
+        "eof-before-content",
+        "done-without-content",
+        "error-chunk",
+        "bad-frame",
+        "empty",
+    ],
 )
 def test_failures_before_the_first_content_chunk_fail_over_and_send_nothing(
     parts: list[bytes], end: str, expected_failover: str
@@ -90,7 +105,7 @@ def test_failure_after_the_commit_keeps_the_partial_text_and_ends_with_one_error
     gate, actions = run([KEEPALIVE, ROLE, HELLO], end)
     out = client_bytes(actions)
     assert out.startswith(KEEPALIVE + ROLE + HELLO)
-    tail = out[len(KEEPALIVE + ROLE + HELLO):]
+    tail = out[len(KEEPALIVE + ROLE + HELLO) :]
     assert tail.startswith(b"data: ") and tail.endswith(b"\n\n") and tail.count(b"\n\n") == 1
     doc = json.loads(tail[6:])
     assert doc["error"]["code"] in (502, 504) and doc["choices"][0]["finish_reason"] == "error"
@@ -115,7 +130,7 @@ def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
     _, actions = run([HELLO, partial])
     out = client_bytes(actions)
     assert out.startswith(HELLO)
-    tail = out[len(HELLO):]
+    tail = out[len(HELLO) :]
     assert tail.count(b"\n\n") == 1 and json.loads(tail[6:])["error"]["code"] == 502
 
 
@@ -151,7 +166,10 @@ STREAMS = {
 
 
 @settings(max_examples=150, deadline=None)
-@given(name=st.sampled_from(sorted(STREAMS)), cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12))
+@given(
+    name=st.sampled_from(sorted(STREAMS)),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
+)
 def test_any_split_of_the_bytes_gives_the_same_client_output(name: str, cuts: list[int]) -> None:
     whole = b"".join(STREAMS[name])
     points = sorted({c % (len(whole) + 1) for c in cuts})
@@ -160,4 +178,5 @@ def test_any_split_of_the_bytes_gives_the_same_client_output(name: str, cuts: li
     _, actions = run(parts)
     assert client_bytes(actions) == client_bytes(reference)
     assert [type(a) for a in actions if isinstance(a, FailOver | Finish | Abort)] == [
-        type(a) for a in reference if isinstance(a, FailOver | Finish | Abort)]
+        type(a) for a in reference if isinstance(a, FailOver | Finish | Abort)
+    ]

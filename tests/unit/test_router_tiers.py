@@ -17,9 +17,23 @@ NOW_WALL = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 @pytest.mark.parametrize(
     ("status", "fails_over"),
-    [(408, True), (429, True), (500, True), (502, True), (503, True), (524, True), (529, True),
-     (400, False), (401, False), (402, False), (403, False), (404, False), (413, False), (422, False),
-     (200, False)],
+    [
+        (408, True),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (524, True),
+        (529, True),
+        (400, False),
+        (401, False),
+        (402, False),
+        (403, False),
+        (404, False),
+        (413, False),
+        (422, False),
+        (200, False),
+    ],
 )
 def test_failover_statuses(status: int, fails_over: bool) -> None:
     assert t.is_failover_status(status) is fails_over
@@ -51,8 +65,17 @@ def test_walk_order_is_a_permutation_that_never_reorders_within_a_group(n: int, 
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("30", 30.0), ("1.5", 1.5), (" 2 ", 2.0), ("Sun, 01 Nov 2026 12:00:10 GMT", 10.0),
-     ("Sun, 01 Nov 2026 11:00:00 GMT", 0.0), ("soon", None), ("", None), (None, None), ("-5", 0.0)],
+    [
+        ("30", 30.0),
+        ("1.5", 1.5),
+        (" 2 ", 2.0),
+        ("Sun, 01 Nov 2026 12:00:10 GMT", 10.0),
+        ("Sun, 01 Nov 2026 11:00:00 GMT", 0.0),
+        ("soon", None),
+        ("", None),
+        (None, None),
+        ("-5", 0.0),
+    ],
 )
 def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
     assert t.parse_retry_after(value, NOW_WALL) == seconds
