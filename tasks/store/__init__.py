@@ -4,24 +4,23 @@
         land_round(con, info, attempts, endpoints=endpoints)
     con = open_snapshot(cfg.db_path)               # analysts: read-only, never blocks a round
 
-Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (rounds,
-attempts, outcomes), state (policy state, decisions, settings), exclusions (operational layer), outbox
-(alerts), route_events (router).
+Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (writes
+of rounds, attempts, outcomes), history (reads of complete rounds), records (row conversions), state
+(policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events.
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
 from tasks.store.exclusions import active_exclusions, add_exclusion, exclusion_history, remove_exclusion
-from tasks.store.landing import (
+from tasks.store.history import (
     attempts_of_round,
     complete_rounds,
-    finish_round,
-    land_outcomes,
-    land_round,
+    last_language_outcomes,
     latest_outcomes,
     outcomes_of_round,
     round_rows,
     round_status_history,
 )
+from tasks.store.landing import complete_round, finish_round, land_outcomes, land_round
 from tasks.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from tasks.store.outbox import alert_rows, enqueue_alerts, mark_alert_failed, mark_alert_sent, pending_alerts
 from tasks.store.route_events import append_route_events, route_event_rows
@@ -49,6 +48,7 @@ __all__ = [
     "append_decisions",
     "append_route_events",
     "attempts_of_round",
+    "complete_round",
     "complete_rounds",
     "decisions_between",
     "enqueue_alerts",
@@ -56,6 +56,7 @@ __all__ = [
     "finish_round",
     "get_setting",
     "land_outcomes",
+    "last_language_outcomes",
     "land_round",
     "latest_outcomes",
     "load_states",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from tasks.store.rows import Connection, fetch_dicts, one_line, transaction, utc, utc_required
+from tasks.store.rows import Connection, fetch_dicts, fetch_first, one_line, transaction, utc, utc_required
 from tasks.types import OperationalExclusion
 
 _OPEN = "removed_at IS NULL AND tag = ? AND model IS NOT DISTINCT FROM ?"
@@ -25,10 +25,11 @@ def add_exclusion(con: Connection, excl: OperationalExclusion) -> int:
     """
     added_at = utc_required(excl.added_at)
     with transaction(con):
-        same = con.execute(
+        same = fetch_first(
+            con,
             f"SELECT exclusion_id FROM exclusions WHERE {_OPEN} AND added_at = ?",
             [excl.tag, excl.model, added_at],
-        ).fetchone()
+        )
         if same:
             return int(same[0])
         con.execute(
@@ -36,7 +37,8 @@ def add_exclusion(con: Connection, excl: OperationalExclusion) -> int:
             f" WHERE {_OPEN}",
             [added_at, one_line(excl.who), excl.tag, excl.model],
         )
-        row = con.execute(
+        row = fetch_first(
+            con,
             "INSERT INTO exclusions (tag, model, reason, who, added_at, until)"
             " VALUES (?, ?, ?, ?, ?, ?) RETURNING exclusion_id",
             [
@@ -47,7 +49,7 @@ def add_exclusion(con: Connection, excl: OperationalExclusion) -> int:
                 added_at,
                 utc(excl.until),
             ],
-        ).fetchone()
+        )
     assert row is not None
     return int(row[0])
 

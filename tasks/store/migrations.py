@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from tasks.clock import utcnow
 from tasks.errors import StoreError
-from tasks.store.rows import Connection, transaction
+from tasks.store.rows import Connection, fetch_first, transaction
 from tasks.store.schema import TABLES_SQL
-from tasks.store.views import VIEWS_SQL
+from tasks.store.views import RECORDED_STATUSES_SQL, VIEWS_SQL
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", TABLES_SQL),
     Migration(2, "analyst views", VIEWS_SQL),
+    Migration(3, "recorded endpoint round statuses", RECORDED_STATUSES_SQL),
 )
 
 #: The version a fully migrated file reports.
@@ -42,13 +43,14 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 def schema_version(con: Connection) -> int:
     """The highest applied migration, 0 for an empty file."""
-    exists = con.execute(
+    exists = fetch_first(
+        con,
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations' AND schema_name = 'main'"
-        " AND database_name = current_database()"
-    ).fetchone()
+        " AND database_name = current_database()",
+    )
     if not exists or not exists[0]:
         return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    row = fetch_first(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
     return int(row[0]) if row else 0
 
 

@@ -71,6 +71,7 @@ def insert_rows(
     arrow = pa.Table.from_pylist([dict(r) for r in rows])
     view = f"_incoming_{table}"
     conflict = " ON CONFLICT DO NOTHING" if skip_existing else ""
+    con.execute("SELECT 1").fetchall()  # settle a caller's half-read result (it would block register)
     con.register(view, arrow)
     try:
         sql = f"INSERT INTO {table} BY NAME SELECT * FROM {view}{conflict} RETURNING 1"
@@ -78,6 +79,13 @@ def insert_rows(
     finally:
         con.unregister(view)
     return len(inserted)
+
+
+def fetch_first(con: Connection, sql: str, params: Sequence[object] | None = None) -> tuple[Any, ...] | None:
+    """The first row of ``sql`` or None. Always drains the result: in DuckDB 2 a half-read result blocks
+    ``register`` (and so every later insert) on the connection."""
+    rows = con.execute(sql, list(params) if params is not None else []).fetchall()
+    return tuple(rows[0]) if rows else None
 
 
 def fetch_dicts(con: Connection, sql: str, params: Sequence[object] | None = None) -> list[dict[str, Any]]:

@@ -111,8 +111,9 @@ def _copy_fd_to(source_fd: int, size: int, tmp: Path) -> None:
 def open_snapshot(db_path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the analysts' snapshot of ``db_path`` (never blocks a round).
 
-    The connection shows the snapshot as of when it was opened; reconnect to see newer rounds. If no
-    snapshot exists yet but the database does, one is published first (a short write window).
+    The connection shows the snapshot as of when it was opened; call again to see newer rounds (each
+    call opens the file anew). If no snapshot exists yet but the database does, one is published first
+    (a short write window). Its catalog is named ``snapshot``; unqualified table and view names work.
     """
     target = snapshot_path(db_path)
     if not target.exists():
@@ -122,10 +123,20 @@ def open_snapshot(db_path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
 
         with open_store(db_path, snapshot=True):
             pass
+    # A fresh in-memory instance that ATTACHes the file: duckdb.connect(path) would reuse this process's
+    # cached instance of an older snapshot still open elsewhere (a notebook's earlier connection), and
+    # so show the old inode instead of the round that just landed.
+    con = duckdb.connect()
     try:
-        con = duckdb.connect(str(target), read_only=True)
+        con.execute(f"ATTACH '{_sql_string(target)}' AS snapshot (READ_ONLY)")
+        con.execute("USE snapshot")
+        con.execute("SET TimeZone = 'UTC'")
     except duckdb.Error as exc:
+        con.close()
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StoreError(f"store: cannot open snapshot {target}: {first}") from exc
-    con.execute("SET TimeZone = 'UTC'")
     return con
+
+
+def _sql_string(path: Path) -> str:
+    return str(path).replace("'", "''")

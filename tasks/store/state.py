@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
+from tasks.store.rows import Connection, fetch_dicts, fetch_first, insert_rows, one_line, transaction, utc
 from tasks.types import Action, Decision, EndpointState, Mode
 
 #: The settings key that holds the operating mode (observe | enforce) chosen at runtime.
@@ -81,7 +81,7 @@ def set_setting(
 
 
 def get_setting(con: Connection, key: str, default: str | None = None) -> str | None:
-    row = con.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+    row = fetch_first(con, "SELECT value FROM settings WHERE key = ?", [key])
     return str(row[0]) if row else default
 
 

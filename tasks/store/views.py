@@ -6,8 +6,9 @@ change to a view is a new migration that runs ``CREATE OR REPLACE VIEW`` again: 
 
 from __future__ import annotations
 
-#: An endpoint's round status, DESIGN.md: fail if any contract failed; else transport if any contract was
-#: transport; else clean if one passed; else inconclusive (also for an endpoint discovered but never judged).
+#: Migration 2's version (superseded by V_ENDPOINT_ROUNDS_3 below). An endpoint's round status, DESIGN.md:
+#: fail if any contract failed; else transport if any contract was transport; else clean if one passed;
+#: else inconclusive (also for an endpoint discovered but never judged).
 V_ENDPOINT_ROUNDS = """
 CREATE OR REPLACE VIEW v_endpoint_rounds AS
 WITH oc AS (
@@ -121,3 +122,64 @@ FROM decisions WHERE action IN ('suspend', 'restore', 'expire', 'lift')
 """
 
 VIEWS_SQL = "\n;\n".join((V_ENDPOINT_ROUNDS, V_ATTEMPTS, V_SUSPENSIONS, V_LANGUAGE_MATRIX, V_IGNORE_HISTORY))
+
+# -- migration 3: the endpoint round statuses the policy was fed are recorded (complete_round) -------------
+ENDPOINT_ROUNDS_TABLE = """
+CREATE TABLE endpoint_rounds (
+    round_id  VARCHAR NOT NULL,
+    model     VARCHAR NOT NULL,
+    tag       VARCHAR NOT NULL,
+    status    VARCHAR NOT NULL CHECK (status IN ('clean', 'fail', 'transport', 'inconclusive')),
+    PRIMARY KEY (round_id, tag)
+)
+"""
+
+#: v_endpoint_rounds, version 3: ``status`` is the recorded status when the flow recorded one, else the
+#: status derived from the outcomes; ``derived_status`` is always the SQL derivation (to cross-check).
+V_ENDPOINT_ROUNDS_3 = """
+CREATE OR REPLACE VIEW v_endpoint_rounds AS
+WITH oc AS (
+    SELECT round_id, tag,
+           count(*) AS contracts,
+           count(*) FILTER (WHERE outcome = 'pass') AS passes,
+           count(*) FILTER (WHERE outcome = 'fail') AS fails,
+           count(*) FILTER (WHERE outcome = 'transport') AS transports,
+           count(*) FILTER (WHERE outcome = 'inconclusive') AS inconclusives,
+           string_agg(contract || ':' || reason, ', ' ORDER BY contract) FILTER (WHERE outcome = 'fail')
+               AS fail_reasons
+    FROM outcomes
+    GROUP BY round_id, tag
+),
+keys AS (
+    SELECT round_id, tag FROM round_endpoints
+    UNION
+    SELECT round_id, tag FROM oc
+    UNION
+    SELECT round_id, tag FROM endpoint_rounds
+),
+derived AS (
+    SELECT k.round_id, k.tag,
+           CASE WHEN coalesce(oc.fails, 0) > 0 THEN 'fail'
+                WHEN coalesce(oc.transports, 0) > 0 THEN 'transport'
+                WHEN coalesce(oc.passes, 0) > 0 THEN 'clean'
+                ELSE 'inconclusive' END AS derived_status,
+           coalesce(oc.contracts, 0) AS contracts,
+           coalesce(oc.passes, 0) AS passes,
+           coalesce(oc.fails, 0) AS fails,
+           coalesce(oc.transports, 0) AS transports,
+           coalesce(oc.inconclusives, 0) AS inconclusives,
+           oc.fail_reasons
+    FROM keys k LEFT JOIN oc USING (round_id, tag)
+)
+SELECT r.round_id, r.round_ts, r.model, r.mode, r.status AS round_state, d.tag, e.provider_name,
+       e.tag IS NOT NULL AS discovered,
+       coalesce(er.status, d.derived_status) AS status,
+       er.status IS NOT NULL AS status_recorded,
+       d.derived_status, d.contracts, d.passes, d.fails, d.transports, d.inconclusives, d.fail_reasons
+FROM derived d
+JOIN rounds r USING (round_id)
+LEFT JOIN round_endpoints e USING (round_id, tag)
+LEFT JOIN endpoint_rounds er USING (round_id, tag)
+"""
+
+RECORDED_STATUSES_SQL = "\n;\n".join((ENDPOINT_ROUNDS_TABLE, V_ENDPOINT_ROUNDS_3))

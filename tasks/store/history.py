@@ -1,0 +1,86 @@
+"""Reads over landed rounds. Only ``complete`` rounds are ever judged or replayed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+
+from tasks.store.records import attempt_from_row, outcome_from_row
+from tasks.store.rows import Connection, fetch_dicts, utc
+from tasks.types import Attempt, Contract, ContractResult, Outcome
+
+
+def complete_rounds(
+    con: Connection, *, model: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> pd.DataFrame:
+    """Complete rounds only (crashed and running ones are never judged), oldest first."""
+    where, params = _round_filter(model, since, until)
+    return con.execute(
+        f"SELECT * FROM rounds WHERE status = 'complete' {where} ORDER BY round_ts, round_id", params
+    ).df()
+
+
+def round_rows(con: Connection, *, model: str | None = None) -> pd.DataFrame:
+    """Every round in any state, oldest first (status pages, crash forensics)."""
+    where, params = _round_filter(model, None, None)
+    return con.execute(f"SELECT * FROM rounds WHERE TRUE {where} ORDER BY round_ts, round_id", params).df()
+
+
+def round_status_history(
+    con: Connection, *, model: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> pd.DataFrame:
+    """Endpoint round statuses of complete rounds: round_ts, model, tag, status (+ round_id, discovered).
+
+    The replay input (DESIGN.md "Replay input", tasks.replay.build_replay_lines), in round then tag order.
+    """
+    where, params = _round_filter(model, since, until)
+    return con.execute(
+        "SELECT round_ts, model, tag, status, round_id, discovered FROM v_endpoint_rounds"
+        f" WHERE round_state = 'complete' {where} ORDER BY round_ts, round_id, tag",
+        params,
+    ).df()
+
+
+def attempts_of_round(con: Connection, round_id: str) -> list[Attempt]:
+    """The landed attempts of one round, as records (e.g. to judge a landed round again)."""
+    rows = fetch_dicts(con, "SELECT * FROM attempts WHERE round_id = ? ORDER BY attempt_id", [round_id])
+    return [attempt_from_row(r) for r in rows]
+
+
+def outcomes_of_round(con: Connection, round_id: str) -> list[ContractResult]:
+    rows = fetch_dicts(con, "SELECT * FROM outcomes WHERE round_id = ? ORDER BY tag, contract", [round_id])
+    return [outcome_from_row(r) for r in rows]
+
+
+def latest_outcomes(con: Connection, model: str, contract: Contract | str) -> dict[str, ContractResult]:
+    """Per tag, ``contract``'s outcome in the latest complete round that judged it."""
+    rows = fetch_dicts(
+        con,
+        "SELECT o.* FROM outcomes o JOIN rounds r USING (round_id)"
+        " WHERE r.status = 'complete' AND o.model = ? AND o.contract = ?"
+        " QUALIFY row_number() OVER (PARTITION BY o.tag ORDER BY r.round_ts DESC, r.round_id DESC) = 1",
+        [model, str(contract)],
+    )
+    return {r["tag"]: outcome_from_row(r) for r in rows}
+
+
+def last_language_outcomes(con: Connection, model: str) -> dict[str, tuple[str, Outcome]]:
+    """Per tag, (language, outcome) of its language contract in the latest complete round (the rotation)."""
+    return {
+        tag: (r.language, r.outcome)
+        for tag, r in latest_outcomes(con, model, Contract.LANGUAGE).items()
+        if r.language is not None
+    }
+
+
+def _round_filter(
+    model: str | None, since: datetime | None, until: datetime | None
+) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    for clause, value in (("model = ?", model), ("round_ts >= ?", utc(since)), ("round_ts < ?", utc(until))):
+        if value is not None:
+            clauses.append(f"AND {clause}")
+            params.append(value)
+    return " ".join(clauses), params
