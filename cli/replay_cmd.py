@@ -61,6 +61,8 @@ def _run(path: Path, config: Path | None, set_: list[str], json_out: bool, summa
          compare: list[str], out: TextIO, err: TextIO) -> None:
     cfg = load_config(config).with_overrides(parse_set(set_))
     variants = [parse_set(spec.split()) for spec in compare]
+    for overrides in variants:  # refuse a bad variant before printing anything
+        cfg.with_overrides(overrides)
     history = parse_replay(_lines(path))
     if summary:
         summaries = what_if(history, cfg, variants)
