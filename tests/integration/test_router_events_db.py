@@ -1,0 +1,60 @@
+"""Route events land in DuckDB's `route_events` through `tasks.store.append_route_events`, in short windows:
+the file is never held open by the router between flushes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from router.fake_upstream import FakeUpstream, Script
+from router.routes import parse_routes
+from router.server import start_router
+
+duckdb = pytest.importorskip("duckdb")
+store = pytest.importorskip("tasks.store")
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+def test_failovers_are_appended_to_route_events_and_the_file_stays_unlocked(tmp_path: Path) -> None:
+    db = tmp_path / "canary.duckdb"
+    with FakeUpstream({"t1": Script("http_error", status=503), "t2": Script("ok")}) as up:
+        raw = {
+            "router": {
+                "events_db": str(db),
+                "events_path": str(tmp_path / "e.jsonl"),
+                "savings_path": str(tmp_path / "s.jsonl"),
+                "flush_interval_s": 0.05,
+            },
+            "route": [
+                {"model": "chat", "tier": [{"base_url": up.base_url, "model": m} for m in ("t1", "t2")]}
+            ],
+        }
+        with start_router(parse_routes(raw), env={}) as r:
+            for _ in range(2):
+                reply = httpx.post(
+                    r.base_url + "/chat/completions",
+                    timeout=10,
+                    json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                assert reply.status_code == 200
+            deadline = time.monotonic() + 10
+            rows: list[tuple[object, ...]] = []
+            while time.monotonic() < deadline and len(rows) < 2:
+                time.sleep(0.1)
+                if db.exists():
+                    try:  # a read-only open fails while any writer holds the file: it must succeed here
+                        con = duckdb.connect(str(db), read_only=True)
+                    except (
+                        duckdb.Error
+                    ):  # a write window is open right now (same process: ConnectionException)
+                        continue
+                    try:
+                        rows = con.execute("SELECT key, tier, reason, model FROM route_events").fetchall()
+                    finally:
+                        con.close()
+    assert rows == [("model:chat", 1, "http_503", "chat")] * 2
