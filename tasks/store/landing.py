@@ -61,8 +61,11 @@ def land_round(
         "error": one_line(error),
     }
     with transaction(con):
-        for table in _ROUND_TABLES:
-            con.execute(f"DELETE FROM {table} WHERE round_id = ?", [rid])
+        # Child rows only exist under a round row (landed together), so a new round id skips the deletes:
+        # on a long history each DELETE is a scan of a large table.
+        if fetch_first(con, "SELECT 1 FROM rounds WHERE round_id = ?", [rid]) is not None:
+            for table in _ROUND_TABLES:
+                con.execute(f"DELETE FROM {table} WHERE round_id = ?", [rid])
         insert_rows(con, "rounds", [row])
         insert_rows(con, "round_endpoints", [endpoint_row(rid, e) for e in eps.values()])
         insert_rows(con, "attempts", [attempt_row(a) for a in attempts])
@@ -76,7 +79,9 @@ def land_outcomes(con: Connection, round_id: str, results: Sequence[ContractResu
     """
     with transaction(con):
         con.execute("DELETE FROM endpoint_rounds WHERE round_id = ?", [round_id])
-        con.execute("DELETE FROM outcomes WHERE round_id = ?", [round_id])
+        fresh = "SELECT 1 FROM rounds WHERE round_id = ? AND outcome_count = 0"  # nothing to delete: no scan
+        if fetch_first(con, fresh, [round_id]) is None:
+            con.execute("DELETE FROM outcomes WHERE round_id = ?", [round_id])
         insert_rows(con, "outcomes", [outcome_row(round_id, r) for r in results])
         con.execute("UPDATE rounds SET outcome_count = ? WHERE round_id = ?", [len(results), round_id])
     return len(results)
