@@ -78,7 +78,8 @@ class SSEParser:
 
     def __init__(self, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self._max = max_line_bytes
-        self._buf = b""  # an incomplete line (never more than max_line_bytes)
+        self._buf: list[bytes] = []  # pieces of an incomplete line (joined only once a line end arrives)
+        self._buf_bytes = 0  # never more than max_line_bytes (+1 held CR)
         self._discarding = False  # inside an over-long line: drop bytes up to the next line end
         self._data: list[bytes] = []  # data: lines of the event being built
         self._data_bytes = 0
@@ -87,12 +88,22 @@ class SSEParser:
     @property
     def buffered_bytes(self) -> int:
         """Bytes held between feeds (a partial line plus the event being built): bounded by max_line_bytes."""
-        return len(self._buf) + self._data_bytes
+        return self._buf_bytes + self._data_bytes
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         if not data:
             return []
-        buf = self._buf + data
+        if b"\n" not in data and b"\r" not in data:  # mid-line: no copy of what is already held
+            if self._discarding:
+                return []
+            if self._buf_bytes + len(data) > self._max:
+                self._discarding = True
+                held, self._buf, self._buf_bytes = b"".join(self._buf), [], 0
+                return [BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(held + data))]
+            self._buf.append(data)
+            self._buf_bytes += len(data)
+            return []
+        buf = b"".join(self._buf) + data
         # A trailing CR may be the first half of CRLF: keep it until the next byte shows which it is.
         hold_cr = buf.endswith(b"\r")
         if hold_cr:
@@ -117,14 +128,16 @@ class SSEParser:
             self._discarding = True
             events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(rest)))
             rest = b""
-        self._buf = rest + (b"\r" if hold_cr else b"")
+        tail = rest + (b"\r" if hold_cr else b"")
+        self._buf, self._buf_bytes = ([tail] if tail else []), len(tail)
         return events
 
     def close(self) -> list[SSEEvent]:
         """The stream ended: flush the pending event. A last line without its line end is still read, but
         if it does not parse it is reported as INCOMPLETE (the end cut it), not as NOT_JSON."""
         events: list[SSEEvent] = []
-        rest, self._buf = self._buf.rstrip(b"\r"), b""
+        rest = b"".join(self._buf).rstrip(b"\r")
+        self._buf, self._buf_bytes = [], 0
         cut = bool(rest) and not self._discarding and not rest.startswith(b":")
         self._discarding = False
         if cut:
