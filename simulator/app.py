@@ -24,6 +24,8 @@ from simulator.plan import Plan, is_structured, last_user_text, plan_reply, requ
 from simulator.routing import RoutingError, route, validate_provider
 from simulator.text import estimate_tokens
 
+_MIN_SLEEP_S = 0.002
+
 
 class CutConnection(Exception):
     """Raised inside a response body to drop the TCP connection mid-response (die_after_tokens, stalls)."""
@@ -188,6 +190,18 @@ class _Player:
     ) -> None:
         self.state, self.request, self.plan, self.head, self.ep = state, request, plan, head, ep
         self.prompt_tokens = prompt_tokens
+        self._debt_s = 0.0
+
+    async def _sleep(self, simulated_s: float) -> None:
+        """Scaled sleep; waits under 2 ms are pooled (an event-loop sleep costs ~1 ms whatever its length)."""
+        self._debt_s += simulated_s * self.state.time_scale
+        if self._debt_s >= _MIN_SLEEP_S and not self.state.stopping.is_set():
+            await asyncio.sleep(self._debt_s)
+            self._debt_s = 0.0
+
+    async def _gone(self) -> bool:
+        """Has the client hung up? (Writes to a closed socket are silently dropped, so ask.)"""
+        return self.state.stopping.is_set() or await self.request.is_disconnected()
 
     def _usage(self, content: str) -> dict[str, Any]:
         return wire.usage(self.prompt_tokens, estimate_tokens(content), self.ep)
@@ -205,16 +219,18 @@ class _Player:
         if plan.keepalive_s:
             waited = 0.0
             while delay - waited > plan.keepalive_s:
-                await self.state.sleep(plan.keepalive_s)
+                await self._sleep(plan.keepalive_s)
                 waited += plan.keepalive_s
+                if await self._gone():
+                    return
                 yield keepalive
-            await self.state.sleep(delay - waited)
+            await self._sleep(delay - waited)
             return
         step = delay / comments
         for _ in range(comments - 1):
-            await self.state.sleep(step)
+            await self._sleep(step)
             yield keepalive
-        await self.state.sleep(step)
+        await self._sleep(step)
 
     async def events(self) -> AsyncIterator[bytes]:
         plan, head, fp = self.plan, self.head, self.ep.system_fingerprint
@@ -233,7 +249,9 @@ class _Player:
             if plan.error_after is not None and i >= plan.error_after:
                 break
             if i:
-                await self.state.sleep(plan.chunk_interval_s)
+                await self._sleep(plan.chunk_interval_s)
+            if i % 4 == 3 and await self._gone():
+                return
             yield wire.sse(wire.chunk(head, fp, piece))
             sent += piece
         if plan.cut_after is not None:

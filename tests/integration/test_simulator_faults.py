@@ -1,0 +1,256 @@
+"""Every fault kind over a real loopback connection, time compressed (time_scale) so the file runs fast."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from simulator.fleet import parse_fleet
+from simulator.language import detect_language
+from simulator.server import SimulatorHandle, start_simulator
+from simulator.text import corpus
+from tasks.clock import StepClock
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+MODEL = "meta-llama/llama-3.3-70b-instruct"
+SCALE = 0.02
+PT = "Continue a cena na taverna, por favor. Ela está esperando você perto da lareira."
+EN = "Continue the scene at the inn, please. She is waiting for you by the fire."
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "line": {"type": "string"},
+        "mood": {"type": "string", "enum": ["calm", "tense"]},
+        "intensity": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["line", "mood", "intensity"],
+    "additionalProperties": False,
+}
+FORMAT = {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": SCHEMA}}
+
+FAULTS: dict[str, dict[str, Any]] = {
+    "healthy": {},
+    "slow": {"kind": "slow_first_token", "delay_s": 12, "keepalive_s": 2},
+    "roleonly": {"kind": "role_only_then_slow", "delay_s": 12},
+    "stall": {"kind": "stall_after_headers"},
+    "die": {"kind": "die_after_tokens", "tokens": 3},
+    "midstream": {"kind": "midstream_error", "tokens": 2, "code": 429},
+    "midstreamdone": {"kind": "midstream_error", "tokens": 1, "code": 502, "done": True},
+    "switch": {"kind": "language_switch", "to": "de"},
+    "mojibake": {"kind": "mojibake"},
+    "refusal": {"kind": "refusal"},
+    "filter": {"kind": "content_filter"},
+    "empty": {"kind": "empty_reply"},
+    "truncated": {"kind": "truncated", "words": 4},
+    "pin": {"kind": "pin_not_honoured"},
+    "invalid": {"kind": "invalid_json"},
+    "fenced": {"kind": "fenced_json"},
+    "violation": {"kind": "schema_violation", "mode": "wrong_enum"},
+}
+
+
+def _fleet() -> Any:
+    endpoints = [
+        {"tag": tag, "provider_name": tag.capitalize(), "faults": [spec] if spec else []}
+        for tag, spec in FAULTS.items()
+    ]
+    return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(_fleet(), time_scale=SCALE) as handle:
+        yield handle
+
+
+def _body(tag: str, prompt: str = PT, **more: Any) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": prompt}],
+        "provider": {"only": [tag], "allow_fallbacks": False},
+        **more,
+    }
+
+
+_CLIENT = httpx.Client()
+
+
+def _stream(
+    sim: SimulatorHandle, body: dict[str, Any]
+) -> tuple[list[tuple[float, bytes]], BaseException | None]:
+    """(arrival time, line) for each non-empty line, and the transport error that ended the stream, if any."""
+    lines: list[tuple[float, bytes]] = []
+    start = time.monotonic()
+    headers = {"Authorization": f"Bearer {sim.api_key}"}
+    timeout = httpx.Timeout(5.0, read=0.5)
+    try:
+        with _CLIENT.stream(
+            "POST", sim.base_url + "/chat/completions", json=body, headers=headers, timeout=timeout
+        ) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if line:
+                    lines.append((time.monotonic() - start, line.encode()))
+    except (httpx.RemoteProtocolError, httpx.ReadTimeout) as exc:
+        return lines, exc
+    return lines, None
+
+
+def _data(lines: list[tuple[float, bytes]]) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for _, line in lines if line.startswith(b"data: {")]
+
+
+def _text(lines: list[tuple[float, bytes]]) -> str:
+    return "".join(ev["choices"][0]["delta"].get("content") or "" for ev in _data(lines) if "error" not in ev)
+
+
+def test_healthy_reply_is_fast_and_complete(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("healthy"))
+    assert err is None and lines[-1][1] == b"data: [DONE]"
+    first_data = next(t for t, line in lines if line.startswith(b"data: {"))
+    assert first_data < 0.2 and 1 <= sum(line.startswith(b":") for _, line in lines) <= 3
+    assert detect_language(_text(lines)) == "pt"
+
+
+def test_slow_first_token_sends_keepalives_meanwhile(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("slow"))
+    first = next(i for i, (_, line) in enumerate(lines) if line.startswith(b"data: {"))
+    assert err is None and all(line == b": OPENROUTER PROCESSING" for _, line in lines[:first])
+    assert first >= 6  # one at once, then one every 2 of the 12 simulated seconds
+    assert lines[first][0] >= 12 * SCALE * 0.9
+
+
+def test_role_only_chunk_then_slow_text(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("roleonly"))
+    events = _data(lines)
+    assert err is None and events[0]["choices"][0]["delta"] == {"content": "", "role": "assistant"}
+    arrivals = [t for t, line in lines if line.startswith(b"data: {")]
+    assert arrivals[1] - arrivals[0] >= 12 * SCALE * 0.9
+
+
+def test_stall_after_headers_sends_nothing(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("stall"))
+    assert lines == [] and isinstance(err, httpx.ReadTimeout)
+
+
+def test_die_after_tokens_cuts_the_connection(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("die"))
+    assert isinstance(err, httpx.RemoteProtocolError)
+    assert len(_data(lines)) == 3 and b"data: [DONE]" not in [line for _, line in lines]
+
+
+def test_midstream_error_chunk_ends_the_stream(sim: SimulatorHandle) -> None:
+    lines, err = _stream(sim, _body("midstream"))
+    events = _data(lines)
+    assert err is None and len(events) == 3 and lines[-1][1] != b"data: [DONE]"
+    assert list(events[-1]) == ["id", "object", "created", "model", "provider", "error", "choices"]
+    assert events[-1]["error"] == {
+        "code": 429,
+        "message": "Rate limit exceeded",
+        "metadata": {"error_type": "rate_limit_exceeded"},
+    }
+    assert events[-1]["choices"] == [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]
+    done_lines, _ = _stream(sim, _body("midstreamdone"))
+    assert done_lines[-1][1] == b"data: [DONE]" and "error" in _data(done_lines)[-1]
+
+
+@pytest.mark.parametrize(
+    ("tag", "check"),
+    [
+        ("switch", lambda t, fin: detect_language(t) == "de"),
+        ("mojibake", lambda t, fin: "Ã" in t or "Â" in t),
+        ("refusal", lambda t, fin: t == corpus()["pt"]["refusal"] and fin == ("stop", "stop")),
+        ("filter", lambda t, fin: t == "" and fin == ("content_filter", "SAFETY")),
+        ("empty", lambda t, fin: t == "" and fin == ("stop", "stop")),
+        ("truncated", lambda t, fin: len(t.split()) == 4 and fin == ("length", "length")),
+    ],
+)
+def test_text_faults(sim: SimulatorHandle, tag: str, check: Any) -> None:
+    lines, err = _stream(sim, _body(tag))
+    last = _data(lines)[-1]["choices"][0]
+    assert err is None and check(_text(lines), (last["finish_reason"], last["native_finish_reason"]))
+
+
+def test_pin_not_honoured_reports_another_provider(sim: SimulatorHandle) -> None:
+    lines, _ = _stream(sim, _body("pin"))
+    assert {ev["provider"] for ev in _data(lines)} == {"Healthy"}
+
+
+def test_structured_replies_healthy_and_broken(sim: SimulatorHandle) -> None:
+    healthy = _text(_stream(sim, _body("healthy", response_format=FORMAT))[0])
+    jsonschema.validate(json.loads(healthy), SCHEMA)
+    with pytest.raises(ValueError):
+        json.loads(_text(_stream(sim, _body("invalid", response_format=FORMAT))[0]))
+    fenced = _text(_stream(sim, _body("fenced", response_format=FORMAT))[0])
+    assert fenced.startswith("```json\n") and fenced.endswith("\n```")
+    jsonschema.validate(json.loads(fenced[8:-4]), SCHEMA)
+    violating = json.loads(_text(_stream(sim, _body("violation", response_format=FORMAT))[0]))
+    with pytest.raises(jsonschema.ValidationError, match="is not one of"):
+        jsonschema.validate(violating, SCHEMA)
+    # a structured-only fault leaves text replies alone
+    assert detect_language(_text(_stream(sim, _body("fenced"))[0])) == "pt"
+
+
+def test_non_streaming_slow_start_sends_bare_newlines(sim: SimulatorHandle) -> None:
+    body = _body("slow", stream=False)
+    raw = httpx.post(
+        sim.base_url + "/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {sim.api_key}"},
+        timeout=5,
+    ).content
+    assert raw.startswith(b"\n\n") and json.loads(raw)["object"] == "chat.completion"
+
+
+def test_default_fleet_reproduces_the_two_incidents() -> None:
+    openings = {s for lang in corpus().values() for s in lang["sentences"]}
+    with start_simulator(time_scale=0.001) as sim:
+
+        def corrupted(tag: str) -> int:
+            texts = [_text(_stream(sim, _body(tag, EN, seed=s))[0]) for s in range(20)]
+            return sum(not any(t.startswith(o) for o in openings) for t in texts)
+
+        assert corrupted("hyperbolic/fp8") == 19
+        assert corrupted("fireworks") == 0
+        mixed = _text(_stream(sim, _body("novita/fp8", PT))[0])
+        assert any(s in mixed for s in corpus()["es"]["sentences"])
+        assert any(s in mixed for s in corpus()["pt"]["sentences"])
+        clean = _text(_stream(sim, _body("novita/fp8", EN))[0])
+        assert detect_language(clean) == "en" and not any(s in clean for s in corpus()["es"]["sentences"])
+
+
+def test_set_fleet_and_windows_follow_the_injected_clock() -> None:
+    clock = StepClock(datetime(2026, 11, 1, 10, tzinfo=UTC))
+    window = {"start": "2026-11-01T12:00:00Z", "end": "2026-11-01T13:00:00Z"}
+    fleet = parse_fleet(
+        {
+            "models": [
+                {
+                    "id": MODEL,
+                    "endpoints": [
+                        {
+                            "tag": "w",
+                            "provider_name": "W",
+                            "faults": [{"kind": "empty_reply", "windows": [window]}],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+    with start_simulator(time_scale=0.001, now=clock) as sim:
+        sim.set_fleet(fleet)
+        assert _text(_stream(sim, _body("w"))[0]) != ""
+        clock.advance(timedelta(hours=2, minutes=30))
+        assert _text(_stream(sim, _body("w"))[0]) == ""
+        clock.advance(timedelta(hours=1))
+        assert _text(_stream(sim, _body("w"))[0]) != ""
