@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
+from router import records
 from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
@@ -41,32 +42,9 @@ from tasks.types import RouteEvent
 
 log = logging.getLogger("router")
 
-#: Client headers passed on to the upstream (attribution only; never the client's Authorization).
-FORWARD_HEADERS = ("http-referer", "x-title", "x-openrouter-title", "x-openrouter-categories")
 
-
-def _error(
-    status: int, message: str, headers: Mapping[str, str] | None = None, **metadata: Any
-) -> JSONResponse:
-    error: dict[str, Any] = {"message": message, "code": status}
-    if metadata:
-        error["metadata"] = metadata
-    return JSONResponse({"error": error}, status_code=status, headers=dict(headers or {}))
-
-
-def _bearer(value: str | None) -> str | None:
-    if value and value.lower().startswith("bearer "):
-        return value[7:].strip() or None
-    return None
-
-
-def _billed_prompt_tokens(body: bytes) -> int | None:
-    try:
-        usage = json.loads(body).get("usage")
-        value = usage.get("prompt_tokens")
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, int) else None
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None, **meta: Any) -> JSONResponse:
+    return JSONResponse(records.error_body(status, message, **meta), status_code=status, headers=headers)
 
 
 @dataclass
@@ -80,20 +58,13 @@ class RouterShell:
     cooldowns: tier_rules.Cooldowns = field(default_factory=lambda: tier_rules.EMPTY_COOLDOWNS)
     client: httpx.AsyncClient | None = None
 
-    # -- records -------------------------------------------------------------------------------------
-    def emit(
-        self, route: Route, tier_no: int, reason: str, latency_ms: float | None, model: str | None
-    ) -> None:
-        event = RouteEvent(
-            at=self.clock.now(),
-            key=route.key,
-            tier=tier_no,
-            upstream=route.tiers[tier_no - 1].label,
-            reason=reason,
-            latency_ms=round(latency_ms, 1) if latency_ms is not None else None,
-            model=model,
-        )
-        log.warning("route %s tier %d degraded: %s (%.0f ms)", route.key, tier_no, reason, latency_ms or 0)
+    @property
+    def batchers(self) -> list[Batcher[Any]]:
+        return [*self.events, *([self.savings] if self.savings else [])]
+
+    def emit(self, route: Route, tier_no: int, reason: str, latency_ms: float, model: str | None) -> None:
+        event = records.route_event(self.clock.now(), route, tier_no, reason, latency_ms, model)
+        log.warning("route %s tier %d degraded: %s (%.0f ms)", route.key, tier_no, reason, latency_ms)
         for batcher in self.events:
             batcher.add([event])
 
@@ -106,56 +77,17 @@ class RouterShell:
         billed: int | None,
         stream: bool,
     ) -> None:
-        record = {
-            "at": self.clock.now().isoformat(),
-            "key": route.key,
-            "tier": tier_no,
-            "stream": stream,
-            "tokenizer": TOKENIZER,
-            "tokens_before": savings.tokens_before,
-            "tokens_sent": savings.tokens_sent,
-            "tokens_saved": savings.tokens_saved,
-            "billed_prompt_tokens": billed,
-            "savers": list(pipeline.applied),
-            "saver_failed": pipeline.failed,
-        }
-        log.info(
-            "savings %s tier %d: before=%s sent=%s saved=%s billed_prompt_tokens=%s",
-            route.key,
-            tier_no,
-            savings.tokens_before,
-            savings.tokens_sent,
-            savings.tokens_saved,
-            billed,
-        )
+        record = records.savings_record(self.clock.now(), route, tier_no, pipeline, savings, billed, stream)
+        log.info("savings %s tier %d: %s", route.key, tier_no, record)
         if self.savings is not None:
             self.savings.add([record])
 
-    # -- upstream ------------------------------------------------------------------------------------
-    def upstream_headers(
-        self, route: Route, tier_no: int, client_headers: Mapping[str, str], stream: bool
-    ) -> dict[str, str]:
-        tier = route.tiers[tier_no - 1]
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream" if stream else "application/json",
-        }
-        for name in FORWARD_HEADERS:
-            if name in client_headers:
-                headers[name] = client_headers[name]
-        if tier.api_key_env:
-            headers["authorization"] = f"Bearer {self.api_keys[tier.api_key_env].get()}"
-        return headers
-
     def note_failure(self, route: Route, tier_no: int, failure: TierFailure, model: str | None) -> None:
-        tier = route.tiers[tier_no - 1]
+        upstream_id = route.tiers[tier_no - 1].upstream_id
         seconds = tier_rules.parse_retry_after(failure.retry_after, self.clock.now())
+        cap = self.routes.settings.max_cooldown_s
         self.cooldowns = tier_rules.cool_down(
-            self.cooldowns,
-            tier.upstream_id,
-            self.clock.monotonic(),
-            seconds,
-            self.routes.settings.max_cooldown_s,
+            self.cooldowns, upstream_id, self.clock.monotonic(), seconds, cap
         )
         self.emit(route, tier_no, failure.reason, failure.latency_ms, model)
 
@@ -170,7 +102,7 @@ class RouterShell:
         if not isinstance(body, dict):
             return _error(400, "the request body must be a JSON object")
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        route = self.routes.find(model, _bearer(request.headers.get("authorization")))
+        route = self.routes.find(model, records.bearer(request.headers.get("authorization")))
         if route is None:
             return _error(404, f"no route for model {model!r}")
         pipeline = run_savers(body.get("messages"), settings.savers, SaverContext(settings.token_budget))
@@ -186,7 +118,8 @@ class RouterShell:
             ignore = self.ignore.for_tier(tier)
             baseline = build_body(body, tier, ignore)
             sent = build_body(body, tier, ignore, pipeline.messages) if pipeline.changed else baseline
-            headers = self.upstream_headers(route, tier_no, request.headers, stream)
+            key = self.api_keys[tier.api_key_env].get() if tier.api_key_env else None
+            headers = records.upstream_headers(tier, key, request.headers, stream)
             url = f"{tier.base_url}/chat/completions"
             result: TierFailure | Passthrough | Committed
             if stream:
@@ -202,18 +135,9 @@ class RouterShell:
                 failures.append((tier_no, result.reason))
                 continue
             savings = measure_savings(baseline, sent)
-            out_headers = {
-                **result.headers,
-                "x-canary-route": route.key,
-                "x-canary-tier": str(tier_no),
-                "x-canary-tokens-saved": str(savings.tokens_saved),
-                "x-canary-tokens-sent": str(savings.tokens_sent),
-                "x-canary-tokenizer": TOKENIZER,
-            }
-            if pipeline.failed:
-                out_headers["x-canary-savers-failed"] = pipeline.failed.split(":", 1)[0]
+            out_headers = records.response_headers(route, tier_no, savings, pipeline, result.headers)
             if isinstance(result, Passthrough):
-                billed = _billed_prompt_tokens(result.body) if result.status == 200 else None
+                billed = records.billed_prompt_tokens(result.body) if result.status == 200 else None
                 self.record_savings(route, tier_no, pipeline, savings, billed, stream)
                 return Response(result.body, status_code=result.status, headers=out_headers)
             return self._stream_response(route, tier_no, result, out_headers, pipeline, savings, model)
@@ -232,44 +156,24 @@ class RouterShell:
         started = self.clock.monotonic()
 
         def on_abort(reason: str) -> None:
-            self.emit(
-                route,
-                tier_no,
-                reason,
-                (self.clock.monotonic() - started) * 1000 + committed.latency_ms,
-                model,
-            )
+            latency_ms = (self.clock.monotonic() - started) * 1000 + committed.latency_ms
+            self.emit(route, tier_no, reason, latency_ms, model)
 
         def on_end(billed: int | None) -> None:
             self.record_savings(route, tier_no, pipeline, savings, billed, True)
 
-        body = relay(
-            committed,
-            self.routes.settings.idle_timeout_s,
-            lambda: int(self.clock.now().timestamp()),
-            on_abort,
-            on_end,
-        )
+        idle_s = self.routes.settings.idle_timeout_s
+        body = relay(committed, idle_s, lambda: int(self.clock.now().timestamp()), on_abort, on_end)
         headers = {**headers, "cache-control": "no-cache", "x-accel-buffering": "no"}
         headers.pop("content-type", None)
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
     def _all_failed(self, route: Route, failures: Sequence[tuple[int, str]]) -> JSONResponse:
-        summary = ", ".join(f"tier {n}: {reason}" for n, reason in failures)
-        wait = tier_rules.shortest_wait(
-            self.cooldowns, [t.upstream_id for t in route.tiers], self.clock.monotonic()
-        )
-        all_cooling = wait is not None and all(
-            tier_rules.is_cooling(self.cooldowns, t.upstream_id, self.clock.monotonic()) for t in route.tiers
-        )
-        headers = {"retry-after": str(max(1, round(wait)))} if all_cooling and wait is not None else {}
-        return _error(
-            503,
-            f"all {len(route.tiers)} tiers failed ({summary})",
-            headers,
-            route=route.key,
-            attempts=[{"tier": n, "reason": r} for n, r in failures],
-        )
+        now, ids = self.clock.monotonic(), [t.upstream_id for t in route.tiers]
+        every_tier_cooling = all(tier_rules.is_cooling(self.cooldowns, u, now) for u in ids)
+        wait = tier_rules.shortest_wait(self.cooldowns, ids, now) if every_tier_cooling else None
+        body, headers = records.all_failed(route, failures, wait)
+        return JSONResponse(body, status_code=503, headers=headers)
 
     async def models(self, request: Request) -> JSONResponse:
         data = [
@@ -280,15 +184,16 @@ class RouterShell:
 
     async def health(self, request: Request) -> JSONResponse:
         now = self.clock.monotonic()
-        return JSONResponse(
-            {
-                "ok": True,
-                "tokenizer": TOKENIZER,
-                "cooling": sum(1 for until in self.cooldowns.values() if until > now),
-                "pending_events": sum(b.pending() for b in self.events),
-                "dropped_events": sum(b.dropped for b in self.events),
-            }
-        )
+        cooling = sum(1 for until in self.cooldowns.values() if until > now)
+        pending, dropped = sum(b.pending() for b in self.events), sum(b.dropped for b in self.events)
+        body = {
+            "ok": True,
+            "tokenizer": TOKENIZER,
+            "cooling": cooling,
+            "pending_events": pending,
+            "dropped_events": dropped,
+        }
+        return JSONResponse(body)
 
 
 def build_shell(
@@ -313,10 +218,9 @@ def build_shell(
 
 
 async def _flush_loop(shell: RouterShell) -> None:
-    batchers: list[Batcher[Any]] = [*shell.events, *([shell.savings] if shell.savings else [])]
     while True:
         await asyncio.sleep(shell.routes.settings.flush_interval_s)
-        await asyncio.to_thread(flush_all, batchers)
+        await asyncio.to_thread(flush_all, shell.batchers)
 
 
 def create_app(shell: RouterShell) -> Starlette:
@@ -337,7 +241,7 @@ def create_app(shell: RouterShell) -> Starlette:
                 flusher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await flusher
-                flush_all([*shell.events, *([shell.savings] if shell.savings else [])])
+                flush_all(shell.batchers)
                 shell.client = None
 
     async def chat(request: Request) -> Response:

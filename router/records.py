@@ -1,0 +1,123 @@
+"""Pure builders for what the router shell sends and records: headers, error bodies, events, savings rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from router.routes import Route, Tier
+from router.savings import PipelineResult, Savings
+from router.tokens import TOKENIZER
+from tasks.types import RouteEvent
+
+#: Client headers passed on to the upstream (attribution only; never the client's Authorization).
+FORWARD_HEADERS = ("http-referer", "x-title", "x-openrouter-title", "x-openrouter-categories")
+
+
+def error_body(status: int, message: str, **metadata: Any) -> dict[str, Any]:
+    """OpenRouter's error shape: `{"error": {"message", "code", ["metadata"]}}`."""
+    error: dict[str, Any] = {"message": message, "code": status}
+    if metadata:
+        error["metadata"] = metadata
+    return {"error": error}
+
+
+def bearer(value: str | None) -> str | None:
+    if value and value.lower().startswith("bearer "):
+        return value[7:].strip() or None
+    return None
+
+
+def billed_prompt_tokens(body: bytes) -> int | None:
+    """`usage.prompt_tokens` of a non-streaming answer, if it has one."""
+    try:
+        value = json.loads(body)["usage"]["prompt_tokens"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def upstream_headers(
+    tier: Tier, api_key: str | None, client_headers: Mapping[str, str], stream: bool
+) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+    }
+    for name in FORWARD_HEADERS:
+        if name in client_headers:
+            headers[name] = client_headers[name]
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def response_headers(
+    route: Route, tier_no: int, savings: Savings, pipeline: PipelineResult, passed: Mapping[str, str]
+) -> dict[str, str]:
+    headers = {
+        **passed,
+        "x-canary-route": route.key,
+        "x-canary-tier": str(tier_no),
+        "x-canary-tokens-saved": str(savings.tokens_saved),
+        "x-canary-tokens-sent": str(savings.tokens_sent),
+        "x-canary-tokenizer": TOKENIZER,
+    }
+    if pipeline.failed:
+        headers["x-canary-savers-failed"] = pipeline.failed.split(":", 1)[0]
+    return headers
+
+
+def route_event(
+    at: datetime, route: Route, tier_no: int, reason: str, latency_ms: float | None, model: str | None
+) -> RouteEvent:
+    return RouteEvent(
+        at=at,
+        key=route.key,
+        tier=tier_no,
+        upstream=route.tiers[tier_no - 1].label,
+        reason=reason,
+        latency_ms=round(latency_ms, 1) if latency_ms is not None else None,
+        model=model,
+    )
+
+
+def savings_record(
+    at: datetime,
+    route: Route,
+    tier_no: int,
+    pipeline: PipelineResult,
+    savings: Savings,
+    billed: int | None,
+    stream: bool,
+) -> dict[str, Any]:
+    """One line of `savings_path`: the measured counts with the upstream's billed count beside them."""
+    return {
+        "at": at.isoformat(),
+        "key": route.key,
+        "tier": tier_no,
+        "stream": stream,
+        "tokenizer": TOKENIZER,
+        "tokens_before": savings.tokens_before,
+        "tokens_sent": savings.tokens_sent,
+        "tokens_saved": savings.tokens_saved,
+        "billed_prompt_tokens": billed,
+        "savers": list(pipeline.applied),
+        "saver_failed": pipeline.failed,
+    }
+
+
+def all_failed(
+    route: Route, failures: Sequence[tuple[int, str]], wait_s: float | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The 503 body (and headers: Retry-After when every tier is cooling, `wait_s` given)."""
+    summary = ", ".join(f"tier {n}: {reason}" for n, reason in failures)
+    body = error_body(
+        503,
+        f"all {len(route.tiers)} tiers failed ({summary})",
+        route=route.key,
+        attempts=[{"tier": n, "reason": r} for n, r in failures],
+    )
+    return body, ({"retry-after": str(max(1, round(wait_s)))} if wait_s is not None else {})
