@@ -9,11 +9,12 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator import fleet_values as v
 from simulator.faults import FAULT_KINDS, REQUEST_KINDS, Fault, Window
+from simulator.fleet_values import Percentiles
 from tasks.errors import FleetError
 
 DEFAULT_FLEET_PATH = Path(__file__).parent / "fleets" / "default.toml"
@@ -38,17 +39,6 @@ QUANTIZATIONS = frozenset(
     {"int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"}
 )
 STATUSES = frozenset({0, -1, -2, -3, -5, -10})
-
-
-@dataclass(frozen=True)
-class Percentiles:
-    p50: float
-    p75: float
-    p90: float
-    p99: float
-
-    def as_dict(self) -> dict[str, float]:
-        return {"p50": self.p50, "p75": self.p75, "p90": self.p90, "p99": self.p99}
 
 
 @dataclass(frozen=True)
@@ -123,8 +113,8 @@ def load_fleet(path: str | Path) -> Fleet:
 
 def parse_fleet(mapping: Mapping[str, Any]) -> Fleet:
     """Validate a parsed fleet mapping; FleetError names the first bad key and its value."""
-    _only_keys(mapping, {"models"}, "fleet")
-    models = _list_of_tables(mapping.get("models"), "models", required=True)
+    v.only_keys(mapping, {"models"}, "fleet")
+    models = v.list_of_tables(mapping.get("models"), "models", required=True)
     parsed = tuple(_model(m, f"models[{i}]") for i, m in enumerate(models))
     ids = [m.id for m in parsed]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -165,11 +155,11 @@ _ENDPOINT_KEYS = {
 
 
 def _model(m: Mapping[str, Any], where: str) -> ModelSpec:
-    _only_keys(m, _MODEL_KEYS, where)
-    model_id = _str(m, "id", where, required=True)
+    v.only_keys(m, _MODEL_KEYS, where)
+    model_id = v.string(m, "id", where, required=True)
     if "/" not in model_id:
         raise FleetError(f"fleet: {where}.id must look like 'author/slug' (got {model_id!r})")
-    eps = _list_of_tables(m.get("endpoints"), f"{where}.endpoints", required=True)
+    eps = v.list_of_tables(m.get("endpoints"), f"{where}.endpoints", required=True)
     endpoints = tuple(_endpoint(e, f"{where}.endpoints[{i}]") for i, e in enumerate(eps))
     tags = [e.tag for e in endpoints]
     dupes = sorted({t for t in tags if tags.count(t) > 1})
@@ -177,18 +167,18 @@ def _model(m: Mapping[str, Any], where: str) -> ModelSpec:
         raise FleetError(f"fleet: {where}.endpoints: duplicate tag {dupes[0]!r}")
     return ModelSpec(
         id=model_id,
-        name=_str(m, "name", where) or model_id,
-        permaslug=_str(m, "permaslug", where) or model_id,
-        description=_str(m, "description", where) or "",
-        created=_int(m, "created", where, 1733356800),
-        context_length=_int(m, "context_length", where, 131072),
+        name=v.string(m, "name", where) or model_id,
+        permaslug=v.string(m, "permaslug", where) or model_id,
+        description=v.string(m, "description", where) or "",
+        created=v.integer(m, "created", where, 1733356800),
+        context_length=v.integer(m, "context_length", where, 131072),
         endpoints=endpoints,
     )
 
 
 def _endpoint(e: Mapping[str, Any], where: str) -> EndpointSpec:
-    _only_keys(e, _ENDPOINT_KEYS, where)
-    tag = _str(e, "tag", where, required=True)
+    v.only_keys(e, _ENDPOINT_KEYS, where)
+    tag = v.string(e, "tag", where, required=True)
     if tag != tag.lower() or not tag or tag.startswith("/") or tag.endswith("/") or " " in tag:
         raise FleetError(f"fleet: {where}.tag must be a lower-case slug like 'deepinfra/fp8' (got {tag!r})")
     quant = e.get("quantization", "unknown")
@@ -199,32 +189,32 @@ def _endpoint(e: Mapping[str, Any], where: str) -> EndpointSpec:
     params = e.get("supported_parameters", list(DEFAULT_SUPPORTED_PARAMETERS))
     if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
         raise FleetError(f"fleet: {where}.supported_parameters must be a list of strings (got {params!r})")
-    status = _int(e, "status", where, 0)
+    status = v.integer(e, "status", where, 0)
     if status not in STATUSES:
         raise FleetError(f"fleet: {where}.status must be one of {sorted(STATUSES)} (got {status!r})")
     pricing = e.get("pricing", {})
     if not isinstance(pricing, Mapping):
         raise FleetError(f"fleet: {where}.pricing must be a table (got {pricing!r})")
-    _only_keys(pricing, {"prompt", "completion"}, f"{where}.pricing")
-    faults = _list_of_tables(e.get("faults", []), f"{where}.faults", required=False)
+    v.only_keys(pricing, {"prompt", "completion"}, f"{where}.pricing")
+    faults = v.list_of_tables(e.get("faults", []), f"{where}.faults", required=False)
     return EndpointSpec(
         tag=tag,
-        provider_name=_str(e, "provider_name", where, required=True),
+        provider_name=v.string(e, "provider_name", where, required=True),
         quantization=quant,
         supported_parameters=tuple(params),
-        prompt_price=_price(pricing, "prompt", f"{where}.pricing", "0.0000002"),
-        completion_price=_price(pricing, "completion", f"{where}.pricing", "0.0000006"),
-        context_length=_int(e, "context_length", where, 131072),
-        max_completion_tokens=_opt_int(e, "max_completion_tokens", where),
+        prompt_price=v.price(pricing, "prompt", f"{where}.pricing", "0.0000002"),
+        completion_price=v.price(pricing, "completion", f"{where}.pricing", "0.0000006"),
+        context_length=v.integer(e, "context_length", where, 131072),
+        max_completion_tokens=v.opt_integer(e, "max_completion_tokens", where),
         status=status,
-        uptime_last_30m=_uptime(e, "uptime_last_30m", where, 99.8),
-        uptime_last_5m=_uptime(e, "uptime_last_5m", where, 99.9),
-        uptime_last_1d=_uptime(e, "uptime_last_1d", where, 99.7),
-        latency_last_30m=_percentiles(e, "latency_last_30m", where),
-        throughput_last_30m=_percentiles(e, "throughput_last_30m", where),
-        ttft_s=_seconds(e, "ttft_s", where, 0.05),
-        chunk_interval_s=_seconds(e, "chunk_interval_s", where, 0.005),
-        system_fingerprint=_str(e, "system_fingerprint", where) or None,
+        uptime_last_30m=v.uptime(e, "uptime_last_30m", where, 99.8),
+        uptime_last_5m=v.uptime(e, "uptime_last_5m", where, 99.9),
+        uptime_last_1d=v.uptime(e, "uptime_last_1d", where, 99.7),
+        latency_last_30m=v.percentiles(e, "latency_last_30m", where),
+        throughput_last_30m=v.percentiles(e, "throughput_last_30m", where),
+        ttft_s=v.seconds(e, "ttft_s", where, 0.05),
+        chunk_interval_s=v.seconds(e, "chunk_interval_s", where, 0.005),
+        system_fingerprint=v.string(e, "system_fingerprint", where) or None,
         faults=tuple(_fault(f, f"{where}.faults[{i}]") for i, f in enumerate(faults)),
     )
 
@@ -244,7 +234,7 @@ def _fault(f: Mapping[str, Any], where: str) -> Fault:
         )
     windows = tuple(
         _window(w, f"{where}.windows[{i}]")
-        for i, w in enumerate(_list_of_tables(f.get("windows", []), f"{where}.windows", required=False))
+        for i, w in enumerate(v.list_of_tables(f.get("windows", []), f"{where}.windows", required=False))
     )
     params: dict[str, Any] = {}
     for key, value in f.items():
@@ -265,8 +255,8 @@ def _fault(f: Mapping[str, Any], where: str) -> Fault:
 
 
 def _window(w: Mapping[str, Any], where: str) -> Window:
-    _only_keys(w, {"start", "end", "hours"}, where)
-    start, end = _when(w, "start", where), _when(w, "end", where)
+    v.only_keys(w, {"start", "end", "hours"}, where)
+    start, end = v.when(w, "start", where), v.when(w, "end", where)
     if start and end and end <= start:
         raise FleetError(f"fleet: {where}.end must be after start (got {w.get('end')!r})")
     hours = w.get("hours")
@@ -283,96 +273,3 @@ def _window(w: Mapping[str, Any], where: str) -> Window:
             )
         span = (hours[0], hours[1])
     return Window(start=start, end=end, hours=span)
-
-
-def _when(w: Mapping[str, Any], key: str, where: str) -> datetime | None:
-    value = w.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise FleetError(f"fleet: {where}.{key} must be an ISO-8601 time (got {value!r})") from None
-    if not isinstance(value, datetime):
-        raise FleetError(f"fleet: {where}.{key} must be a date-time (got {value!r})")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _only_keys(m: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    for key in m:
-        if key not in allowed:
-            raise FleetError(f"fleet: {where}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _list_of_tables(value: Any, where: str, *, required: bool) -> list[Mapping[str, Any]]:
-    if value is None and not required:
-        return []
-    if not isinstance(value, list) or (required and not value):
-        raise FleetError(f"fleet: {where} must be a non-empty list of tables (got {value!r})")
-    for i, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise FleetError(f"fleet: {where}[{i}] must be a table (got {item!r})")
-    return value
-
-
-def _str(m: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str:
-    value = m.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value.strip():
-        raise FleetError(f"fleet: {where}.{key} must be a non-empty string (got {value!r})")
-    return value
-
-
-def _int(m: Mapping[str, Any], key: str, where: str, default: int) -> int:
-    value = m.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FleetError(f"fleet: {where}.{key} must be an integer (got {value!r})")
-    return value
-
-
-def _opt_int(m: Mapping[str, Any], key: str, where: str) -> int | None:
-    return None if m.get(key) is None else _int(m, key, where, 0)
-
-
-def _seconds(m: Mapping[str, Any], key: str, where: str, default: float) -> float:
-    value = m.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise FleetError(f"fleet: {where}.{key} must be a number of seconds >= 0 (got {value!r})")
-    return float(value)
-
-
-def _uptime(m: Mapping[str, Any], key: str, where: str, default: float) -> float | None:
-    if key in m and m[key] is None:
-        return None
-    value = m.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-        raise FleetError(f"fleet: {where}.{key} must be a percentage 0..100 (got {value!r})")
-    return float(value)
-
-
-def _price(m: Mapping[str, Any], key: str, where: str, default: str) -> str:
-    value = m.get(key, default)
-    try:
-        ok = isinstance(value, str) and float(value) >= 0
-    except ValueError:
-        ok = False
-    if not ok:
-        raise FleetError(f"fleet: {where}.{key} must be a decimal string of USD per token (got {value!r})")
-    return str(value)
-
-
-def _percentiles(m: Mapping[str, Any], key: str, where: str) -> Percentiles | None:
-    value = m.get(key)
-    if value is None:
-        return None
-    if (
-        not isinstance(value, Mapping)
-        or set(value) != {"p50", "p75", "p90", "p99"}
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values())
-    ):
-        raise FleetError(
-            f"fleet: {where}.{key} must be a table with numbers p50, p75, p90, p99 (got {value!r})"
-        )
-    return Percentiles(*(float(value[k]) for k in ("p50", "p75", "p90", "p99")))

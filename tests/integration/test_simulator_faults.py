@@ -117,7 +117,7 @@ def test_healthy_reply_is_fast_and_complete(sim: SimulatorHandle) -> None:
     lines, err = _stream(sim, _body("healthy"))
     assert err is None and lines[-1][1] == b"data: [DONE]"
     first_data = next(t for t, line in lines if line.startswith(b"data: {"))
-    assert first_data < 0.2 and 1 <= sum(line.startswith(b":") for _, line in lines) <= 3
+    assert first_data < 0.5 and 1 <= sum(line.startswith(b":") for _, line in lines) <= 3
     assert detect_language(_text(lines)) == "pt"
 
 
