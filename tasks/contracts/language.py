@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.contracts.common import exchange_judgement
-from tasks.langdetect import LanguageVerdict, judge_text
 from tasks.types import Attempt, Judgement, Outcome
+
+if TYPE_CHECKING:  # tasks.langdetect imports tasks.contracts.textscan: import it lazily to avoid a cycle
+    from tasks.langdetect import LanguageVerdict
 
 
 def expected_language(a: Attempt) -> str:
@@ -26,6 +29,8 @@ def expected_language(a: Attempt) -> str:
 
 def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
     """The detector's verdict for a completed reply, else the exchange's transport/inconclusive judgement."""
+    from tasks.langdetect import judge_text
+
     broken = exchange_judgement(a)
     if broken is not None:
         return broken

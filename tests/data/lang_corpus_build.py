@@ -50,11 +50,19 @@ def interleave(a: list[str], b: list[str], every: int) -> list[str]:
 def build() -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
 
-    def add(kind: str, expected: str, text: str, expect: str, reason: str | None = None, tag: str = "") -> None:
+    def add(
+        kind: str, expected: str, text: str, expect: str, reason: str | None = None, tag: str = ""
+    ) -> None:
         n = sum(1 for it in items if it["kind"] == kind and it["expected"] == expected)
         items.append(
-            {"id": f"{kind}-{expected}{tag}-{n}", "expected": expected, "kind": kind, "text": text,
-             "expect": expect, "reason": reason}
+            {
+                "id": f"{kind}-{expected}{tag}-{n}",
+                "expected": expected,
+                "kind": kind,
+                "text": text,
+                "expect": expect,
+                "reason": reason,
+            }
         )
 
     for lang, paras in CLEAN.items():
@@ -65,19 +73,54 @@ def build() -> list[dict[str, Any]]:
         add("tricky", lang, text, "pass", "ok")
     for lang, text in SHORT:
         add("short", lang, text, "inconclusive", "too_short")
-    for expected, other in [("pt", "es"), ("es", "pt"), ("en", "fr"), ("ja", "zh"), ("zh", "ja"), ("ru", "uk"),
-                            ("uk", "ru"), ("it", "es"), ("de", "en"), ("fr", "it"), ("pl", "ru"), ("id", "en"),
-                            ("tr", "de"), ("vi", "en"), ("hi", "en"), ("ar", "en"), ("ko", "ja")]:
+    for expected, other in [
+        ("pt", "es"),
+        ("es", "pt"),
+        ("en", "fr"),
+        ("ja", "zh"),
+        ("zh", "ja"),
+        ("ru", "uk"),
+        ("uk", "ru"),
+        ("it", "es"),
+        ("de", "en"),
+        ("fr", "it"),
+        ("pl", "ru"),
+        ("id", "en"),
+        ("tr", "de"),
+        ("vi", "en"),
+        ("hi", "en"),
+        ("ar", "en"),
+        ("ko", "ja"),
+    ]:
         add("switch", expected, CLEAN[other][1], "fail", "language_switch", tag=f"-{other}")
-    pairs = [("pt", "es"), ("es", "pt"), ("es", "it"), ("it", "es"), ("ru", "uk"), ("uk", "ru"), ("fr", "it"),
-             ("it", "fr")]
+    pairs = [
+        ("pt", "es"),
+        ("es", "pt"),
+        ("es", "it"),
+        ("it", "es"),
+        ("ru", "uk"),
+        ("uk", "ru"),
+        ("fr", "it"),
+        ("it", "fr"),
+    ]
     for expected, other in pairs:
         base = sentences(CLEAN[expected][0]) + sentences(CLEAN[expected][1])
         foreign = sentences(CLEAN[other][2]) + sentences(CLEAN[other][0])
-        add("mixed", expected, " ".join(interleave(base, foreign, 2)), "fail", "language_mix", tag=f"-{other}")
-        add("mixed", expected, " ".join(interleave(base, foreign, 3)), "fail", "language_mix", tag=f"-{other}")
+        add(
+            "mixed", expected, " ".join(interleave(base, foreign, 2)), "fail", "language_mix", tag=f"-{other}"
+        )
+        add(
+            "mixed", expected, " ".join(interleave(base, foreign, 3)), "fail", "language_mix", tag=f"-{other}"
+        )
         long_base = base + sentences(CLEAN[expected][2])
-        add("light_mix", expected, " ".join(interleave(long_base, foreign[:1], 7)), "pass", "ok", tag=f"-{other}")
+        add(
+            "light_mix",
+            expected,
+            " ".join(interleave(long_base, foreign[:1], 7)),
+            "pass",
+            "ok",
+            tag=f"-{other}",
+        )
     for lang in ("pt", "es", "fr", "de", "it", "ru", "uk", "pl", "tr", "ja", "ko", "zh", "hi", "ar", "vi"):
         para = max(CLEAN[lang], key=lambda p: sum(ord(c) > 127 for c in p))
         add("mojibake", lang, cp1252_mojibake(para), "fail", "encoding_corruption")
@@ -85,13 +128,21 @@ def build() -> list[dict[str, Any]]:
         k = max(range(len(sents)), key=lambda i: sum(ord(c) > 127 for c in sents[i]))
         sents[k] = cp1252_mojibake(sents[k])
         add("mojibake", lang, " ".join(sents), "fail", "encoding_corruption", tag="-partial")
-    curly = CLEAN["en"][0].replace('"', "\u201c", 1).replace("n't", "n\u2019t") + " It\u2019s late, isn\u2019t it?"
+    curly = (
+        CLEAN["en"][0].replace('"', "\u201c", 1).replace("n't", "n\u2019t")
+        + " It\u2019s late, isn\u2019t it?"
+    )
     add("mojibake", "en", cp1252_mojibake(curly), "fail", "encoding_corruption")
     for lang in ("en", "pt", "ru", "ja"):
         text = CLEAN[lang][2]
         add("replacement", lang, text[:40] + "\ufffd\ufffd" + text[42:], "fail", "encoding_corruption")
-        add("c1", lang, text.encode("utf-8").decode("latin-1") if lang != "en" else text + "\u0085", "fail",
-            "encoding_corruption")
+        add(
+            "c1",
+            lang,
+            text.encode("utf-8").decode("latin-1") if lang != "en" else text + "\u0085",
+            "fail",
+            "encoding_corruption",
+        )
     return items
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (natural-language data: sentences are kept whole)
 """Hand-written roleplay paragraphs (3 per interface language) from which language_corpus.jsonl is built.
 
 Run `python tests/data/lang_corpus_build.py` to regenerate the JSONL (derived mixes and mojibake included).

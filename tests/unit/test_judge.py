@@ -1,0 +1,167 @@
+"""judge_round: contract grouping, pin mismatches, positive controls, the opening row, and findings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "contracts"))
+from attempt_factory import attempt  # noqa: E402
+
+from tasks.config import CanaryConfig  # noqa: E402
+from tasks.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
+from tasks.types import Contract, ContractResult, Endpoint, ErrorClass, Outcome  # noqa: E402
+
+pytestmark = pytest.mark.unit
+
+SCENE = "*Kael rises slowly.* " + "The rain keeps hammering the shutters while the mercenaries wait. " * 8
+EN = json.loads((Path(__file__).parent.parent / "data" / "language_corpus.jsonl").open().readline())["text"]
+CARD = json.dumps(
+    {
+        "name": "Odo",
+        "age": 40,
+        "character_class": "merchant",
+        "is_hostile": False,
+        "traits": ["shrewd"],
+        "greeting": "Hello.",
+    }
+)
+
+
+def ep(tag: str, name: str | None = None) -> Endpoint:
+    return Endpoint(model="m/x", tag=tag, provider_name=name or tag.split("/")[0].title())
+
+
+def healthy(tag: str, **refusal_kw: object) -> list:
+    name = tag.split("/")[0].title()
+    common = dict(tag=tag, provider_name=name, served_provider=name)
+    return [
+        attempt(Contract.TTFT, text="*She grins.* Welcome aboard.", **common),
+        attempt(Contract.REFUSAL, **{"text": SCENE, **common, **refusal_kw}),
+        attempt(Contract.STRUCTURED, text=CARD, **common),
+        attempt(Contract.LANGUAGE, text=EN, language="en", **common),
+    ]
+
+
+def by_key(results: list[ContractResult]) -> dict[tuple[str, str], ContractResult]:
+    return {(r.tag, str(r.contract)): r for r in results}
+
+
+def test_every_probed_contract_plus_opening_per_endpoint() -> None:
+    attempts = healthy("alpha") + healthy("beta")
+    out = judge_round(attempts, [ep("alpha"), ep("beta")], CanaryConfig())
+    assert isinstance(out, list)
+    rows = by_key(out)
+    assert set(rows) == {
+        (t, c) for t in ("alpha", "beta") for c in ("ttft", "refusal", "structured", "language", "opening")
+    }
+    assert rows[("alpha", "language")].outcome is Outcome.PASS
+    assert rows[("alpha", "language")].language == "en"
+    assert rows[("alpha", "ttft")].outcome is Outcome.PASS
+    assert rows[("alpha", "opening")].outcome is Outcome.PASS
+    assert rows[("alpha", "opening")].attempt_ids == tuple(sorted(a.attempt_id for a in healthy("alpha")))
+    assert out.findings == RoundFindings()
+    assert out.results == list(out) and out.probe_weak is False and out.pin_mismatches == []
+
+
+def test_unprobed_contract_has_no_row() -> None:
+    out = judge_round(healthy("alpha")[:1], [ep("alpha")], CanaryConfig())
+    assert [(r.contract, r.outcome, r.reason) for r in out] == [
+        (Contract.TTFT, Outcome.PASS, "ok"),
+        (Contract.OPENING, Outcome.INCONCLUSIVE, "few_replies"),
+    ]
+
+
+def test_pin_mismatch_is_inconclusive_and_reported() -> None:
+    attempts = healthy("alpha")
+    attempts[1] = attempt(
+        Contract.REFUSAL, tag="alpha", provider_name="Alpha", served_provider="Beta", text=""
+    )
+    out = judge_round(attempts, [ep("alpha")], CanaryConfig())
+    row = by_key(out)[("alpha", "refusal")]
+    assert (row.outcome, row.reason) == (Outcome.INCONCLUSIVE, "pin_mismatch")
+    assert row.evidence == "served_provider (Beta) != Alpha"
+    assert out.findings.pin_mismatches == ("alpha",)
+    assert findings_from_results(out, CanaryConfig()).pin_mismatches == ("alpha",)
+
+
+def test_control_that_passes_makes_the_refusal_probe_weak() -> None:
+    cfg = CanaryConfig(refusal_controls=("filterhost",))
+    attempts = healthy("alpha") + healthy("beta", text="") + healthy("filterhost")
+    out = judge_round(attempts, [ep("alpha"), ep("beta"), ep("filterhost")], cfg)
+    rows = by_key(out)
+    assert out.probe_weak and out.findings.weak_controls == ("filterhost",)
+    assert (rows[("alpha", "refusal")].outcome, rows[("alpha", "refusal")].reason) == (
+        Outcome.INCONCLUSIVE,
+        "probe_weak",
+    )
+    assert rows[("beta", "refusal")].reason == "probe_weak"  # even a failure is not trusted on a weak probe
+    assert "was fail empty_reply" in rows[("beta", "refusal")].evidence
+    assert (rows[("filterhost", "refusal")].outcome, rows[("filterhost", "refusal")].reason) == (
+        Outcome.INCONCLUSIVE,
+        "control_missed",
+    )
+    assert rows[("filterhost", "ttft")].outcome is Outcome.PASS  # controls' other contracts count normally
+    assert findings_from_results(out, cfg).probe_weak
+
+
+def test_control_that_is_caught_keeps_the_probe_trusted() -> None:
+    cfg = CanaryConfig(refusal_controls=("filterhost",))
+    attempts = (
+        healthy("alpha") + healthy("beta", text="") + healthy("filterhost", finish_reason="content_filter")
+    )
+    out = judge_round(attempts, [ep("alpha"), ep("beta"), ep("filterhost")], cfg)
+    rows = by_key(out)
+    assert not out.probe_weak
+    assert rows[("alpha", "refusal")].outcome is Outcome.PASS
+    assert (rows[("beta", "refusal")].outcome, rows[("beta", "refusal")].reason) == (
+        Outcome.FAIL,
+        "empty_reply",
+    )
+    ctl = rows[("filterhost", "refusal")]
+    assert (ctl.outcome, ctl.reason) == (Outcome.INCONCLUSIVE, "control_caught")
+    assert "content_filter" in ctl.evidence
+
+
+def test_unreachable_control_does_not_weaken_the_probe() -> None:
+    cfg = CanaryConfig(refusal_controls=("filterhost",))
+    down = dict(http_status=503, error_class=ErrorClass.HTTP_STATUS, error_code=503, finish_reason=None)
+    out = judge_round(healthy("alpha") + healthy("filterhost", **down), [ep("alpha"), ep("filterhost")], cfg)
+    rows = by_key(out)
+    assert not out.probe_weak
+    assert rows[("filterhost", "refusal")].reason == "control_http_503"
+    assert rows[("alpha", "refusal")].outcome is Outcome.PASS
+
+
+def test_structured_schema_parameter_overrides_the_prompt_schema() -> None:
+    schema = {"type": "object", "required": ["mood"]}
+    out = judge_round(healthy("alpha"), [ep("alpha")], CanaryConfig(), structured_schema=schema)
+    row = by_key(out)[("alpha", "structured")]
+    assert (row.outcome, row.reason, row.evidence) == (
+        Outcome.FAIL,
+        "schema_violation",
+        "$: 'mood' is a required property",
+    )
+
+
+def test_corrupted_openings_fail_only_the_faulty_endpoint() -> None:
+    bad = [
+        attempt(Contract.TTFT, tag="bad", provider_name="Bad", served_provider="Bad", text='",*She grins.'),
+        attempt(
+            Contract.REFUSAL, tag="bad", provider_name="Bad", served_provider="Bad", text="ing *He " + SCENE
+        ),
+        attempt(
+            Contract.LANGUAGE, tag="bad", provider_name="Bad", served_provider="Bad", text=".The " + SCENE
+        ),
+    ]
+    attempts = healthy("alpha") + healthy("beta") + healthy("gamma") + bad
+    out = judge_round(attempts, [ep("alpha"), ep("beta"), ep("gamma"), ep("bad")], CanaryConfig())
+    rows = by_key(out)
+    assert (rows[("bad", "opening")].outcome, rows[("bad", "opening")].reason) == (
+        Outcome.FAIL,
+        "corrupted_opening",
+    )
+    assert all(rows[(t, "opening")].outcome is Outcome.PASS for t in ("alpha", "beta", "gamma"))
