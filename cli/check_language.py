@@ -1,0 +1,55 @@
+"""`canary check-language --expected LANG [--json]`: judge the text on stdin with the language detector.
+
+stdin is read as bytes (at most MAX_INPUT_BYTES) and decoded as UTF-8 with replacement, so invalid UTF-8
+shows up as U+FFFD and is judged `encoding_corruption` rather than crashing. stdout: one JSON object with
+--json (`{"outcome", "reason", "detected", "confidence", "mixed_share", "sentences", ...}`), else one line.
+The exit code is 0 whatever the verdict (the verdict is data); an unknown language is one stderr line and
+exit 2 (a CanaryError, printed by cli/main.py).
+
+    echo "Ela olhou pela janela. Ella miró por la ventana." | canary check-language --expected pt --json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import BinaryIO, TextIO
+
+from tasks.errors import CanaryError
+
+MAX_INPUT_BYTES = 1024 * 1024
+
+__all__ = ["check_language_command", "read_text"]
+
+
+def read_text(stream: BinaryIO) -> str:
+    """Up to MAX_INPUT_BYTES of `stream`, decoded as UTF-8 (BOM dropped, invalid bytes -> U+FFFD)."""
+    raw = stream.read(MAX_INPUT_BYTES)
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def check_language_command(
+    expected: str,
+    json_out: bool,
+    *,
+    stdin: BinaryIO | None = None,
+    out: TextIO | None = None,
+) -> None:
+    from tasks.langdetect import SUPPORTED_LANGUAGES, judge_text
+
+    lang = expected.strip().lower()
+    if lang not in SUPPORTED_LANGUAGES:
+        raise CanaryError(
+            f"check-language: unknown language {expected!r} (known: {', '.join(SUPPORTED_LANGUAGES)})"
+        )
+    out = out or sys.stdout
+    text = read_text(stdin or sys.stdin.buffer)
+    verdict = judge_text(text, lang)
+    if json_out:
+        out.write(json.dumps(verdict.as_json(), ensure_ascii=False) + "\n")
+        return
+    out.write(
+        f"{verdict.outcome} {verdict.reason} detected={verdict.detected or '-'} "
+        f"confidence={verdict.confidence:.2f} mixed_share={verdict.mixed_share:.2f} "
+        f"sentences={verdict.sentences}: {verdict.evidence}\n"
+    )
