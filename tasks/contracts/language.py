@@ -29,12 +29,15 @@ def expected_language(a: Attempt) -> str:
 
 def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
     """The detector's verdict for a completed reply, else the exchange's transport/inconclusive judgement."""
-    from tasks.langdetect import judge_text
+    from tasks.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     broken = exchange_judgement(a)
     if broken is not None:
         return broken
-    return judge_text(a.text, expected_language(a))
+    expected = expected_language(a)
+    if expected not in SUPPORTED_LANGUAGES:
+        return Judgement(Outcome.INCONCLUSIVE, "unsupported_language", f"language ({expected}) not supported")
+    return judge_text(a.text, expected)
 
 
 def judge_attempt(a: Attempt) -> Judgement:

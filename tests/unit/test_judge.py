@@ -67,6 +67,21 @@ def test_every_probed_contract_plus_opening_per_endpoint() -> None:
     assert out.results == list(out) and out.probe_weak is False and out.pin_mismatches == []
 
 
+def test_language_confirmations_are_judged_together() -> None:
+    mix = json.loads(
+        next(
+            line
+            for line in (Path(__file__).parent.parent / "data" / "language_corpus.jsonl").open()
+            if '"mixed-pt-es-0"' in line
+        )
+    )["text"]
+    common = dict(tag="alpha", provider_name="Alpha", served_provider="Alpha", language="pt")
+    attempts = [attempt(Contract.LANGUAGE, text=mix, attempt_no=n, **common) for n in (1, 2, 3)]
+    row = by_key(judge_round(attempts, [ep("alpha")], CanaryConfig()))[("alpha", "language")]
+    assert (row.outcome, row.reason, row.language) == (Outcome.FAIL, "language_mix", "pt")
+    assert row.attempt_ids == ("r1:alpha:language:1", "r1:alpha:language:2", "r1:alpha:language:3")
+
+
 def test_unprobed_contract_has_no_row() -> None:
     out = judge_round(healthy("alpha")[:1], [ep("alpha")], CanaryConfig())
     assert [(r.contract, r.outcome, r.reason) for r in out] == [

@@ -95,6 +95,11 @@ def test_language_golden(attempts: list, outcome: Outcome, reason: str, evidence
     assert evidence in j.evidence
 
 
+def test_unsupported_prompt_language_is_inconclusive_not_a_crash() -> None:
+    j = language.judge([lang_attempt(PT, lang="tlh")], CFG)
+    assert (j.outcome, j.reason) == (Outcome.INCONCLUSIVE, "unsupported_language")
+
+
 def test_needs_confirmation_only_on_failure() -> None:
     assert language.needs_confirmation(lang_attempt(PT_ES_MIX))
     assert not language.needs_confirmation(lang_attempt(PT))
