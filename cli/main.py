@@ -26,8 +26,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-exclude_app = typer.Typer(help="The operational exclusion layer (effective at once, no deploy).",
-                          no_args_is_help=True)
+exclude_app = typer.Typer(
+    help="The operational exclusion layer (effective at once, no deploy).", no_args_is_help=True
+)
 app.add_typer(exclude_app, name="exclude")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="canary.toml (or CANARY_CONFIG)")]
@@ -39,10 +40,14 @@ DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (default: c
 @app.command()
 def demo(
     rounds: Annotated[int, typer.Option(help="rounds to run (30 simulated minutes apart)")] = 4,
-    days: Annotated[float, typer.Option(help="instead: simulate this many days of history (48 rounds/day)")] = 0,
-    db: Annotated[str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")] = "demo.duckdb",
+    days: Annotated[
+        float, typer.Option(help="instead: simulate this many days of history (48 rounds/day)")
+    ] = 0,
+    db: Annotated[
+        str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")
+    ] = "demo.duckdb",
 ) -> None:
-    """Start the built-in simulator with a faulty fleet and run rounds on a compressed clock (no key needed)."""
+    """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
     from flows.demo import run_demo
 
     run_demo(rounds=rounds, days=days, db_path=db)
@@ -73,7 +78,9 @@ def serve(config: ConfigOpt = None) -> None:
 @app.command()
 def simulator(
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8787,
-    fleet: Annotated[Path | None, typer.Option(help="fleet TOML (default: the built-in faulty fleet)")] = None,
+    fleet: Annotated[
+        Path | None, typer.Option(help="fleet TOML (default: the built-in faulty fleet)")
+    ] = None,
     time_scale: Annotated[float, typer.Option(help="multiply every simulated delay")] = 1.0,
 ) -> None:
     """Run the OpenRouter-compatible simulator."""
@@ -83,7 +90,9 @@ def simulator(
 
 
 @app.command()
-def status(config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None) -> None:
+def status(
+    config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
+) -> None:
     """Per endpoint: state, streaks, suspension end, the layer that excludes it."""
     from cli.admin import status_command
 
@@ -91,8 +100,9 @@ def status(config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt =
 
 
 @app.command("ignore-list")
-def ignore_list(config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False,
-                db: DbOpt = None) -> None:
+def ignore_list(
+    config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
+) -> None:
     """The merged ignore list to put into OpenRouter's provider.ignore."""
     from cli.admin import ignore_list_command
 
@@ -131,8 +141,9 @@ def exclude_remove(
 
 
 @exclude_app.command("list")
-def exclude_list(config: ConfigOpt = None, json_out: JsonOpt = False, history: bool = False,
-                 db: DbOpt = None) -> None:
+def exclude_list(
+    config: ConfigOpt = None, json_out: JsonOpt = False, history: bool = False, db: DbOpt = None
+) -> None:
     """Active operational exclusions (--history: every change)."""
     from cli.admin import exclude_list_command
 
@@ -183,12 +194,17 @@ def replay(
     config: ConfigOpt = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value threshold override")] = None,
     json_out: JsonOpt = False,
-    summary: Annotated[bool, typer.Option("--summary", help="print the what-if summary")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="print only the what-if summary")] = False,
+    compare: Annotated[
+        list[str] | None, typer.Option("--compare", help='what-if variant, e.g. "fail_rounds=3 min_hosts=1"')
+    ] = None,
 ) -> None:
-    """Run the policy over recorded round statuses; one decision per line."""
+    """Run the policy over recorded round statuses; one decision per line ('-' reads stdin)."""
     from cli.replay_cmd import replay_command
 
-    replay_command(rounds_file, config=config, set_=set_ or [], json_out=json_out, summary=summary)
+    replay_command(
+        rounds_file, config=config, set_=set_ or [], json_out=json_out, summary=summary, compare=compare
+    )
 
 
 @app.command("export-history")
@@ -243,7 +259,9 @@ def main() -> None:
     except Exception as exc:  # never a traceback for a user; CANARY_DEBUG=1 shows it
         if os.environ.get("CANARY_DEBUG"):
             raise
-        typer.echo(f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)", err=True)
+        typer.echo(
+            f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)", err=True
+        )
         sys.exit(1)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from tasks import round_steps as steps
@@ -29,7 +29,11 @@ def _flow_run_name() -> str:
     return f"canary-round-{model}-{stamp}"
 
 
-@flow(name="canary-round", flow_run_name=_flow_run_name, task_runner=ThreadPoolTaskRunner(max_workers=PROBE_WORKERS))
+@flow(
+    name="canary-round",
+    flow_run_name=_flow_run_name,
+    task_runner=ThreadPoolTaskRunner(max_workers=PROBE_WORKERS),  # type: ignore[arg-type]
+)
 def canary_round(
     model: str | None = None,
     mode: str | None = None,
@@ -50,22 +54,24 @@ def canary_round(
         endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
         previous = steps.previous_languages(cfg, model)
         probes = plan_probes(endpoints, cfg.languages, previous)
-        futures = [
-            steps.probe.with_options(task_run_name=f"probe-{p.endpoint.tag}-{p.contract}").submit(
-                p, round_id, cfg
-            )
-            for p in probes
-        ]
+        futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
         attempts = [a for f in futures for a in f.result()]
         judged = steps.judge(attempts, endpoints, cfg)
-        steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)
-        outcome = steps.decide_and_publish(cfg, model, round_id, round_ts, endpoints, judged)
-        steps.publish_round_artifact(cfg, model, round_id, round_ts, judged, outcome)
-        delivered = steps.alert(cfg, model, round_id, round_ts, judged, outcome)
+        previous_results = steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)
+        outcome = steps.decide_and_publish(cfg, model, round_id, round_ts, endpoints, judged, mode)
+        steps.publish_round_artifact(
+            cfg, model, round_id, round_ts, judged, outcome, outcome.mode, previous_results
+        )
+        delivered = steps.alert(cfg, model, round_id, round_ts, judged, outcome, attempts)
 
     logger.info(
         "Round %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d",
-        round_id, len(endpoints), len(attempts), len(outcome.decisions), list(outcome.ignore.ignore), delivered,
+        round_id,
+        len(endpoints),
+        len(attempts),
+        len(outcome.decisions),
+        list(outcome.ignore.ignore),
+        delivered,
     )
     return {
         "round_id": round_id,

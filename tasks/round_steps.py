@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -22,7 +23,18 @@ from tasks.config import CanaryConfig, load_config
 from tasks.errors import CanaryError, StoreError
 from tasks.plan import Probe, model_slug
 from tasks.secrets import read_secret
-from tasks.types import Attempt, Contract, Decision, Endpoint, IgnoreList, Mode, Outcome, RoundInfo
+from tasks.types import (
+    Attempt,
+    Contract,
+    ContractResult,
+    Decision,
+    Endpoint,
+    EndpointState,
+    IgnoreList,
+    Mode,
+    Outcome,
+    RoundInfo,
+)
 
 log = logging.getLogger("canary")
 
@@ -66,8 +78,13 @@ def round_guard(model: str, logger: Any) -> Iterator[None]:
         yield
 
 
-@task(name="discover", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 5],
-      retry_condition_fn=_is_transport_exception)
+@task(
+    name="discover",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[2, 5],
+    retry_condition_fn=_is_transport_exception,
+)
 def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
     """List the endpoints that serve `model` (OpenRouter's endpoints API)."""
     from tasks.discover import fetch_endpoints
@@ -101,9 +118,16 @@ def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
 
         def once(n: int) -> Attempt:
             return probe_once(
-                client, base_url=cfg.base_url, api_key=key.get(), endpoint=probe.endpoint,
-                contract=probe.contract, round_id=round_id, attempt_no=n, language=probe.language,
-                cfg=cfg, clock=clock,
+                client,
+                base_url=cfg.base_url,
+                api_key=key.get(),
+                endpoint=probe.endpoint,
+                contract=probe.contract,
+                round_id=round_id,
+                attempt_no=n,
+                language=probe.language,
+                cfg=cfg,
+                clock=clock,
             )
 
         attempts.append(once(1))
@@ -114,9 +138,10 @@ def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
 
 @dataclass(frozen=True)
 class Judged:
-    results: list[Any]  # list[ContractResult]
+    results: list[ContractResult]
     probe_weak: bool
     pin_mismatches: list[str]
+    weak_controls: list[str]
 
 
 @task(name="judge", cache_policy=NO_CACHE)
@@ -125,22 +150,45 @@ def judge(attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: Canar
     from tasks.judge import judge_round
 
     verdict = judge_round(attempts, endpoints, cfg)
-    return Judged(list(verdict.results), verdict.probe_weak, list(verdict.pin_mismatches))
+    return Judged(
+        list(verdict.results),
+        verdict.probe_weak,
+        list(verdict.pin_mismatches),
+        list(verdict.findings.weak_controls),
+    )
 
 
-@task(name="land", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[1, 3],
-      retry_condition_fn=_is_transport_exception)
+@task(
+    name="land",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[1, 3],
+    retry_condition_fn=_is_transport_exception,
+)
 def land(
-    cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime, endpoints: Sequence[Endpoint],
-    attempts: Sequence[Attempt], judged: Judged,
-) -> None:
-    """Land attempts and outcomes in one short write window (a rerun of the round id replaces its rows)."""
+    cfg: CanaryConfig,
+    model: str,
+    round_id: str,
+    round_ts: datetime,
+    endpoints: Sequence[Endpoint],
+    attempts: Sequence[Attempt],
+    judged: Judged,
+) -> list[ContractResult]:
+    """Land attempts and outcomes in one short write window (a rerun of the round id replaces its rows).
+
+    Returns the previous complete round's results (for "what changed since last round").
+    """
     from tasks import store
 
     info = RoundInfo(round_id=round_id, model=model, round_ts=round_ts, mode=cfg.mode)
     with store.open_store(cfg.db_path) as con:
+        previous = store.complete_rounds(con, model=model, until=round_ts - timedelta(seconds=1))
+        prev_results = (
+            store.outcomes_of_round(con, str(previous.iloc[-1]["round_id"])) if len(previous) else []
+        )
         store.land_round(con, info, attempts, endpoints=endpoints)
         store.land_outcomes(con, round_id, judged.results)
+    return prev_results
 
 
 @dataclass(frozen=True)
@@ -148,82 +196,155 @@ class RoundOutcome:
     decisions: list[Decision]
     ignore: IgnoreList
     statuses: dict[str, str]
+    mode: Mode
 
 
-@task(name="decide-and-publish", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[1, 3],
-      retry_condition_fn=_is_transport_exception)
+@task(
+    name="decide-and-publish",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=[1, 3],
+    retry_condition_fn=_is_transport_exception,
+)
 def decide_and_publish(
-    cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime, endpoints: Sequence[Endpoint],
+    cfg: CanaryConfig,
+    model: str,
+    round_id: str,
+    round_ts: datetime,
+    endpoints: Sequence[Endpoint],
     judged: Judged,
+    mode_override: str | None = None,
 ) -> RoundOutcome:
-    """Round status (pandas) -> policy -> state, decisions and the merged ignore list, then publish it."""
+    """Round status (pandas) -> policy -> state, decisions and the merged ignore list, then publish it.
+
+    The mode is `mode_override` (a `--mode` flag) else the admin's `canary mode` setting else the config.
+    A rerun of a round the policy already saw lands its rows again but is not decided twice.
+    """
     from tasks import store
+    from tasks.exclusions import excluded_layers, load_builtin
     from tasks.policy import PolicyConfig, RoundInput, decide
     from tasks.publish import current_ignore_list, publish_ignore_list
-    from tasks.verdicts import results_frame, round_status
+    from tasks.verdicts import results_frame, round_status, status_map
 
-    status_frame = round_status(results_frame(judged.results))
-    statuses = {str(r.tag): str(r.status) for r in status_frame.itertuples()}
-    pcfg = PolicyConfig.from_config(cfg)
+    statuses = status_map(round_status(results_frame(judged.results)))
+    tags = [e.tag for e in endpoints]
+    decisions: list[Decision] = []
     with store.open_store(cfg.db_path) as con:
-        mode = Mode(store.get_setting(con, "mode", cfg.mode.value)) if not _mode_forced(cfg) else cfg.mode
-        pcfg = replace(pcfg, mode=mode)
-        excluded = store.excluded_layers(con, model, [e.tag for e in endpoints], round_ts, cfg)
-        states = store.load_states(con, model, mode)
-        rnd = RoundInput(
-            round_id=round_id, round_ts=round_ts, model=model,
-            statuses={t: _status(s) for t, s in statuses.items()},
-            discovered=tuple(sorted(e.tag for e in endpoints)), excluded=excluded,
-        )
-        new_states, decisions = decide(states, rnd, pcfg)
-        store.save_states(con, list(new_states.values()))
-        store.append_decisions(con, decisions)
+        mode = Mode(mode_override or store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
+        applied = store.get_setting(con, f"policy_applied:{model}", None)
+        if applied is None or datetime.fromisoformat(applied) < round_ts:
+            builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
+            excluded = excluded_layers(model, tags, builtin, store.active_exclusions(con, round_ts), round_ts)
+            states = load_policy_states(con, model, mode)
+            rnd = RoundInput(
+                round_id=round_id,
+                round_ts=round_ts,
+                model=model,
+                statuses=statuses,
+                discovered=tuple(sorted(tags)),
+                excluded=excluded,
+            )
+            new_states, decisions = decide(states, rnd, replace(PolicyConfig.from_config(cfg), mode=mode))
+            replace_policy_states(con, model, mode, list(new_states.values()))
+            store.append_decisions(con, decisions)
+            store.set_setting(con, f"policy_applied:{model}", round_ts.isoformat())
+        else:
+            log.warning(
+                "Round %s was already decided; its rows were landed again, the policy is not re-run", round_id
+            )
         store.complete_round(con, round_id, statuses)
-        ignore = current_ignore_list(con, cfg, model, [e.tag for e in endpoints], round_ts)
+        ignore = current_ignore_list(con, cfg, model, tags, round_ts)
     publish_ignore_list(cfg, ignore)
-    return RoundOutcome(decisions, ignore, statuses)
+    return RoundOutcome(decisions, ignore, {t: str(s) for t, s in statuses.items()}, mode)
 
 
-def _mode_forced(cfg: CanaryConfig) -> bool:
-    return False
+def load_policy_states(con: Any, model: str, mode: Mode) -> dict[str, EndpointState]:
+    """The model's states in `mode`, seeded from the other mode's rows where `mode` has none (a switch)."""
+    from tasks import store
+
+    other = Mode.OBSERVE if mode is Mode.ENFORCE else Mode.ENFORCE
+    return {**store.load_states(con, model, other), **store.load_states(con, model, mode)}
 
 
-def _status(s: str) -> Any:
-    from tasks.types import RoundStatus
+def replace_policy_states(con: Any, model: str, mode: Mode, states: Sequence[EndpointState]) -> None:
+    """One state per endpoint: the current mode's. Stale rows of the other mode would leak suspensions."""
+    from tasks import store
 
-    return RoundStatus(s)
+    store.save_states(con, list(states))
+    con.execute("DELETE FROM endpoint_state WHERE model = ? AND mode <> ?", [model, str(mode)])
 
 
 @task(name="publish-round-artifact", cache_policy=NO_CACHE)
 def publish_round_artifact(
-    cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime, judged: Judged, outcome: RoundOutcome
+    cfg: CanaryConfig,
+    model: str,
+    round_id: str,
+    round_ts: datetime,
+    judged: Judged,
+    outcome: RoundOutcome,
+    mode: Mode,
+    previous: Sequence[ContractResult],
 ) -> None:
+    """The round summary (endpoints x contracts, decisions, changes) and the ignore-list artifact."""
     from prefect.artifacts import create_markdown_artifact
 
-    from tasks.render import render_round_markdown
+    from tasks.publish import create_ignore_artifact
+    from tasks.render import describe_changes, render_round_markdown
 
-    md = render_round_markdown(model, round_id, round_ts, judged.results, outcome.decisions, outcome.ignore)
+    info = RoundInfo(round_id=round_id, model=model, round_ts=round_ts, mode=mode)
+    md = render_round_markdown(
+        info, judged.results, outcome.decisions, outcome.ignore, describe_changes(previous, judged.results)
+    )
     create_markdown_artifact(key=f"round-{model_slug(model)}", markdown=md, description=f"Round {round_id}")
+    create_ignore_artifact(outcome.ignore)
 
 
 @task(name="alert", cache_policy=NO_CACHE)
 def alert(
-    cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime, judged: Judged, outcome: RoundOutcome
+    cfg: CanaryConfig,
+    model: str,
+    round_id: str,
+    round_ts: datetime,
+    judged: Judged,
+    outcome: RoundOutcome,
+    attempts: Sequence[Attempt],
 ) -> int:
-    """Queue alerts for this round's transitions in the outbox, then flush the outbox (retries included)."""
+    """Queue this round's transitions in the outbox, then flush the outbox (earlier failures included)."""
     from tasks import store
     from tasks.alerts import SlackSettings, flush_outbox
     from tasks.render import alerts_for_round
 
-    alerts = alerts_for_round(model, round_id, round_ts, outcome.decisions, judged.probe_weak,
-                              judged.pin_mismatches, outcome.ignore)
+    alerts = alerts_for_round(
+        model,
+        round_id,
+        round_ts,
+        outcome.decisions,
+        judged.probe_weak,
+        judged.pin_mismatches,
+        outcome.ignore,
+        results=judged.results,
+        attempts=attempts,
+        passed_controls=judged.weak_controls,
+    )
+    settings = SlackSettings.from_env()
     with store.open_store(cfg.db_path) as con:
         store.enqueue_alerts(con, alerts)
-        summary = flush_outbox(con, SlackSettings.from_env(), round_ts, log)
-    return int(getattr(summary, "sent", 0))
+        summary = flush_outbox(con, settings, round_ts, log)
+    return int(summary.sent)
 
 
 __all__ = [
-    "CanaryError", "Judged", "RoundOutcome", "alert", "decide_and_publish", "discover", "judge", "land",
-    "previous_languages", "probe", "publish_round_artifact", "resolve_config", "round_guard",
+    "CanaryError",
+    "Judged",
+    "RoundOutcome",
+    "alert",
+    "decide_and_publish",
+    "discover",
+    "judge",
+    "land",
+    "previous_languages",
+    "probe",
+    "publish_round_artifact",
+    "resolve_config",
+    "round_guard",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from tasks.errors import ConfigError
 
@@ -55,7 +56,7 @@ def _from_block(block_name: str) -> str | None:
     try:
         from prefect.blocks.system import Secret
 
-        block = Secret.load(block_name, _sync=True)  # type: ignore[call-arg]
+        block: Any = Secret.load(block_name, _sync=True)  # type: ignore[call-arg]
         value = block.get()
         return value if isinstance(value, str) and value else None
     except Exception:  # no server, no block, or the block is unreadable: fall through

@@ -221,10 +221,10 @@ def test_default_fleet_reproduces_the_two_incidents() -> None:
 
         assert corrupted("hyperbolic/fp8") == 19
         assert corrupted("fireworks") == 0
-        mixed = _text(_stream(sim, _body("novita/fp8", PT))[0])
+        mixed = _text(_stream(sim, _body("gmicloud/fp8", PT))[0])
         assert any(s in mixed for s in corpus()["es"]["sentences"])
         assert any(s in mixed for s in corpus()["pt"]["sentences"])
-        clean = _text(_stream(sim, _body("novita/fp8", EN))[0])
+        clean = _text(_stream(sim, _body("gmicloud/fp8", EN))[0])
         assert detect_language(clean) == "en" and not any(s in clean for s in corpus()["es"]["sentences"])
 
 

@@ -133,7 +133,7 @@ def test_models_and_providers(sim: SimulatorHandle) -> None:
     assert models["total_count"] == 1 and models["data"][0]["id"] == MODEL
     assert list(models["data"][0])[:3] == ["id", "canonical_slug", "hugging_face_id"]
     providers = {p["slug"]: p["name"] for p in httpx.get(sim.base_url + "/providers").json()["data"]}
-    assert providers["deepinfra"] == "DeepInfra" and providers["novita"] == "NovitaAI"
+    assert providers["deepinfra"] == "DeepInfra" and providers["gmicloud"] == "GMICloud"
 
 
 def test_unauthorised_bodies_are_exact(sim: SimulatorHandle) -> None:

@@ -1,0 +1,56 @@
+"""`canary run`: one round per model now, each a Prefect flow run, after a preflight that turns a bad config,
+a missing key, an unknown model or an unreachable base URL into one clear line (exit 2) instead of a failed
+flow run with a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import typer
+
+from tasks.config import CanaryConfig, load_config
+from tasks.errors import ConfigError
+from tasks.secrets import read_secret
+
+
+def resolve_cli_config(config: Path | None, *, db: str | None = None, **overrides: object) -> CanaryConfig:
+    cfg = load_config(config)
+    extra = {k: v for k, v in overrides.items() if v is not None}
+    if db:
+        extra["db_path"] = db
+    return cfg.with_overrides(extra) if extra else cfg
+
+
+def preflight(cfg: CanaryConfig, models: list[str]) -> None:
+    """Fail fast, in one line, before a flow run starts."""
+    from tasks.discover import fetch_endpoints
+
+    key = read_secret("OPENROUTER_API_KEY", required=True)
+    assert key is not None
+    with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
+        for model in models:
+            if not fetch_endpoints(client, cfg.base_url, key.get(), model):
+                raise ConfigError(f"config: model {model!r} has no endpoints at {cfg.base_url}")
+
+
+def run_once(
+    *, config: Path | None, model: str | None, base_url: str | None, mode: str | None, db: str | None
+) -> None:
+    cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
+    models = [model] if model else list(cfg.models)
+    preflight(cfg, models)
+    from flows.round import canary_round
+
+    for m in models:
+        summary = canary_round(
+            model=m,
+            mode=mode,
+            config_path=str(config) if config else None,
+            base_url=cfg.base_url,
+            db_path=cfg.db_path,
+        )
+        typer.echo(
+            f"{summary['round_id']}: {summary['endpoints']} endpoints, {summary['attempts']} attempts, "
+            f"decisions {summary['decisions'] or 'none'}, ignore {summary['ignore']}"
+        )

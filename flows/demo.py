@@ -1,0 +1,150 @@
+"""`canary demo`: the built-in simulator, the default faulty fleet, a few real rounds on a compressed clock.
+
+No key and no network: the simulator runs in this process on 127.0.0.1 and the rounds are real Prefect flow
+runs of `canary-round`. Rounds are 30 simulated minutes apart; probes run in real time with the real
+defaults (10 s TTFT threshold), so a round takes as long as its slowest endpoint (~12 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tasks.clock import StepClock
+
+DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
+#: The default fleet's positive control for the refusal probe (it always filters the roleplay).
+DEMO_CONTROLS = ["amazon-bedrock"]
+_OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
+_MARK = {"fail": "FAIL", "transport": "tx", "inconclusive": "?"}
+_STATUS_STYLE = {"clean": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
+
+
+def _quiet() -> None:
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+    for name in ("prefect", "httpx", "uvicorn", "canary"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def demo_overrides(base_url: str, db_path: str, publish_dir: str) -> dict[str, Any]:
+    return {
+        "base_url": base_url,
+        "db_path": db_path,
+        "publish_dir": publish_dir,
+        "mode": "enforce",
+        "refusal_controls": DEMO_CONTROLS,
+        "models": [DEMO_MODEL],
+    }
+
+
+def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb") -> None:
+    if days:
+        from flows.history import build_history
+
+        build_history(days=days, db_path=db_path)
+        return
+    _quiet()
+    from flows.round import canary_round
+    from simulator.server import start_simulator
+    from tasks import store
+
+    console = Console(width=max(Console().width, 160))
+    for stale in (Path(db_path), Path(f"{db_path}.wal")):
+        stale.unlink(missing_ok=True)
+    publish_dir = str(Path(db_path).with_suffix("")) + "-published"
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=rounds // 2)
+    clock = StepClock(start)
+    console.print(f"[bold]canary demo[/]: {rounds} rounds of {DEMO_MODEL} against the built-in simulator")
+    with start_simulator(None) as sim:
+        os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
+        overrides = demo_overrides(sim.base_url, db_path, publish_dir)
+        console.print(
+            f"simulator at {sim.base_url}; enforce mode; positive control: {', '.join(DEMO_CONTROLS)}"
+        )
+        for n in range(1, rounds + 1):
+            t0 = datetime.now(UTC)
+            summary = canary_round(model=DEMO_MODEL, round_ts=clock.now(), overrides=overrides)
+            wall = (datetime.now(UTC) - t0).total_seconds()
+            with store.open_store(db_path) as con:
+                print_round(console, con, summary, n, wall)
+            clock.advance(timedelta(minutes=30))
+    console.print(
+        f"\nDuckDB left at [bold]{db_path}[/] (analysts: {store.snapshot_path(db_path)}); "
+        f"ignore list JSON in {publish_dir}/"
+    )
+
+
+def _cell(outcome: str, reason: str) -> str:
+    style = _OUTCOME_STYLE.get(outcome, "")
+    return f"[{style}]ok[/]" if outcome == "pass" else f"[{style}]{_MARK.get(outcome, outcome)} {reason}[/]"
+
+
+def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wall_s: float) -> None:
+    round_id = summary["round_id"]
+    round_ts = con.execute("SELECT round_ts FROM rounds WHERE round_id = ?", [round_id]).fetchone()[0]
+    outcomes = con.execute(
+        "SELECT tag, contract, outcome, reason FROM outcomes WHERE round_id = ? ORDER BY tag", [round_id]
+    ).fetchall()
+    statuses = dict(
+        con.execute("SELECT tag, status FROM endpoint_rounds WHERE round_id = ?", [round_id]).fetchall()
+    )
+    states = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT tag, fail_streak, clean_streak, suspended_until FROM endpoint_state WHERE model = ?",
+            [summary["model"]],
+        ).fetchall()
+    }
+    contracts = ["ttft", "refusal", "structured", "language", "opening"]
+    cells: dict[str, dict[str, str]] = {}
+    for tag, contract, outcome, reason in outcomes:
+        cells.setdefault(tag, {})[contract] = _cell(outcome, reason)
+    table = Table(
+        title=f"Round {n} — {round_id} ({wall_s:.1f} s)",
+        title_justify="left",
+        show_lines=False,
+        caption="ok = pass · FAIL = fail · tx = transport · ? = inconclusive",
+        caption_justify="left",
+    )
+    table.add_column("endpoint")
+    for c in contracts:
+        table.add_column(c)
+    table.add_column("status")
+    table.add_column("streak f/c")
+    table.add_column("suspended until")
+    for tag in sorted(cells):
+        st = states.get(tag, (0, 0, None))
+        status = statuses.get(tag, "")
+        until = st[2].strftime("%m-%d %H:%M") if st[2] is not None else ""
+        table.add_row(
+            tag,
+            *[cells[tag].get(c, "") for c in contracts],
+            f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
+            f"{st[0]}/{st[1]}",
+            until,
+        )
+    console.print(table)
+    decisions = con.execute(
+        "SELECT action, tag, until, reason FROM decisions WHERE round_id = ? ORDER BY tag", [round_id]
+    ).fetchall()
+    for action, tag, until, reason in decisions:
+        console.print(
+            f"  decision: [bold]{action}[/] {tag}"
+            + (f" until {until:%Y-%m-%d %H:%M}" if until else "")
+            + (f" — {reason}" if reason else "")
+        )
+    alerts = con.execute(
+        "SELECT kind, text FROM alerts WHERE model = ? AND created_at = ? ORDER BY kind, tag",
+        [summary["model"], round_ts],
+    ).fetchall()
+    for kind, text in alerts:
+        first = text.splitlines()[0] if text else ""
+        console.print(f"  alert ({kind}): {first}")
+    console.print(f"  ignore list: {summary['ignore']}")

@@ -1,0 +1,96 @@
+"""Publishing the ignore list: a JSON file per model, a keyed Prefect artifact, and the CLI's view.
+
+Published after every round and after every admin change. The JSON file is written atomically (temp file +
+rename), so the router and the application never read half a list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tasks import store
+from tasks.config import CanaryConfig
+from tasks.exclusions import load_builtin, merge_ignore_list
+from tasks.plan import model_slug
+from tasks.types import IgnoreList, Mode
+
+
+def ignore_file(cfg: CanaryConfig, model: str) -> Path:
+    return Path(cfg.publish_dir) / f"{model_slug(model)}.json"
+
+
+def artifact_key(model: str) -> str:
+    return f"provider-ignore-{model_slug(model)}"
+
+
+def known_tags(con: store.Connection, model: str) -> list[str]:
+    """The endpoints discovered in the model's latest round (for admin changes made between rounds)."""
+    rows = con.execute(
+        "SELECT tag FROM round_endpoints WHERE round_id = (SELECT round_id FROM rounds WHERE model = ?"
+        " ORDER BY round_ts DESC LIMIT 1) ORDER BY tag",
+        [model],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def current_ignore_list(
+    con: store.Connection, cfg: CanaryConfig, model: str, endpoint_tags: Sequence[str] | None, now: datetime
+) -> IgnoreList:
+    """The merged ignore list of `model` at `now`: builtin file + operational table + enforce suspensions."""
+    tags = list(endpoint_tags) if endpoint_tags is not None else known_tags(con, model)
+    builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
+    operational = store.active_exclusions(con, now)
+    states = store.load_states(con, model, Mode.ENFORCE)
+    return merge_ignore_list(model, tags, builtin, operational, states, now)
+
+
+def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:
+    path = ignore_file(cfg, ignore.model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".ignore-", suffix=".json", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(ignore.as_json(), fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def render_ignore_markdown(ignore: IgnoreList) -> str:
+    lines = [
+        f"# Ignore list for `{ignore.model}`",
+        "",
+        f"`provider.ignore` = `{json.dumps(list(ignore.ignore))}`",
+        "",
+    ]
+    if ignore.entries:
+        lines += ["| tag | layer | reason | until |", "| --- | --- | --- | --- |"]
+        for e in ignore.entries:
+            until = e.until.strftime("%Y-%m-%d %H:%M UTC") if e.until else "-"
+            lines.append(f"| {e.tag} | {e.layer} | {e.reason.replace('|', '/')} | {until} |")
+    else:
+        lines.append("Nothing is excluded.")
+    return "\n".join(lines) + "\n"
+
+
+def create_ignore_artifact(ignore: IgnoreList) -> Any:
+    """The keyed artifact (call inside a flow or task run)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    return create_markdown_artifact(
+        key=artifact_key(ignore.model),
+        markdown=render_ignore_markdown(ignore),
+        description=f"provider.ignore for {ignore.model}",
+    )
+
+
+def publish_ignore_list(cfg: CanaryConfig, ignore: IgnoreList, *, artifact: bool = True) -> Path:
+    path = write_ignore_file(cfg, ignore)
+    if artifact:
+        create_ignore_artifact(ignore)
+    return path
