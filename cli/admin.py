@@ -64,14 +64,26 @@ def parse_until(value: str | None, now: datetime) -> datetime | None:
 
 def republish(
     con: store.Connection, cfg: CanaryConfig, now: datetime, models: list[str] | None = None
-) -> None:
-    """Publish the ignore list of every affected model right away (and sync the Prefect Variable)."""
+) -> list[IgnoreList]:
+    """Write the ignore list JSON of every affected model right away (inside the write window)."""
+    lists = [current_ignore_list(con, cfg, m, None, now) for m in models or list(cfg.models)]
+    for ignore in lists:
+        write_ignore_file(cfg, ignore)
+    return lists
+
+
+def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime) -> None:
+    """With a Prefect API configured: sync the operational Variable and refresh the keyed artifacts."""
+    if not os.environ.get("PREFECT_API_URL"):
+        return
+    from flows.publish import publish_ignore_artifacts
     from tasks import variable_sync
 
-    if os.environ.get("PREFECT_API_URL"):
-        variable_sync.sync(con, now)
-    for model in models or list(cfg.models):
-        write_ignore_file(cfg, current_ignore_list(con, cfg, model, None, now))
+    variable_sync.sync(cfg.db_path, now)
+    try:
+        publish_ignore_artifacts([il.as_json() for il in lists])
+    except Exception as exc:  # the JSON file is already published; the artifact catches up next round
+        typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
 
 
 def _print_json(obj: Any) -> None:
@@ -163,7 +175,8 @@ def exclude_add_command(
     )
     with store.open_store(cfg.db_path) as con:
         store.add_exclusion(con, excl)
-        republish(con, cfg, now, [m] if m else None)
+        lists = republish(con, cfg, now, [m] if m else None)
+    after_change(cfg, lists, now)
     typer.echo(
         f"excluded {excl.tag}"
         + (f" for {m}" if m else " for every model")
@@ -179,7 +192,8 @@ def exclude_remove_command(
     now = utcnow()
     with store.open_store(cfg.db_path) as con:
         closed = store.remove_exclusion(con, _tag(tag), m, _who(who), reason, now)
-        republish(con, cfg, now, [m] if m else None)
+        lists = republish(con, cfg, now, [m] if m else None)
+    after_change(cfg, lists, now)
     if not closed:
         raise ConfigError(
             f"exclude: no active operational exclusion of {tag!r}"
@@ -218,15 +232,16 @@ def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, 
 
 def _apply_admin_decisions(
     con: store.Connection, cfg: CanaryConfig, model: str, decisions: list[Decision], now: datetime
-) -> None:
+) -> list[IgnoreList]:
+    """Record admin decisions, republish, and alert (outbox first, then Slack or the log)."""
     from tasks.alerts import SlackSettings, flush_outbox
     from tasks.render import render_decision_alerts
 
     store.append_decisions(con, decisions)
-    republish(con, cfg, now, [model])
-    ignore = current_ignore_list(con, cfg, model, None, now)
-    store.enqueue_alerts(con, render_decision_alerts(decisions, {model: ignore}, None))
+    lists = republish(con, cfg, now, [model])
+    store.enqueue_alerts(con, render_decision_alerts(decisions, {model: lists[0]}, None))
     flush_outbox(con, SlackSettings.from_env(), now)
+    return lists
 
 
 def lift_command(
@@ -252,7 +267,8 @@ def lift_command(
         if not decisions:
             raise ConfigError(f"lift: {tag!r} is not suspended on {m} (see `canary status`)")
         replace_policy_states(con, m, mode, list(new_states.values()))
-        _apply_admin_decisions(con, cfg, m, decisions, now)
+        lists = _apply_admin_decisions(con, cfg, m, decisions, now)
+    after_change(cfg, lists, now)
     typer.echo(f"lifted {tag} on {m}: back in routing now")
 
 
@@ -266,12 +282,14 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
         raise ConfigError(f"mode: must be 'observe' or 'enforce' (got {new_mode!r})") from None
     cfg = resolve_cli_config(config, db=db)
     now = utcnow()
+    lists: list[IgnoreList] = []
     with store.open_store(cfg.db_path) as con:
         store.set_setting(con, store.MODE_KEY, target.value, at=now, who=_who(None))
         for m in cfg.models:
             states, decisions = carry_over(load_policy_states(con, m, target), target, now)
             replace_policy_states(con, m, target, list(states.values()))
-            _apply_admin_decisions(con, cfg, m, decisions, now)
+            lists += _apply_admin_decisions(con, cfg, m, decisions, now)
+    after_change(cfg, lists, now)
     typer.echo(
         f"mode is now {target.value}"
         + (" (suspensions reach the ignore list)" if target is Mode.ENFORCE else " (would_* decisions only)")

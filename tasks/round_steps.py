@@ -228,8 +228,12 @@ def decide_and_publish(
 
     statuses = status_map(round_status(results_frame(judged.results)))
     tags = [e.tag for e in endpoints]
+    from tasks import variable_sync
+
     decisions: list[Decision] = []
+    ui_value = variable_sync.fetch_variable()  # outside the write window: Prefect may be slow
     with store.open_store(cfg.db_path) as con:
+        variable_value = variable_sync.reconcile(con, round_ts, ui_value)
         mode = Mode(mode_override or store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
         applied = store.get_setting(con, f"policy_applied:{model}", None)
         if applied is None or datetime.fromisoformat(applied) < round_ts:
@@ -252,9 +256,12 @@ def decide_and_publish(
             log.warning(
                 "Round %s was already decided; its rows were landed again, the policy is not re-run", round_id
             )
-        store.complete_round(con, round_id, statuses)
+        store.complete_round(con, round_id, statuses, at=round_ts)
         ignore = current_ignore_list(con, cfg, model, tags, round_ts)
-    publish_ignore_list(cfg, ignore)
+    publish_ignore_list(cfg, ignore, artifact=False)  # the artifact is created with the round summary
+    if variable_value is not None and variable_sync.write_variable(variable_value):
+        with store.open_store(cfg.db_path) as con:
+            variable_sync.mark_synced(con, variable_value)
     return RoundOutcome(decisions, ignore, {t: str(s) for t, s in statuses.items()}, mode)
 
 

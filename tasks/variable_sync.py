@@ -87,35 +87,68 @@ def apply_ui_edits(
     return changes
 
 
-def sync(con: store.Connection, now: datetime) -> bool:
-    """Reconcile the table and the Variable (see the module docstring). False when Prefect is unreachable."""
+_UNREACHABLE = object()
+
+
+def fetch_variable() -> Any:
+    """The Variable's current value (None if unset), or `_UNREACHABLE` without a Prefect API.
+
+    Called outside any DuckDB write window: a slow Prefect API must never hold the store's lock.
+    """
     try:
         from prefect.variables import Variable
 
-        current = Variable.get(VARIABLE_NAME, default=None)
-    except Exception as exc:  # no API: the table alone is the truth until the next sync
+        return Variable.get(VARIABLE_NAME, default=None)
+    except Exception as exc:
         log.debug("operational exclusions: Prefect Variable not reachable (%s)", type(exc).__name__)
-        return False
+        return _UNREACHABLE
+
+
+def reconcile(con: store.Connection, now: datetime, current: Any) -> list[dict[str, Any]] | None:
+    """Apply edits made in the UI since the last sync; return the value the Variable must now hold
+    (None when Prefect was unreachable: nothing to write)."""
+    if current is _UNREACHABLE:
+        return None
     synced_raw = store.get_setting(con, _SYNCED_KEY, None)
     synced = parse_variable(synced_raw) if synced_raw else []
     if current is not None:
         entries = parse_variable(current)
         if entries is None:
-            log.warning(
-                "Variable %s is not a JSON list of {tag, model, reason, who, until}; ignoring the edit",
-                VARIABLE_NAME,
-            )
+            log.warning("Variable %s is not a JSON list of {tag, model, ...}; edit ignored", VARIABLE_NAME)
         elif synced is not None and _canon(entries) != _canon(synced):
             apply_ui_edits(con, entries, synced, now)
-    value = to_json(store.active_exclusions(con, now))
+    return to_json(store.active_exclusions(con, now))
+
+
+def write_variable(value: list[dict[str, Any]]) -> bool:
     try:
+        from prefect.variables import Variable
+
         Variable.set(VARIABLE_NAME, value, overwrite=True)  # type: ignore[arg-type]
+        return True
     except Exception as exc:
         log.warning(
             "operational exclusions: could not write Variable %s (%s)", VARIABLE_NAME, type(exc).__name__
         )
         return False
+
+
+def mark_synced(con: store.Connection, value: list[dict[str, Any]]) -> None:
+    """Remember what the Variable holds, only once it was written (else a failed write looks like an edit)."""
     store.set_setting(con, _SYNCED_KEY, json.dumps(value))
+
+
+def sync(db_path: str, now: datetime) -> bool:
+    """Reconcile the table and the Variable in two short write windows. False when Prefect is unreachable."""
+    current = fetch_variable()
+    if current is _UNREACHABLE:
+        return False
+    with store.open_store(db_path) as con:
+        value = reconcile(con, now, current)
+    if value is None or not write_variable(value):
+        return False
+    with store.open_store(db_path) as con:
+        mark_synced(con, value)
     return True
 
 

@@ -1,0 +1,35 @@
+"""`publish-ignore-list`: refresh the keyed ignore-list artifacts after an admin change.
+
+Artifacts belong to a flow or task run (creating one outside is deprecated), so an admin command that runs
+against a Prefect API publishes through this small flow. The JSON file is already written by then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+
+
+@flow(name="publish-ignore-list", flow_run_name="publish-ignore-list")
+def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
+    from prefect.artifacts import create_markdown_artifact
+
+    from tasks.publish import artifact_key, render_ignore_markdown
+    from tasks.types import IgnoreEntry, IgnoreList, Layer
+
+    keys = []
+    for raw in lists:
+        entries = tuple(
+            IgnoreEntry(tag=e["tag"], layer=Layer(e["layer"]), reason=e["reason"], until=None)
+            for e in raw["entries"]
+        )
+        il = IgnoreList(model=raw["model"], ignore=tuple(raw["ignore"]), entries=entries)
+        create_markdown_artifact(
+            key=artifact_key(il.model),
+            markdown=render_ignore_markdown(il),
+            description=f"provider.ignore for {il.model}",
+        )
+        keys.append(artifact_key(il.model))
+    return keys
