@@ -123,8 +123,9 @@ class RouterShell:
             url = f"{tier.base_url}/chat/completions"
             result: TierFailure | Passthrough | Committed
             if stream:
+                budget_s, idle_s = settings.first_chunk_budget_s, settings.idle_timeout_s
                 result = await try_stream(
-                    self.client, url, sent, headers, settings.first_chunk_budget_s, self.clock.monotonic
+                    self.client, url, sent, headers, budget_s, self.clock.monotonic, idle_s
                 )
             else:
                 result = await try_once(
@@ -162,8 +163,7 @@ class RouterShell:
         def on_end(billed: int | None) -> None:
             self.record_savings(route, tier_no, pipeline, savings, billed, True)
 
-        idle_s = self.routes.settings.idle_timeout_s
-        body = relay(committed, idle_s, lambda: int(self.clock.now().timestamp()), on_abort, on_end)
+        body = relay(committed, lambda: int(self.clock.now().timestamp()), on_abort, on_end)
         headers = {**headers, "cache-control": "no-cache", "x-accel-buffering": "no"}
         headers.pop("content-type", None)
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)

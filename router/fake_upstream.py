@@ -9,7 +9,8 @@ its body (the router sends each tier's own model), and every request is recorded
 
 Kinds: ok, slow_first (delay_s before the first content), stall_after_headers (a keep-alive, then
 silence for delay_s), die_before_content (headers and a role-only chunk, then a cut), die_after_first
-(one content chunk, then a cut), error_chunk_after_first, http_error (status, retry_after, no stream).
+(one content chunk, then a cut), stall_after_first (one content chunk, then silence for delay_s),
+error_chunk_after_first, http_error (status, retry_after, no stream).
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ class FakeUpstream:
         for i, word in enumerate(words):
             w.write(_http_chunk(_chunk(model, s.provider, {"content": word, "role": "assistant"})))
             await w.drain()
+            if i == 0 and s.kind == "stall_after_first":
+                await asyncio.sleep(s.delay_s or 30)
+                return
             if i == 0 and s.kind == "die_after_first":
                 await asyncio.sleep(0.05)
                 w.transport.abort()

@@ -233,11 +233,29 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
     return gate, Kind.CONTENT
 
 
+def _last_boundary(buffer: bytes) -> int:
+    """Index just past the last complete event in `buffer` (0 if none)."""
+    lf, crlf = buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r\n")
+    return max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
+
+
+def _plain_text_only(events: bytes) -> bool:
+    """True when no event in `events` can change the state (no [DONE], error, usage or finish_reason)."""
+    return not (b"[DONE]" in events or b'"error"' in events or b'"usage"' in events or _FINISH.search(events))
+
+
 def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
     """Bytes read from the upstream -> the new gate and what to do."""
     if gate.phase is Phase.CLOSED:
         return gate, []
-    events, rest = split_events(gate.pending + data)
+    buffer = gate.pending + data
+    if gate.phase is Phase.COMMITTED and len(buffer) <= MAX_PENDING_BYTES:
+        # fast path after the commit: forward every complete event at once, parse nothing
+        cut = _last_boundary(buffer)
+        if _plain_text_only(buffer[:cut]):
+            gate = replace(gate, pending=buffer[cut:]) if gate.pending or cut != len(buffer) else gate
+            return gate, [Send(buffer[:cut])] if cut else []
+    events, rest = split_events(buffer)
     gate = replace(gate, pending=rest)
     actions: list[Action] = []
     out = bytearray()

@@ -125,6 +125,7 @@ async def try_stream(
     headers: Mapping[str, str],
     budget_s: float,
     monotonic: Callable[[], float],
+    idle_timeout_s: float = 30.0,
 ) -> TierFailure | Passthrough | Committed:
     """Open the upstream stream and wait for exactly one content chunk within `budget_s` (from sending)."""
     started = monotonic()
@@ -133,7 +134,10 @@ async def try_stream(
     def elapsed_ms() -> float:
         return (monotonic() - started) * 1000
 
-    request = client.build_request("POST", url, content=body, headers=dict(headers))
+    # after the commit, the idle budget is httpx's read timeout (no per-chunk timer on the hot path)
+    t = client.timeout
+    timeout = httpx.Timeout(connect=t.connect, read=idle_timeout_s, write=t.write, pool=t.pool)
+    request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout)
     try:
         async with asyncio.timeout(budget_s):
             response = await client.send(request, stream=True)
@@ -187,12 +191,14 @@ async def try_stream(
 
 async def relay(
     committed: Committed,
-    idle_timeout_s: float,
     now_s: Callable[[], int],
     on_abort: Callable[[str], None],
     on_end: Callable[[int | None], None] | None = None,
 ) -> AsyncIterator[bytes]:
-    """Everything after the commit, byte for byte; an upstream failure ends with one error chunk."""
+    """Everything after the commit, byte for byte; an upstream failure ends with one error chunk.
+
+    The idle budget is the request's httpx read timeout (set in `try_stream`).
+    """
     gate = committed.gate
     try:
         yield committed.first
@@ -200,9 +206,8 @@ async def relay(
             return  # the first read already carried [DONE]
         while gate.phase is gate_fsm.Phase.COMMITTED:
             try:
-                async with asyncio.timeout(idle_timeout_s):
-                    data = await committed.chunks.__anext__()
-            except TimeoutError:
+                data = await committed.chunks.__anext__()
+            except httpx.ReadTimeout:
                 gate, actions = gate_fsm.timed_out(gate, now_s())
             except StopAsyncIteration:
                 gate, actions = gate_fsm.eof(gate, now_s())

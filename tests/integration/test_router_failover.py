@@ -109,6 +109,22 @@ def test_death_after_the_first_chunk_shows_partial_text_and_a_clear_error(tmp_pa
     assert reasons(tmp_path) == [(1, "stream_error_after_commit")]
 
 
+def test_silence_after_the_commit_ends_the_stream_with_a_timeout_error(tmp_path: Path) -> None:
+    scripts = {
+        "t1": Script("stall_after_first", text="Slow start", delay_s=5),
+        "t2": Script("ok", text="TWO"),
+    }
+    seen: list[str] = []
+    with FakeUpstream(scripts) as up, router_for(up, tmp_path, idle_timeout_s=0.5) as r:
+        stream = client(r).chat.completions.create(model="chat", messages=MESSAGES, stream=True)  # type: ignore[arg-type]
+        with pytest.raises(openai.APIError) as info:
+            for ch in stream:
+                seen.append(ch.choices[0].delta.content or "" if ch.choices else "")
+        assert up.for_model("t2") == []
+    assert "".join(seen) == "Slow " and (info.value.body or {}).get("code") == 504  # type: ignore[union-attr]
+    assert reasons(tmp_path) == [(1, "idle_timeout_after_commit")]
+
+
 def test_a_429_moves_on_and_cools_the_tier_down_for_retry_after(tmp_path: Path) -> None:
     scripts = {"t1": Script("http_error", status=429, retry_after="1"), "t2": Script("ok", text="from two")}
     with FakeUpstream(scripts) as up:
