@@ -6,6 +6,7 @@ A bad routes file (or a tier whose key variable is unset) is one line on stderr 
 from __future__ import annotations
 
 import logging
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +30,10 @@ def router_command(
     try:
         loaded = load_routes(routes, frozenset(SAVERS))
         from router.server import serve
+
+        with socket.socket() as probe:  # a busy port is one line too, not uvicorn's shutdown log
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
 
         logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
         serve(loaded, host=host, port=port, log_level=log_level)

@@ -93,3 +93,16 @@ def test_the_command_serves_models_from_the_routes_file(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "routes.toml"
+    path.write_text(
+        '[[route]]\nmodel = "chat"\n[[route.tier]]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = run_router("--routes", str(path), "--port", str(busy.getsockname()[1]))
+    assert result.returncode == 2 and "cannot listen" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
