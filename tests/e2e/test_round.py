@@ -1,0 +1,210 @@
+"""Real `canary-round` flow runs (Prefect test harness) against the loopback simulator's default fleet.
+
+Time is compressed: the simulator sleeps 0.1x and the TTFT threshold is 1 s, so the fleet's 12 s slow
+starter (1.2 s here) still fails it. The real 10 s defaults run in `canary demo`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.server import SimulatorHandle, start_simulator
+from tasks import store
+from tasks.plan import make_round_id
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "meta-llama/llama-3.3-70b-instruct"
+T0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+HEALTHY = [
+    "cerebras",
+    "deepinfra/fp8",
+    "deepinfra/turbo",
+    "fireworks",
+    "parasail/fp8",
+    "sambanova",
+    "together",
+]
+#: (tag, contract) -> (outcome, reasons accepted) for the faulty endpoints of the default fleet, round 1.
+EXPECTED_FAULTS: dict[tuple[str, str], tuple[str, set[str]]] = {
+    ("hyperbolic/fp8", "opening"): ("fail", {"corrupted_opening"}),
+    ("gmicloud/fp8", "language"): ("fail", {"language_mix"}),
+    ("lambda/fp8", "ttft"): ("fail", {"ttft_exceeded"}),
+    ("friendli", "structured"): ("fail", {"schema_violation", "fenced_json"}),
+    ("google-vertex", "refusal"): ("fail", {"content_filter", "empty_reply"}),
+    ("groq", "ttft"): ("transport", {"http_429"}),
+    ("groq", "structured"): ("transport", {"http_429"}),
+    ("chutes/bf16", "refusal"): ("transport", {"stream_cut"}),
+    ("chutes/bf16", "structured"): ("transport", {"stream_cut"}),
+    ("amazon-bedrock", "refusal"): ("inconclusive", {"control_caught"}),
+}
+EXPECTED_STATUS = {
+    "hyperbolic/fp8": "fail",
+    "gmicloud/fp8": "fail",
+    "lambda/fp8": "fail",
+    "friendli": "fail",
+    "google-vertex": "fail",
+    "groq": "transport",
+    "chutes/bf16": "transport",
+    "amazon-bedrock": "clean",
+    **{t: "clean" for t in HEALTHY},
+}
+SUSPENDED_AFTER_TWO = ["friendli", "gmicloud/fp8", "google-vertex", "hyperbolic/fp8", "lambda/fp8"]
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(None, time_scale=0.1) as handle:
+        yield handle
+
+
+def overrides(sim: SimulatorHandle, tmp: Path, mode: str = "enforce") -> dict[str, Any]:
+    return {
+        "base_url": sim.base_url,
+        "db_path": str(tmp / "canary.duckdb"),
+        "publish_dir": str(tmp / "published"),
+        "exclusions_file": str(tmp / "none.toml"),
+        "mode": mode,
+        "models": [MODEL],
+        "refusal_controls": ["amazon-bedrock"],
+        "ttft_s": 1.0,
+        "read_timeout_s": 5.0,
+        "probe_budget_s": 8.0,
+    }
+
+
+def run_round(sim: SimulatorHandle, tmp: Path, ts: datetime, **kw: Any) -> dict[str, Any]:
+    from flows.round import canary_round
+
+    sim.set_fleet(sim.fleet)  # reset the deterministic fault counters: every round sees the same faults
+    return canary_round(model=MODEL, round_ts=ts, overrides=overrides(sim, tmp, **kw))
+
+
+@pytest.fixture(scope="module")
+def two_rounds(
+    prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    import os
+
+    tmp = tmp_path_factory.mktemp("round")
+    os.environ["OPENROUTER_API_KEY"] = sim.api_key
+    first = run_round(sim, tmp, T0)
+    with store.open_store(tmp / "canary.duckdb") as con:
+        rows_after_first = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
+        ids_first = sorted(r[0] for r in con.execute("SELECT attempt_id FROM attempts").fetchall())
+    rerun = run_round(sim, tmp, T0)
+    with store.open_store(tmp / "canary.duckdb") as con:
+        ids_rerun = sorted(r[0] for r in con.execute("SELECT attempt_id FROM attempts").fetchall())
+        outcomes = con.execute(
+            "SELECT tag, contract, outcome, reason FROM outcomes WHERE round_id = ?", [first["round_id"]]
+        ).fetchall()
+        statuses = dict(
+            con.execute(
+                "SELECT tag, status FROM endpoint_rounds WHERE round_id = ?", [first["round_id"]]
+            ).fetchall()
+        )
+    second = run_round(sim, tmp, T0 + timedelta(minutes=30))
+    return {
+        "tmp": tmp,
+        "first": first,
+        "rerun": rerun,
+        "second": second,
+        "rows_after_first": rows_after_first,
+        "ids_first": ids_first,
+        "ids_rerun": ids_rerun,
+        "outcomes": outcomes,
+        "statuses": statuses,
+    }
+
+
+def test_one_row_per_attempt_and_a_rerun_replaces_rather_than_duplicates(two_rounds: dict[str, Any]) -> None:
+    first = two_rounds["first"]
+    assert first["round_id"] == make_round_id(MODEL, T0)
+    assert first["endpoints"] == 15
+    assert two_rounds["rows_after_first"] == first["attempts"] >= 15 * 4
+    assert two_rounds["ids_first"] == two_rounds["ids_rerun"]
+    assert len(set(two_rounds["ids_first"])) == len(two_rounds["ids_first"])
+
+
+@pytest.mark.parametrize(("tag", "contract"), sorted(EXPECTED_FAULTS), ids=lambda v: str(v))
+def test_each_faulty_endpoint_fails_the_right_contract_for_the_right_reason(
+    two_rounds: dict[str, Any], tag: str, contract: str
+) -> None:
+    found = {(t, c): (o, r) for t, c, o, r in two_rounds["outcomes"]}
+    outcome, reasons = EXPECTED_FAULTS[(tag, contract)]
+    assert found[(tag, contract)][0] == outcome
+    assert found[(tag, contract)][1] in reasons
+
+
+@pytest.mark.parametrize("tag", HEALTHY)
+def test_every_healthy_endpoint_passes_every_contract(two_rounds: dict[str, Any], tag: str) -> None:
+    mine = {c: (o, r) for t, c, o, r in two_rounds["outcomes"] if t == tag}
+    assert set(mine) == {"ttft", "refusal", "structured", "language", "opening"}
+    assert all(o == "pass" for o, _ in mine.values()), mine
+
+
+def test_round_status_per_endpoint(two_rounds: dict[str, Any]) -> None:
+    assert two_rounds["statuses"] == EXPECTED_STATUS
+
+
+def test_two_failing_rounds_in_enforce_put_exactly_the_faulty_endpoints_in_the_ignore_list(
+    two_rounds: dict[str, Any],
+) -> None:
+    import json
+
+    assert two_rounds["first"]["ignore"] == []
+    assert two_rounds["rerun"]["decisions"] == []  # the policy never re-decides a round id
+    assert sorted(two_rounds["second"]["ignore"]) == SUSPENDED_AFTER_TWO
+    assert (
+        "groq" not in two_rounds["second"]["ignore"] and "chutes/bf16" not in two_rounds["second"]["ignore"]
+    )
+    published = json.loads(
+        (two_rounds["tmp"] / "published" / "meta-llama-llama-3-3-70b-instruct.json").read_text()
+    )
+    assert published["ignore"] == SUSPENDED_AFTER_TWO
+    assert {e["layer"] for e in published["entries"]} == {"canary"}
+
+
+def test_task_runs_are_named_probe_tag_contract(two_rounds: dict[str, Any]) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="probe-")), limit=200
+        )
+    names = {r.name for r in runs}
+    for tag in ("hyperbolic/fp8", "groq", "lambda/fp8"):
+        for contract in ("ttft", "refusal", "structured", "language"):
+            assert f"probe-{tag}-{contract}" in names
+
+
+def test_artifacts_are_published_under_their_keys(two_rounds: dict[str, Any]) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["provider-ignore-meta-llama-llama-3-3-70b-instruct"])
+            )
+        )
+    assert arts, "the ignore-list artifact is missing"
+    latest = max(arts, key=lambda a: a.created)
+    assert "lambda/fp8" in str(latest.data) and "groq" not in str(latest.data)
+
+
+def test_observe_mode_records_would_suspend_and_publishes_nothing(
+    prefect_harness: None, sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+    run_round(sim, tmp_path, T0, mode="observe")
+    second = run_round(sim, tmp_path, T0 + timedelta(minutes=30), mode="observe")
+    assert second["ignore"] == []
+    assert sorted(d.split(":", 1)[1] for d in second["decisions"]) == SUSPENDED_AFTER_TWO
+    assert {d.split(":", 1)[0] for d in second["decisions"]} == {"would_suspend"}
