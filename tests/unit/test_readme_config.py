@@ -1,0 +1,43 @@
+"""The README's configuration table says what tasks/config.py does: every key, with its default."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from tasks.config import CanaryConfig, format_duration
+
+pytestmark = pytest.mark.unit
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_rows() -> dict[str, str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| (.+?) \|", section, re.M)}
+
+
+def shown(value: object) -> str:
+    if isinstance(value, tuple) and value and hasattr(value[0], "total_seconds"):
+        return "[" + ", ".join(f'"{format_duration(v)}"' for v in value) + "]"
+    if hasattr(value, "total_seconds"):
+        return format_duration(value)  # type: ignore[arg-type]
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, tuple):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return str(value)
+
+
+def test_every_config_key_is_documented_with_its_default() -> None:
+    rows = readme_rows()
+    defaults = CanaryConfig()
+    assert set(rows) == {f.name for f in fields(CanaryConfig)}
+    for f in fields(CanaryConfig):
+        if f.name == "languages":
+            assert rows[f.name].startswith("all 17")
+            continue
+        assert rows[f.name].strip("`") == shown(getattr(defaults, f.name)), f.name
