@@ -121,7 +121,8 @@ def test_unknown_model_is_one_line(sim: SimulatorHandle, tmp_path: Path) -> None
 def config_file(sim: SimulatorHandle, tmp_path: Path) -> Path:
     cfg = tmp_path / "canary.toml"
     cfg.write_text(
-        f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{tmp_path}/c.duckdb"\n'
+        f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
+        f'db_path = "{tmp_path}/c.duckdb"\n'
         f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{tmp_path}/none.toml"\n'
         'refusal_controls = ["amazon-bedrock"]\nttft_s = 1\nread_timeout_s = 5\nprobe_budget_s = 8\n'
     )
