@@ -1,18 +1,38 @@
-"""`canary serve`: the `canary-round` deployment on its schedule, one schedule per configured model.
+"""`canary serve`: the `canary-round` deployment (one schedule per configured model) and the
+`canary-deadman` deployment, served from one process.
 
-prefect.yaml holds the same deployment for `prefect deploy` (a work pool + worker). Serving needs a real
+prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
 Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
+`CANARY_SERVE_INTERVAL_S` overrides the round interval in seconds (tests, a quick look at a new setup).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from tasks.config import CanaryConfig, load_config
+from tasks.errors import ConfigError
 from tasks.plan import model_slug
+
+INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"
+
+
+def interval_override(env: Mapping[str, str] | None = None) -> timedelta | None:
+    """`CANARY_SERVE_INTERVAL_S` as a timedelta (None when unset); a bad value is a ConfigError."""
+    raw = (os.environ if env is None else env).get(INTERVAL_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 1:
+        raise ConfigError(f"config: {INTERVAL_ENV} must be a number of seconds >= 1 (got {raw!r})")
+    return timedelta(seconds=seconds)
 
 
 def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: timedelta | None = None) -> Any:
@@ -28,6 +48,7 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     return canary_round.to_deployment(
         name="canary-round",
         schedules=schedules,
+        parameters={"config_path": config_path},
         description="Probe every endpoint of each model pinned, judge the contracts, quarantine, publish.",
         tags=["canary"],
     )
@@ -37,13 +58,13 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None) 
     from prefect import serve
 
     from flows.deadman import deadman_deployment
-    from tasks.errors import ConfigError
 
     cfg = load_config(config)
+    every = interval or interval_override()
     if not os.environ.get("PREFECT_API_URL"):
         raise ConfigError(
             "serve needs a Prefect server: run `prefect server start --host 127.0.0.1` and "
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
-    cfg_path = str(config) if config else None
-    serve(build_deployment(cfg, cfg_path, interval=interval), deadman_deployment(cfg_path))
+    cfg_path = str(Path(config).resolve()) if config else None
+    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))

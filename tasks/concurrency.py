@@ -1,19 +1,36 @@
 """Two rounds of the same model never overlap: one Prefect global concurrency limit per model.
 
-The limit `canary-round-<model slug>` (1 slot) is created on first use. A second round that cannot get the
-slot within `WAIT_S` is skipped with a clear log line instead of piling up behind a stuck one.
+The limit `canary-round-<model slug>` (1 slot) is created on first use. A round holds the slot for its whole
+body under a lease that a background thread renews; if the round's process dies, the server takes the slot
+back when the lease runs out (`LEASE_S`). A second round that cannot get the slot within `WAIT_S` (env
+`CANARY_ROUND_WAIT_S`) is skipped with one clear log line instead of piling up behind a stuck one.
+
+A stale slot (held while no round of the model is running, e.g. the server restarted and forgot the lease:
+leases live in the server's memory unless PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE says otherwise) would
+skip every later round forever. So before skipping, a round asks the API whether any *other* `canary-round`
+run of the same model is running; if none is, it frees the slot, says so in the log, and tries once more.
+Works the same against `prefect server start`, the temporary server `canary run` starts, and the tests'
+`prefect_test_harness`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from tasks.plan import model_slug
 
-#: How long a round waits for the previous round of the same model before it is skipped.
+#: How long a round waits for the previous round of the same model before it is skipped, seconds.
 WAIT_S = 60.0
+#: The slot's lease, seconds: renewed while the round runs; the slot of a dead process returns after it.
+LEASE_S = 120.0
+#: A `canary-round` run still marked running after this long is a zombie, not a live holder.
+STALE_RUN = timedelta(hours=1)
+FLOW_NAME = "canary-round"
 
 
 class RoundSkipped(Exception):
@@ -24,31 +41,122 @@ def limit_name(model: str) -> str:
     return f"canary-round-{model_slug(model)}"
 
 
+def wait_seconds(env: Mapping[str, str] | None = None) -> float:
+    """`CANARY_ROUND_WAIT_S` if it is a non-negative number, else `WAIT_S`."""
+    raw = (os.environ if env is None else env).get("CANARY_ROUND_WAIT_S", "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return WAIT_S
+    return value if value >= 0 else WAIT_S
+
+
+def live_holders(
+    runs: Sequence[tuple[UUID, str | None, datetime | None]], model: str, own_id: UUID | None, now: datetime
+) -> list[UUID]:
+    """Running rounds (id, model parameter, start time) that may hold `model`'s slot: not this run, not a
+    zombie; a run without a model parameter may be any model, so it counts."""
+    return [
+        run_id
+        for run_id, run_model, started in runs
+        if run_id != own_id
+        and (run_model is None or run_model == model)
+        and (started is None or now - started < STALE_RUN)
+    ]
+
+
 def ensure_limit(model: str) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectNotFound
 
     name = limit_name(model)
     with get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)
-        except Exception:
+        except ObjectNotFound:
             with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
 
 
+def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
+            ),
+            limit=200,
+        )
+    return [(r.id, (r.parameters or {}).get("model"), r.start_time) for r in runs]
+
+
+def _own_flow_run_id() -> UUID | None:
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    return ctx.flow_run.id if ctx is not None and ctx.flow_run is not None else None
+
+
+def free_stale_slot(model: str, logger: Any) -> bool:
+    """Free `model`'s slot when no other round of it is running; True when it did."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+
+    holders = live_holders(_running_rounds(), model, _own_flow_run_id(), datetime.now(UTC))
+    if holders:
+        return False
+    with get_client(sync_client=True) as client:
+        client.update_global_concurrency_limit(
+            limit_name(model), GlobalConcurrencyLimitUpdate(active_slots=0)
+        )
+    logger.warning(
+        "Freed a stale round slot of %s (concurrency limit %s): it was held but no other round of the model "
+        "is running", model, limit_name(model),
+    )
+    return True
+
+
 @contextlib.contextmanager
-def round_slot(model: str, logger: Any, wait_s: float = WAIT_S) -> Iterator[None]:
+def _acquire(model: str, wait_s: float) -> Iterator[None]:
     from prefect.concurrency.sync import concurrency
 
-    ensure_limit(model)
-    try:
-        cm = concurrency(limit_name(model), occupy=1, timeout_seconds=wait_s, strict=True)
-        cm.__enter__()
-    except TimeoutError:
-        logger.warning("Round skipped: another round of %s is still running after %.0f s", model, wait_s)
-        raise RoundSkipped(model) from None
-    try:
+    with concurrency(
+        limit_name(model), occupy=1, timeout_seconds=wait_s, lease_duration=LEASE_S, strict=True,
+        raise_on_lease_renewal_failure=False,  # a blip of the API must not kill a running round
+    ):
         yield
-    finally:
-        cm.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def round_slot(model: str, logger: Any, wait_s: float | None = None) -> Iterator[None]:
+    """Hold `model`'s round slot for the body; raise RoundSkipped (after one log line) if it stays taken."""
+    wait = wait_seconds() if wait_s is None else wait_s
+    ensure_limit(model)
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(_acquire(model, wait))
+    except TimeoutError:
+        if not free_stale_slot(model, logger):
+            logger.warning(
+                "Round skipped: another round of %s still holds its slot (concurrency limit %s) after "
+                "waiting %.0f s; the next scheduled round will try again", model, limit_name(model), wait,
+            )
+            raise RoundSkipped(model) from None
+        try:
+            stack.enter_context(_acquire(model, min(wait, 5.0)))
+        except TimeoutError:
+            logger.warning("Round skipped: the slot of %s was taken again at once", model)
+            raise RoundSkipped(model) from None
+    with stack:
+        yield

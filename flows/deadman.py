@@ -1,0 +1,169 @@
+"""The `canary-deadman` flow: tell admins when no round of a model has completed for two intervals.
+
+A round that crashes is never judged and a schedule that stopped firing runs nothing, so silence is what a
+broken canary looks like. Two watchers notice it, and both queue the same alert key
+(`deadman|<model>|<last complete round>`), so one silence episode is announced once, whoever sees it first:
+
+* this flow, served next to the rounds by `canary serve` (every 15 minutes), during the silence;
+* the next round that completes after it (`notice_silence`, called by the round flow before its alert step),
+  for setups that run only the round deployment.
+
+Alerts go through the outbox like every other alert (written to DuckDB first, then flushed), so a Slack
+outage delays them and never loses or repeats one. A model that never completed a round is watched from the
+first check that saw it (remembered in the `settings` table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.clock import utcnow
+from tasks.config import CanaryConfig
+from tasks.deadman import overdue_models
+from tasks.render import render_deadman_alerts
+from tasks.types import Alert, IgnoreList
+
+#: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
+CHECK_EVERY = timedelta(minutes=15)
+_WATCH_KEY = "deadman_watching_since:{model}"
+
+
+def silence_alerts(
+    last_complete: Mapping[str, datetime | None],
+    now: datetime,
+    interval: timedelta,
+    *,
+    watching_since: Mapping[str, datetime] | None = None,
+    ignore_lists: Mapping[str, IgnoreList] | None = None,
+) -> list[Alert]:
+    """Pure: one dead-man alert per model silent for more than two intervals at `now` (per-model watch
+    start for models that never completed a round)."""
+    overdue = [
+        o
+        for model, last in sorted(last_complete.items())
+        for o in overdue_models(
+            {model: last}, now, interval, watching_since=(watching_since or {}).get(model)
+        )
+    ]
+    return render_deadman_alerts(overdue, interval, now, ignore_lists)
+
+
+def last_complete_ts(con: Any, model: str, before: datetime | None = None) -> datetime | None:
+    """The round time of `model`'s latest complete round (strictly before `before`, when given)."""
+    sql = "SELECT max(round_ts) FROM rounds WHERE status = 'complete' AND model = ?"
+    params: list[object] = [model]
+    if before is not None:
+        sql += " AND round_ts < ?"
+        params.append(before)
+    row = con.execute(sql, params).fetchone()
+    return row[0] if row else None
+
+
+def _watching_since(con: Any, model: str, now: datetime) -> datetime:
+    from tasks import store
+
+    key = _WATCH_KEY.format(model=model)
+    value = store.get_setting(con, key)
+    if value is None:
+        store.set_setting(con, key, now.isoformat(), at=now, who="canary-deadman")
+        return now
+    return datetime.fromisoformat(value)
+
+
+def _interval(cfg: CanaryConfig) -> timedelta:
+    return timedelta(minutes=cfg.interval_min)
+
+
+@task(name="notice-silence", cache_policy=NO_CACHE)
+def notice_silence(cfg: CanaryConfig, model: str, round_ts: datetime, ignore: IgnoreList | None) -> int:
+    """Called by a round: if the previous complete round is more than two intervals old, queue the
+    dead-man alert of that silence (the round's alert step flushes it). Returns how many were queued."""
+    from tasks import store
+
+    with store.open_store(cfg.db_path) as con:
+        last = last_complete_ts(con, model, before=round_ts)
+        if last is None:
+            return 0
+        alerts = silence_alerts(
+            {model: last}, round_ts, _interval(cfg), ignore_lists={model: ignore} if ignore else None
+        )
+        return store.enqueue_alerts(con, alerts)
+
+
+def _store_busy(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry only when the DuckDB file stayed locked by another process (a round writing)."""
+    from tasks.errors import StoreError
+
+    try:
+        state.result()
+    except StoreError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+@task(
+    name="deadman-check", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 5],
+    retry_condition_fn=_store_busy,
+)
+def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
+    """Queue an alert per silent model, then flush the outbox (earlier failed alerts included)."""
+    from tasks import store
+    from tasks.alerts import SlackSettings, flush_outbox
+    from tasks.publish import current_ignore_list
+
+    logger = get_run_logger()
+    settings = SlackSettings.from_env()
+    with store.open_store(cfg.db_path) as con:
+        last = {m: last_complete_ts(con, m) for m in cfg.models}
+        watching = {m: _watching_since(con, m, now) for m in cfg.models if last[m] is None}
+        ignore = {m: current_ignore_list(con, cfg, m, None, now) for m in cfg.models}
+        alerts = silence_alerts(last, now, _interval(cfg), watching_since=watching, ignore_lists=ignore)
+        queued = store.enqueue_alerts(con, alerts)
+        summary = flush_outbox(con, settings, now, logger)
+    for a in alerts:
+        logger.warning("No complete round of %s for more than two intervals (alert %s)", a.model, a.key)
+    return {
+        "overdue": [a.model for a in alerts],
+        "queued": queued,
+        "sent": summary.sent,
+        "failed": summary.failed,
+    }
+
+
+def _flow_run_name() -> str:
+    from prefect.runtime import flow_run
+
+    ts = (flow_run.parameters or {}).get("now")
+    return f"canary-deadman-{(ts if isinstance(ts, datetime) else utcnow()).strftime('%Y-%m-%dT%H%M')}"
+
+
+@flow(name="canary-deadman", flow_run_name=_flow_run_name)
+def canary_deadman(
+    config_path: str | None = None,
+    db_path: str | None = None,
+    now: datetime | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Alert once per silence episode for every configured model without a recent complete round."""
+    from tasks.round_steps import resolve_config
+
+    cfg = resolve_config(config_path, overrides, db_path=db_path)
+    return deadman_check(cfg, now or utcnow())
+
+
+def deadman_deployment(config_path: str | None, *, interval: timedelta = CHECK_EVERY) -> Any:
+    """The `canary-deadman` deployment `canary serve` serves next to `canary-round`."""
+    return canary_deadman.to_deployment(
+        name="canary-deadman",
+        interval=interval,
+        parameters={"config_path": config_path},
+        description="Tell admins when no round of a model has completed for two intervals.",
+        tags=["canary"],
+    )
