@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 from tasks.errors import RoutesError
 from tasks.secrets import SecretStr
+from tasks.wire import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
 
 #: How long a tier may take, from sending the request, to produce its first content-bearing chunk.
 #: Past it the tier is abandoned (nothing reached the client) and the next tier is tried. 5 s: half the
@@ -49,23 +50,7 @@ DEFAULT_SAVERS: tuple[str, ...] = ("collapse_whitespace", "drop_duplicate_system
 DEFAULT_TOKEN_BUDGET = 0
 
 #: Keys OpenRouter accepts in `provider` (ProviderPreferences has additionalProperties: false).
-PROVIDER_KEYS = frozenset(
-    {
-        "order",
-        "allow_fallbacks",
-        "require_parameters",
-        "data_collection",
-        "zdr",
-        "enforce_distillable_text",
-        "only",
-        "ignore",
-        "quantizations",
-        "sort",
-        "preferred_min_throughput",
-        "preferred_max_latency",
-        "max_price",
-    }
-)
+PROVIDER_KEYS = frozenset(WIRE_PROVIDER_KEYS)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

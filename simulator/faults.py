@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tasks.config import ALL_LANGUAGES
+
 REQUEST_KINDS = frozenset({"text", "structured", "stream", "all"})
 
 
@@ -49,25 +51,7 @@ def _type_name(t: type | tuple[type, ...]) -> str:
 
 
 _NUM = (int, float)
-_LANGS = (
-    "en",
-    "es",
-    "pt",
-    "fr",
-    "de",
-    "it",
-    "ru",
-    "uk",
-    "pl",
-    "tr",
-    "ja",
-    "ko",
-    "zh",
-    "id",
-    "hi",
-    "ar",
-    "vi",
-)
+_LANGS = ALL_LANGUAGES
 
 
 @dataclass(frozen=True)

@@ -8,25 +8,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-LANGUAGES = (
-    "en",
-    "es",
-    "pt",
-    "fr",
-    "de",
-    "it",
-    "ru",
-    "uk",
-    "pl",
-    "tr",
-    "ja",
-    "ko",
-    "zh",
-    "id",
-    "hi",
-    "ar",
-    "vi",
-)
+from tasks.config import ALL_LANGUAGES
+
+LANGUAGES = ALL_LANGUAGES
 
 _STOPWORDS: dict[str, frozenset[str]] = {
     lang: frozenset(words.split())

@@ -15,22 +15,8 @@ from typing import Any
 
 from simulator.fleet import EndpointSpec, ModelSpec
 from simulator.wire import dumps
+from tasks.wire import PROVIDER_KEYS
 
-PROVIDER_KEYS = (
-    "order",
-    "allow_fallbacks",
-    "require_parameters",
-    "data_collection",
-    "zdr",
-    "enforce_distillable_text",
-    "only",
-    "ignore",
-    "quantizations",
-    "sort",
-    "preferred_min_throughput",
-    "preferred_max_latency",
-    "max_price",
-)
 _LIST_KEYS = ("order", "only", "ignore", "quantizations")
 _BOOL_KEYS = ("allow_fallbacks", "require_parameters", "zdr", "enforce_distillable_text")
 

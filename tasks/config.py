@@ -191,9 +191,8 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         langs = _str_list(raw, "languages")
         bad = [lang for lang in langs if lang not in ALL_LANGUAGES]
         if bad or not langs:
-            raise ConfigError(
-                f"config: languages must be among {', '.join(ALL_LANGUAGES)} (got {bad[0] if bad else '[]'!r})"
-            )
+            got = bad[0] if bad else "[]"
+            raise ConfigError(f"config: languages must be among {', '.join(ALL_LANGUAGES)} (got {got!r})")
         values["languages"] = langs
     for key in ("ttft_s", "connect_timeout_s", "read_timeout_s", "probe_budget_s"):
         if key in raw:

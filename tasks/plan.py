@@ -23,7 +23,7 @@ def make_round_id(model: str, round_ts: datetime) -> str:
 
 
 def model_slug(model: str) -> str:
-    """`meta-llama/llama-3.3-70b-instruct` -> `meta-llama-llama-3-3-70b-instruct` (Prefect artifact-key safe)."""
+    """`meta-llama/llama-3.3-70b-instruct` -> `meta-llama-llama-3-3-70b-instruct` (artifact-key safe)."""
     out = "".join(c if c.isalnum() else "-" for c in model.lower())
     while "--" in out:
         out = out.replace("--", "-")

@@ -69,6 +69,15 @@ def _is_transport_exception(task: Any, task_run: Any, state: Any) -> bool:
     return False
 
 
+#: Tasks that open the DuckDB write window retry on a held lock, and only on that (or the network).
+STORE_RETRIES: dict[str, Any] = {
+    "cache_policy": NO_CACHE,
+    "retries": 2,
+    "retry_delay_seconds": [1, 3],
+    "retry_condition_fn": _is_transport_exception,
+}
+
+
 @contextlib.contextmanager
 def round_guard(model: str, logger: Any) -> Iterator[None]:
     """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model."""
@@ -160,10 +169,7 @@ def judge(attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: Canar
 
 @task(
     name="land",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[1, 3],
-    retry_condition_fn=_is_transport_exception,
+    **STORE_RETRIES,  # type: ignore[arg-type]
 )
 def land(
     cfg: CanaryConfig,
@@ -201,10 +207,7 @@ class RoundOutcome:
 
 @task(
     name="decide-and-publish",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=[1, 3],
-    retry_condition_fn=_is_transport_exception,
+    **STORE_RETRIES,  # type: ignore[arg-type]
 )
 def decide_and_publish(
     cfg: CanaryConfig,
@@ -220,7 +223,7 @@ def decide_and_publish(
     The mode is `mode_override` (a `--mode` flag) else the admin's `canary mode` setting else the config.
     A rerun of a round the policy already saw lands its rows again but is not decided twice.
     """
-    from tasks import store
+    from tasks import store, variable_sync
     from tasks.exclusions import excluded_layers, load_builtin
     from tasks.policy import PolicyConfig, RoundInput, decide
     from tasks.publish import current_ignore_list, publish_ignore_list
@@ -228,8 +231,6 @@ def decide_and_publish(
 
     statuses = status_map(round_status(results_frame(judged.results)))
     tags = [e.tag for e in endpoints]
-    from tasks import variable_sync
-
     decisions: list[Decision] = []
     ui_value = variable_sync.fetch_variable()  # outside the write window: Prefect may be slow
     with store.open_store(cfg.db_path) as con:
@@ -237,21 +238,24 @@ def decide_and_publish(
         mode = Mode(mode_override or store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
         applied = store.get_setting(con, f"policy_applied:{model}", None)
         if applied is None or datetime.fromisoformat(applied) < round_ts:
-            builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
-            excluded = excluded_layers(model, tags, builtin, store.active_exclusions(con, round_ts), round_ts)
-            states = load_policy_states(con, model, mode)
-            rnd = RoundInput(
-                round_id=round_id,
-                round_ts=round_ts,
-                model=model,
-                statuses=statuses,
-                discovered=tuple(sorted(tags)),
-                excluded=excluded,
-            )
-            new_states, decisions = decide(states, rnd, replace(PolicyConfig.from_config(cfg), mode=mode))
-            replace_policy_states(con, model, mode, list(new_states.values()))
-            store.append_decisions(con, decisions)
-            store.set_setting(con, f"policy_applied:{model}", round_ts.isoformat())
+            with store.transaction(con):  # all of the policy step, or none of it
+                builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
+                excluded = excluded_layers(
+                    model, tags, builtin, store.active_exclusions(con, round_ts), round_ts
+                )
+                states = load_policy_states(con, model, mode)
+                rnd = RoundInput(
+                    round_id=round_id,
+                    round_ts=round_ts,
+                    model=model,
+                    statuses=statuses,
+                    discovered=tuple(sorted(tags)),
+                    excluded=excluded,
+                )
+                new_states, decisions = decide(states, rnd, replace(PolicyConfig.from_config(cfg), mode=mode))
+                replace_policy_states(con, model, mode, list(new_states.values()))
+                store.append_decisions(con, decisions)
+                store.set_setting(con, f"policy_applied:{model}", round_ts.isoformat())
         else:
             log.warning(
                 "Round %s was already decided; its rows were landed again, the policy is not re-run", round_id

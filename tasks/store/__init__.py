@@ -24,7 +24,7 @@ from tasks.store.landing import complete_round, finish_round, land_outcomes, lan
 from tasks.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from tasks.store.outbox import alert_rows, enqueue_alerts, mark_alert_failed, mark_alert_sent, pending_alerts
 from tasks.store.route_events import append_route_events, route_event_rows
-from tasks.store.rows import Connection
+from tasks.store.rows import Connection, transaction
 from tasks.store.snapshot import open_snapshot, snapshot_path
 from tasks.store.state import (
     MODE_KEY,
@@ -75,4 +75,5 @@ __all__ = [
     "schema_version",
     "set_setting",
     "snapshot_path",
+    "transaction",
 ]

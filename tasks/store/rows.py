@@ -97,11 +97,27 @@ def fetch_dicts(con: Connection, sql: str, params: Sequence[object] | None = Non
 
 @contextmanager
 def transaction(con: Connection) -> Iterator[Connection]:
-    """BEGIN ... COMMIT, or ROLLBACK when the block raises."""
+    """BEGIN ... COMMIT, or ROLLBACK when the block raises. Nested blocks join the outermost one."""
+    key = id(con)
+    if _open_transactions.get(key):
+        _open_transactions[key] += 1
+        try:
+            yield con
+        finally:
+            _open_transactions[key] -= 1
+        return
     con.execute("BEGIN TRANSACTION")
+    _open_transactions[key] = 1
     try:
         yield con
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")
+    else:
+        con.execute("COMMIT")
+    finally:
+        _open_transactions.pop(key, None)
+
+
+#: Depth of the open transaction per connection (DuckDB has no nested BEGIN).
+_open_transactions: dict[int, int] = {}
