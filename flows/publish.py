@@ -11,7 +11,6 @@ from typing import Any
 from prefect import flow
 
 
-
 @flow(name="publish-ignore-list", flow_run_name="publish-ignore-list")
 def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
     from prefect.artifacts import create_markdown_artifact
