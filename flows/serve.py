@@ -54,6 +54,13 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     )
 
 
+def _api_url() -> str | None:
+    """The Prefect API this process talks to (environment or the active Prefect profile)."""
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().api.url or None
+
+
 def serve_deployment(config: Path | None, *, interval: timedelta | None = None) -> None:
     from prefect import serve
 
@@ -61,7 +68,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None) 
 
     cfg = load_config(config)
     every = interval or interval_override()
-    if not os.environ.get("PREFECT_API_URL"):
+    if not _api_url():
         raise ConfigError(
             "serve needs a Prefect server: run `prefect server start --host 127.0.0.1` and "
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"

@@ -1,0 +1,159 @@
+"""`canary serve` for real: a `prefect server start` on loopback, `canary serve` in its own process with a
+5-second round interval, the simulator and a temp DuckDB; a scheduled run must complete.
+
+Everything listens on 127.0.0.1 and is stopped at the end (process groups the test started, by id).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from simulator.fleet import parse_fleet
+from simulator.server import SimulatorHandle, start_simulator
+from tasks import store
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+MODEL = "acme/served-model"
+FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
+    {"tag": "alpha", "provider_name": "Alpha"},
+    {"tag": "beta", "provider_name": "Beta"},
+]}]})
+T = TypeVar("T")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SLACK_", "OPENROUTER_"))}
+    env.update(
+        DO_NOT_TRACK="1",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_HOME=str(home),
+        PREFECT_LOGGING_LEVEL="WARNING",
+    )
+    return env
+
+
+def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def _poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: list[subprocess.Popen[bytes]],
+          logs: list[Path]) -> T:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                pytest.fail(f"{p.args} exited ({p.returncode}) while waiting for {what}:\n" + _tails(logs))
+        try:
+            value = fn()
+        except httpx.HTTPError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}:\n" + _tails(logs))
+
+
+def _tails(logs: list[Path]) -> str:
+    return "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-3000:] for p in logs if p.exists())
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(FLEET) as handle:
+        yield handle
+
+
+def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Path) -> None:
+    started = time.monotonic()
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    db = tmp_path / "canary.duckdb"
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
+        f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
+        'languages = ["en"]\nttft_s = 2\n',
+        encoding="utf-8",
+    )
+    server_env = _base_env(tmp_path / "prefect-server")
+    server_env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = "2"
+    serve_env = _base_env(tmp_path / "prefect-client")
+    serve_env.update(
+        PREFECT_API_URL=api,
+        PREFECT_RUNNER_POLL_FREQUENCY="2",
+        OPENROUTER_API_KEY=sim.api_key,
+        CANARY_SERVE_INTERVAL_S="5",
+    )
+    logs = [tmp_path / "server.log", tmp_path / "serve.log"]
+    server = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                    server_env, logs[0])
+    procs = [server]
+    try:
+        with httpx.Client(base_url=api, timeout=5) as client:
+            _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 90, procs, logs)
+            serve = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
+            procs.append(serve)
+
+            def deployments() -> dict[str, Any] | None:
+                found = {d["name"]: d for d in client.post("/deployments/filter", json={}).json()}
+                return found if {"canary-round", "canary-deadman"} <= set(found) else None
+
+            deps = _poll("both deployments", deployments, 60, procs, logs)
+            schedules = deps["canary-round"]["schedules"]
+            assert [s["schedule"]["interval"] for s in schedules] == [5.0]
+            assert schedules[0]["parameters"]["model"] == MODEL
+            assert deps["canary-deadman"]["schedules"][0]["schedule"]["interval"] == 900.0
+
+            def completed() -> list[dict[str, Any]] | None:
+                runs = client.post("/flow_runs/filter", json={
+                    "deployments": {"id": {"any_": [deps["canary-round"]["id"]]}},
+                    "flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}},
+                }).json()
+                return runs or None
+
+            runs = _poll("a completed scheduled round", completed, 90, procs, logs)
+        assert runs[0]["parameters"]["model"] == MODEL
+        assert runs[0]["name"].startswith(f"canary-round-{MODEL}-")
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+    with store.open_store(db, read_only=True) as con:
+        rounds = store.complete_rounds(con, model=MODEL)
+    assert len(rounds) >= 1
+    assert set(rounds.iloc[0]["endpoints"]) == {"alpha", "beta"}
+    print(f"serve e2e: {time.monotonic() - started:.1f} s")
