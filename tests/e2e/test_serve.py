@@ -76,7 +76,7 @@ def _poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: list[s
     while time.monotonic() < deadline:
         for p in procs:
             if p.poll() is not None:
-                pytest.fail(f"{p.args} exited ({p.returncode}) while waiting for {what}:\n" + _tails(logs))
+                pytest.fail(f"{p.args!r} exited ({p.returncode}) while waiting for {what}:\n" + _tails(logs))
         try:
             value = fn()
         except httpx.HTTPError:
