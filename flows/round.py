@@ -53,6 +53,7 @@ def canary_round(
     with steps.round_guard(model, logger):
         endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
         previous = steps.previous_languages(cfg, model)
+        steps.warm_up()
         probes = plan_probes(endpoints, cfg.languages, previous)
         futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
         attempts = [a for f in futures for a in f.result()]

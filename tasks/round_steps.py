@@ -104,6 +104,15 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
         return fetch_endpoints(client, cfg.base_url, key.get(), model)
 
 
+@task(name="warm-up", cache_policy=NO_CACHE)
+def warm_up() -> None:
+    """Build the language detector before any probe starts: building it holds the GIL for about a second,
+    which would otherwise be measured as latency by the probes running in the other threads."""
+    from tasks.langdetect import get_detector
+
+    get_detector()
+
+
 @task(name="previous-languages", cache_policy=NO_CACHE)
 def previous_languages(cfg: CanaryConfig, model: str) -> dict[str, tuple[str, Outcome]]:
     """Each endpoint's language outcome in the last complete round (drives the rotation)."""
