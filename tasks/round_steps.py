@@ -22,7 +22,7 @@ from tasks.clock import SystemClock
 from tasks.config import CanaryConfig, load_config
 from tasks.errors import CanaryError, StoreError
 from tasks.plan import Probe, model_slug
-from tasks.secrets import read_secret
+from tasks.secrets import read_secret, redact
 from tasks.types import (
     Attempt,
     Contract,
@@ -30,6 +30,7 @@ from tasks.types import (
     Decision,
     Endpoint,
     EndpointState,
+    ErrorClass,
     IgnoreList,
     Mode,
     Outcome,
@@ -135,18 +136,35 @@ def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
     with httpx.Client() as client:
 
         def once(n: int) -> Attempt:
-            return probe_once(
-                client,
-                base_url=cfg.base_url,
-                api_key=key.get(),
-                endpoint=probe.endpoint,
-                contract=probe.contract,
-                round_id=round_id,
-                attempt_no=n,
-                language=probe.language,
-                cfg=cfg,
-                clock=clock,
-            )
+            started = clock.now()
+            try:
+                return probe_once(
+                    client,
+                    base_url=cfg.base_url,
+                    api_key=key.get(),
+                    endpoint=probe.endpoint,
+                    contract=probe.contract,
+                    round_id=round_id,
+                    attempt_no=n,
+                    language=probe.language,
+                    cfg=cfg,
+                    clock=clock,
+                )
+            except Exception as exc:  # a bug of ours must not cost the other endpoints their results
+                detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
+                log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
+                return Attempt(
+                    round_id=round_id,
+                    model=probe.endpoint.model,
+                    tag=probe.endpoint.tag,
+                    provider_name=probe.endpoint.provider_name,
+                    contract=probe.contract,
+                    attempt_no=n,
+                    started_at=started,
+                    language=probe.language,
+                    error_class=ErrorClass.BAD_FRAME,
+                    error_detail=detail,
+                )
 
         attempts.append(once(1))
         if probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0]):

@@ -1,0 +1,79 @@
+"""Bad input never costs a round the other endpoints' results (DESIGN.md: "a crashed round is never judged",
+Standards: "never lose the other providers' results")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from simulator.fleet import parse_fleet
+from simulator.server import start_simulator
+from tasks import store
+
+pytestmark = pytest.mark.e2e
+MODEL = "acme/tiny-1"
+FLEET = {
+    "models": [
+        {
+            "id": MODEL,
+            "endpoints": [
+                {"tag": "alpha", "provider_name": "Alpha"},
+                {"tag": "beta", "provider_name": "Beta"},
+                {
+                    "tag": "gamma",
+                    "provider_name": "Gamma",
+                    "faults": [{"kind": "mojibake"}, {"kind": "invalid_json"}],
+                },
+            ],
+        }
+    ]
+}
+
+
+def test_an_internal_probe_error_on_one_endpoint_keeps_every_other_result(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tasks.probe
+    from flows.round import canary_round
+
+    real = tasks.probe.probe_once
+
+    def flaky(client, **kw):  # type: ignore[no-untyped-def]
+        if kw["endpoint"].tag == "beta":
+            raise RuntimeError("bug in the parser, key sk-or-v1-" + "x" * 20)
+        return real(client, **kw)
+
+    monkeypatch.setattr(tasks.probe, "probe_once", flaky)
+    with start_simulator(parse_fleet(FLEET), time_scale=0.1) as sim:
+        monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+        summary = canary_round(
+            model=MODEL,
+            round_ts=datetime(2026, 11, 4, 9, 0, tzinfo=UTC),
+            overrides={
+                "base_url": sim.base_url,
+                "db_path": str(tmp_path / "c.duckdb"),
+                "models": [MODEL],
+                "publish_dir": str(tmp_path / "pub"),
+                "ttft_s": 1.0,
+                "probe_budget_s": 8.0,
+            },
+        )
+    with store.open_store(tmp_path / "c.duckdb") as con:
+        rows = con.execute("SELECT tag, contract, outcome, reason FROM outcomes").fetchall()
+        details = [
+            r[0] for r in con.execute("SELECT error_detail FROM attempts WHERE tag = 'beta'").fetchall()
+        ]
+        status = con.execute("SELECT status FROM rounds").fetchone()
+    outcomes = {(t, c): (o, r) for t, c, o, r in rows}
+    assert status == ("complete",)
+    assert all(outcomes[("alpha", c)][0] == "pass" for c in ("ttft", "refusal", "structured", "language"))
+    assert outcomes[("gamma", "structured")] == ("fail", "invalid_json")
+    assert outcomes[("gamma", "language")][1] == "encoding_corruption"
+    assert {outcomes[("beta", c)][0] for c in ("ttft", "refusal", "structured", "language")} <= {
+        "transport",
+        "inconclusive",
+    }
+    assert details and all("probe failed internally" in d and "sk-or-v1-x" not in d for d in details)
+    assert summary["attempts"] >= 12
