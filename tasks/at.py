@@ -1,0 +1,335 @@
+"""`canary at`: what the canary saw around the time a user reported a change (pure; the CLI fetches rows).
+
+A user reports "model M got weird around T". The answer, for the rounds of M within `window` of T:
+
+* which endpoints were probed, their round statuses, and the failing/transport outcomes with reasons,
+  evidence and reply excerpts (the `suspects` are ordered by failing rounds, nearest to T first);
+* what was excluded at T, layer by layer (builtin file, operational table, canary suspensions in enforce
+  mode) and the merged ignore list that traffic used at T; shadow (observe) suspensions are listed apart;
+* the decisions and exclusion changes made in the window, and the router's route events for M.
+
+Inputs are DataFrames with the columns of the store's tables/views (docs/schema.md); see `build_report`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from tasks.config import parse_duration
+from tasks.errors import ConfigError
+from tasks.exclusions import merge_ignore_list
+from tasks.types import BuiltinExclusion, EndpointState, Mode, OperationalExclusion
+
+#: Failing/transport outcomes shown per endpoint (the nearest to T first); the rest are counted.
+MAX_FINDINGS_PER_ENDPOINT = 4
+EXCERPT_CHARS = 160
+MAX_WINDOW = timedelta(days=31)
+_STATUS_RANK = {"fail": 3, "transport": 2, "inconclusive": 1, "clean": 0}
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time (`2026-11-02T03:00Z`, `2026-11-02 03:00`, with an offset or naive = UTC)."""
+    value = text.strip()
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"at: --time must be an ISO time like 2026-11-02T03:00Z (got {text!r})") from None
+    return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def parse_window(text: str) -> timedelta:
+    """`2h`, `90m`, `1d`: how far either side of T to look (more than 0, at most 31 days)."""
+    window = parse_duration(text.strip(), "--window") if isinstance(text, str) else parse_duration(text, "")
+    if window <= timedelta(0) or window > MAX_WINDOW:
+        raise ConfigError(f"at: --window must be more than 0 and at most 31d (got {text!r})")
+    return window
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failing or transport outcome of an endpoint in one round (inconclusives are not evidence)."""
+
+    round_ts: datetime
+    contract: str
+    outcome: str
+    reason: str
+    evidence: str
+    language: str | None
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class EndpointReport:
+    tag: str
+    provider_name: str
+    rounds: int
+    statuses: dict[str, int]
+    status_at_t: str | None  # the status in the round nearest to T
+    findings: tuple[Finding, ...]
+    more_findings: int
+
+    @property
+    def failing_rounds(self) -> int:
+        return self.statuses.get("fail", 0)
+
+
+@dataclass(frozen=True)
+class InForce:
+    tag: str
+    layer: str  # builtin | operational | canary | shadow
+    reason: str
+    since: datetime | None
+    until: datetime | None
+
+
+@dataclass(frozen=True)
+class Report:
+    model: str
+    time: datetime
+    since: datetime
+    until: datetime
+    round_ids: tuple[str, ...]
+    nearest_round: str | None
+    endpoints: tuple[EndpointReport, ...]
+    suspects: tuple[str, ...]
+    in_force: tuple[InForce, ...]
+    ignore_at_t: tuple[str, ...]
+    decisions: tuple[dict[str, Any], ...]
+    exclusion_changes: tuple[dict[str, Any], ...]
+    route_events: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def as_json(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, pd.Timestamp):
+        return None if pd.isna(obj) else obj.to_pydatetime().isoformat()
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return None if isinstance(obj, float) and pd.isna(obj) else obj
+    return str(obj)
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None or (not isinstance(value, datetime) and pd.isna(value)):
+        return None
+    ts = pd.Timestamp(value)
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return ts.to_pydatetime()
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _records(frame: pd.DataFrame | None, columns: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    if frame is None or frame.empty:
+        return ()
+    keep = [c for c in columns if c in frame.columns]
+    return tuple(
+        {str(k): (_ts(v) if isinstance(v, pd.Timestamp | datetime) else _jsonable(v)) for k, v in row.items()}
+        for row in frame[keep].to_dict("records")
+    )
+
+
+def _findings(
+    outcomes: pd.DataFrame, attempts: pd.DataFrame | None, tag: str, t: datetime
+) -> tuple[list[Finding], int]:
+    bad = outcomes[(outcomes["tag"] == tag) & outcomes["outcome"].isin(["fail", "transport"])]
+    if bad.empty:
+        return [], 0
+    bad = bad.assign(_dist=(pd.to_datetime(bad["round_ts"], utc=True) - pd.Timestamp(t)).abs())
+    bad = bad.sort_values(["_dist", "contract"], kind="stable")
+    excerpts: dict[tuple[str, str], str] = {}
+    if attempts is not None and not attempts.empty:
+        mine = attempts[attempts["tag"] == tag].sort_values("attempt_no", kind="stable")
+        for row in mine.itertuples(index=False):
+            key = (str(row.round_id), str(row.contract))
+            text = _text(getattr(row, "excerpt", "")) or _text(getattr(row, "error_detail", ""))
+            if key not in excerpts and text:
+                excerpts[key] = text[:EXCERPT_CHARS]
+    out = [
+        Finding(
+            round_ts=_ts(r["round_ts"]) or t,
+            contract=str(r["contract"]),
+            outcome=str(r["outcome"]),
+            reason=_text(r.get("reason")),
+            evidence=_text(r.get("evidence")),
+            language=_text(r.get("language")) or None,
+            excerpt=excerpts.get((str(r["round_id"]), str(r["contract"])), ""),
+        )
+        for r in bad.head(MAX_FINDINGS_PER_ENDPOINT).to_dict("records")
+    ]
+    return out, max(0, len(bad) - MAX_FINDINGS_PER_ENDPOINT)
+
+
+def _suspensions_at(suspensions: pd.DataFrame | None, t: datetime) -> list[InForce]:
+    """Suspensions in force at t: started at or before t, not yet ended (decision or planned end)."""
+    if suspensions is None or suspensions.empty:
+        return []
+    out: list[InForce] = []
+    for r in suspensions.to_dict("records"):
+        start, planned, ended = _ts(r["started_at"]), _ts(r.get("planned_until")), _ts(r.get("ended_at"))
+        end = min(x for x in (planned, ended) if x is not None) if (planned or ended) else None
+        if start is not None and start <= t and (end is None or t < end):
+            layer = "canary" if str(r.get("mode")) == Mode.ENFORCE.value else "shadow"
+            step = r.get("ladder_step")
+            reason = _text(r.get("reason")) + (
+                f" (ladder step {int(step)})" if step and not pd.isna(step) else ""
+            )
+            out.append(InForce(str(r["tag"]), layer, reason, start, end))
+    return out
+
+
+def _operational_at(exclusions: pd.DataFrame | None, model: str, t: datetime) -> list[OperationalExclusion]:
+    if exclusions is None or exclusions.empty:
+        return []
+    out: list[OperationalExclusion] = []
+    for r in exclusions.to_dict("records"):
+        added, removed, until = _ts(r["added_at"]), _ts(r.get("removed_at")), _ts(r.get("until"))
+        row_model = _text(r.get("model")) or None
+        if added is None or added > t or (removed is not None and removed <= t):
+            continue
+        if (until is not None and until <= t) or (row_model is not None and row_model != model):
+            continue
+        out.append(
+            OperationalExclusion(
+                str(r["tag"]), _text(r.get("reason")), _text(r.get("who")), added, row_model, until
+            )
+        )
+    return out
+
+
+def build_report(
+    model: str,
+    t: datetime,
+    window: timedelta,
+    *,
+    endpoint_rounds: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    attempts: pd.DataFrame | None = None,
+    suspensions: pd.DataFrame | None = None,
+    decisions: pd.DataFrame | None = None,
+    exclusions: pd.DataFrame | None = None,
+    builtin: Iterable[BuiltinExclusion] = (),
+    route_events: pd.DataFrame | None = None,
+) -> Report:
+    """The answer to "what happened to `model` around `t`".
+
+    endpoint_rounds: v_endpoint_rounds rows of the window (round_id, round_ts, tag, provider_name, status);
+    outcomes: outcomes + round_ts of the window; attempts: v_attempts rows (round_id, tag, contract,
+    attempt_no, excerpt, error_detail) of those outcomes; suspensions: v_suspensions of the model;
+    decisions: decisions of the window; exclusions: every exclusions row; route_events: of the window.
+    """
+    t = t.astimezone(UTC)
+    since, until = t - window, t + window
+    er = endpoint_rounds.copy()
+    notes: list[str] = []
+    if er.empty:
+        notes.append(f"no round of {model} between {since:%Y-%m-%d %H:%M} and {until:%Y-%m-%d %H:%M} UTC")
+    er["round_ts"] = pd.to_datetime(er["round_ts"], utc=True)
+    rounds = er.drop_duplicates("round_id").sort_values("round_ts", kind="stable")
+    nearest: str | None = None
+    if not rounds.empty:
+        pos = int((rounds["round_ts"] - pd.Timestamp(t)).abs().to_numpy().argmin())
+        nearest = str(rounds["round_id"].iloc[pos])
+    endpoints: list[EndpointReport] = []
+    for tag, group in er.groupby("tag", sort=True):
+        counts = {str(k): int(v) for k, v in group["status"].value_counts().items()}
+        at_t = group[group["round_id"] == nearest]["status"]
+        found, more = _findings(outcomes, attempts, str(tag), t) if not outcomes.empty else ([], 0)
+        endpoints.append(
+            EndpointReport(
+                tag=str(tag),
+                provider_name=_text(group["provider_name"].dropna().iloc[0])
+                if group["provider_name"].notna().any()
+                else "",
+                rounds=int(group["round_id"].nunique()),
+                statuses=counts,
+                status_at_t=str(at_t.iloc[0]) if len(at_t) else None,
+                findings=tuple(found),
+                more_findings=more,
+            )
+        )
+    suspects = tuple(
+        e.tag
+        for e in sorted(
+            (e for e in endpoints if e.failing_rounds or e.statuses.get("transport")),
+            key=lambda e: (
+                -e.failing_rounds,
+                -_STATUS_RANK.get(e.status_at_t or "", 0),
+                -e.statuses.get("transport", 0),
+                e.tag,
+            ),
+        )
+    )
+    builtin_list = [b for b in builtin if b.model is None or b.model == model]
+    operational = _operational_at(exclusions, model, t)
+    suspended = _suspensions_at(suspensions, t)
+    states = [
+        EndpointState(
+            model=model, tag=s.tag, mode=Mode.ENFORCE, suspended_until=s.until or until, suspended_at=s.since
+        )
+        for s in suspended
+        if s.layer == "canary"
+    ]
+    tags = sorted(set(er["tag"].astype(str)))
+    merged = merge_ignore_list(model, tags, builtin_list, operational, states, t)
+    in_force = (
+        [InForce(b.tag, "builtin", b.reason, None, None) for b in builtin_list]
+        + [
+            InForce(o.tag, "operational", f"{o.reason} (by {o.who})", o.added_at, o.until)
+            for o in operational
+        ]
+        + sorted(suspended, key=lambda s: (s.layer, s.tag))
+    )
+    changes = exclusions
+    if exclusions is not None and not exclusions.empty:
+        added = pd.to_datetime(exclusions["added_at"], utc=True)
+        removed = pd.to_datetime(exclusions["removed_at"], utc=True)
+        changes = exclusions[
+            ((added >= since) & (added <= until)) | ((removed >= since) & (removed <= until))
+        ]
+    return Report(
+        model=model,
+        time=t,
+        since=since,
+        until=until,
+        round_ids=tuple(str(r) for r in rounds["round_id"]),
+        nearest_round=nearest,
+        endpoints=tuple(endpoints),
+        suspects=suspects,
+        in_force=tuple(in_force),
+        ignore_at_t=merged.ignore,
+        decisions=_records(
+            decisions, ("decided_at", "tag", "action", "mode", "ladder_step", "until", "reason", "actor")
+        ),
+        exclusion_changes=_records(
+            changes,
+            (
+                "tag",
+                "model",
+                "reason",
+                "who",
+                "added_at",
+                "until",
+                "removed_at",
+                "removed_by",
+                "removed_reason",
+            ),
+        ),
+        route_events=_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
+        notes=tuple(notes),
+    )
