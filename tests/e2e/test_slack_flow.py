@@ -1,0 +1,251 @@
+"""Slack on transitions, end to end: real `canary-round` flow runs (shared Prefect harness) against the
+simulator, alerts through the DuckDB outbox and the real slack-sdk WebClient to the local Slack server.
+
+One message per transition, none on steady state; a Slack outage (connection refused), a 500 and a 429 with
+Retry-After each delay alerts to a later round, which sends every one of them exactly once. Time is
+compressed: rounds are 30 simulated minutes apart, a 1 s TTFT threshold against a 1.5 s slow first token, a
+1 h ladder.
+
+Transitions covered: suspend, floor_blocked, expire, restore (enforce), would_suspend (observe), lift (admin
+command), probe_weak and pin_mismatch (round findings).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.fleet import Fleet, parse_fleet
+from simulator.server import SimulatorHandle, start_simulator
+from tasks import store
+from tests.support.slack_server import SlackServer
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "acme/slack-model"
+TOKEN = "xoxb-slack-flow-test-token"
+CHANNEL = "#canary-admins"
+T0 = datetime(2026, 5, 4, 6, 0, tzinfo=UTC)
+SLOW = {"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}
+BAD_GATEWAY = {"kind": "http_error_before_stream", "status": 502}
+
+
+def fleet(**faults: dict[str, Any]) -> Fleet:
+    """alpha, beta, gamma healthy; driftco and slowco with the given faults (none = healthy)."""
+    endpoints = [{"tag": t, "provider_name": t.capitalize()} for t in ("alpha", "beta", "gamma")]
+    for tag in ("driftco", "slowco"):
+        ep: dict[str, Any] = {"tag": tag, "provider_name": tag.capitalize()}
+        if tag in faults:
+            ep["faults"] = [faults[tag]]
+        endpoints.append(ep)
+    return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+
+
+@pytest.fixture
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(fleet(driftco=SLOW, slowco=SLOW)) as handle:
+        yield handle
+
+
+@pytest.fixture
+def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
+    with SlackServer(token=TOKEN) as server:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+        monkeypatch.setenv("SLACK_CHANNEL", CHANNEL)
+        monkeypatch.setenv("SLACK_API_URL", server.api_url)
+        yield server
+
+
+@pytest.fixture
+def overrides(monkeypatch: pytest.MonkeyPatch, sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
+    monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+    return {
+        "base_url": sim.base_url,
+        "db_path": str(tmp_path / "canary.duckdb"),
+        "publish_dir": str(tmp_path / "published"),
+        "exclusions_file": str(tmp_path / "no-exclusions.toml"),
+        "models": [MODEL],
+        "mode": "enforce",
+        "ttft_s": 1,
+        "languages": ["en"],
+        "fail_rounds": 2,
+        "restore_rounds": 1,
+        "min_hosts": 4,
+        "ladder": ["1h"],
+    }
+
+
+class Rounds:
+    """Runs rounds and hands back the alert keys Slack accepted since the previous call."""
+
+    def __init__(self, overrides: dict[str, Any], slack: SlackServer) -> None:
+        self.overrides, self.slack, self._seen = overrides, slack, 0
+
+    def run(self, at: datetime, **extra: Any) -> dict[str, Any]:
+        from flows.round import canary_round
+
+        return canary_round(model=MODEL, round_ts=at, overrides={**self.overrides, **extra})
+
+    def new_messages(self) -> list[str]:
+        accepted = self.slack.messages
+        keys = [m.alert_key or "?" for m in accepted[self._seen:]]
+        self._seen = len(accepted)
+        return keys
+
+    def decisions(self, at: datetime) -> dict[str, str]:
+        """tag -> action of the decisions made by the round at `at`, by their alert keys."""
+        with store.open_store(self.overrides["db_path"], read_only=True) as con:
+            rows = con.execute(
+                "SELECT d.decision_id, d.action, d.tag FROM decisions d JOIN rounds r USING (round_id)"
+                " WHERE r.round_ts = ? ORDER BY d.tag",
+                [at],
+            ).fetchall()
+        return {f"{action}:{tag}": key for key, action, tag in rows}
+
+    def outbox(self) -> dict[str, dict[str, Any]]:
+        with store.open_store(self.overrides["db_path"], read_only=True) as con:
+            df = store.alert_rows(con)
+        return {str(r["key"]): {str(k): v for k, v in r.items()} for r in df.to_dict("records")}
+
+
+def _text(slack: SlackServer, key: str) -> str:
+    [msg] = [m for m in slack.messages if m.alert_key == key]
+    body = msg.body or {}
+    blocks = body.get("blocks")
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    assert blocks and all(isinstance(b, dict) and b.get("type") for b in blocks), "Block Kit blocks"
+    assert body.get("channel") == CHANNEL
+    return str(body.get("text", ""))
+
+
+def test_one_message_per_transition_and_outages_lose_or_repeat_nothing(
+    prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, overrides: dict[str, Any]
+) -> None:
+    r = Rounds(overrides, slack)
+    at = [T0 + timedelta(minutes=30 * i) for i in range(7)]
+
+    # R1: both slow endpoints fail once: no transition, no message.
+    r.run(at[0])
+    assert r.decisions(at[0]) == {} and r.new_messages() == []
+
+    # R2: driftco suspended; slowco held back by the floor (min_hosts 4). Slack is down: nothing arrives.
+    slack.down()
+    r.run(at[1])
+    r2 = r.decisions(at[1])
+    assert sorted(r2) == ["floor_blocked:slowco", "suspend:driftco"]
+    assert r.new_messages() == []
+    pending = r.outbox()
+    assert [pending[k]["status"] for k in r2.values()] == ["pending", "pending"]
+    # The refused connection stopped the batch: one alert was tried, the other waits untried.
+    assert sorted(pending[k]["attempts"] for k in r2.values()) == [0, 1]
+
+    # R3: Slack is back. The two R2 alerts arrive now, exactly once; R3 itself is steady (no message).
+    slack.up()
+    r.run(at[2])
+    assert r.decisions(at[2]) == {}
+    assert sorted(r.new_messages()) == sorted(r2.values())
+    suspend_text = _text(slack, r2["suspend:driftco"])
+    assert "driftco" in suspend_text and "ttft" in suspend_text
+    assert f"canary lift driftco --model {MODEL}" in suspend_text
+    floor_text = _text(slack, r2["floor_blocked:slowco"])
+    assert f"canary exclude add slowco --model {MODEL}" in floor_text
+
+    # R4: driftco's suspension expires (it now answers 502: transport, frozen, not suspended again), which
+    # frees the floor: slowco is suspended. Slack answers the first send with a 500: one of the two waits.
+    sim.set_fleet(fleet(driftco=BAD_GATEWAY, slowco=SLOW))
+    slack.fail_next(1, status=500)
+    r.run(at[3])
+    r4 = r.decisions(at[3])
+    assert sorted(r4) == ["expire:driftco", "suspend:slowco"]
+    delivered_r4 = r.new_messages()
+    assert len(delivered_r4) == 1 and delivered_r4[0] in r4.values()
+    [held_r4] = set(r4.values()) - set(delivered_r4)
+
+    # R5: everyone healthy: slowco restored. Slack rate-limits (429, Retry-After): the batch stops.
+    sim.set_fleet(fleet())
+    slack.rate_limit_next(1, retry_after=1)
+    r.run(at[4])
+    r5 = r.decisions(at[4])
+    assert list(r5) == ["restore:slowco"]
+    assert r.new_messages() == []
+    assert r.outbox()[held_r4]["last_error"].startswith("slack rate limited (429)")
+
+    # R6: steady; the two alerts left over from R4 and R5 go out, once each.
+    r.run(at[5])
+    assert r.decisions(at[5]) == {}
+    assert sorted(r.new_messages()) == sorted([held_r4, r5["restore:slowco"]])
+
+    # R7: steady: nothing.
+    r.run(at[6])
+    assert r.decisions(at[6]) == {} and r.new_messages() == []
+
+    # Every transition went out exactly once, and every alert in the outbox is sent.
+    keys = [m.alert_key or "?" for m in slack.messages]
+    assert Counter(keys).most_common(1)[0][1] == 1
+    transitions = {**r2, **r4, **r5}
+    assert sorted(keys) == sorted(transitions.values())
+    box = r.outbox()
+    assert sorted(box) == sorted(transitions.values())
+    assert {row["status"] for row in box.values()} == {"sent"}
+    for key in keys:
+        assert "What to do:" in _text(slack, key)
+
+
+def test_observe_mode_says_would_suspend_once(
+    prefect_harness: None, slack: SlackServer, overrides: dict[str, Any]
+) -> None:
+    r = Rounds({**overrides, "mode": "observe", "min_hosts": 2}, slack)
+    for i in range(3):
+        r.run(T0 + timedelta(minutes=30 * i))
+    keys = r.new_messages()
+    kinds = {row["kind"] for row in r.outbox().values()}
+    assert kinds == {"would_suspend"} and len(keys) == 2  # driftco and slowco, once each
+    text = _text(slack, keys[0])
+    assert "canary mode enforce" in text and "canary exclude add" in text
+
+
+def test_admin_lift_is_announced_once(
+    prefect_harness: None, slack: SlackServer, overrides: dict[str, Any], tmp_path: Path
+) -> None:
+    from cli.admin import lift_command
+
+    cfg = {**overrides, "min_hosts": 3}  # one suspension only: slowco is held back by the floor
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        "".join(f"{k} = {json.dumps(v)}\n" for k, v in cfg.items() if k != "db_path"), encoding="utf-8"
+    )
+    r = Rounds(cfg, slack)
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    r.run(now - timedelta(minutes=45))
+    r.run(now - timedelta(minutes=15))
+    suspended = [k for k in r.new_messages() if k in r.decisions(now - timedelta(minutes=15)).values()]
+    assert len(suspended) == 2  # suspend driftco + floor_blocked slowco
+
+    lift_command(tag="driftco", reason="false positive", model=MODEL, who="tester", config=config,
+                 db=cfg["db_path"])
+    lifted = r.new_messages()
+    assert len(lifted) == 1
+    assert r.outbox()[lifted[0]]["kind"] == "lift"
+    assert "driftco" in _text(slack, lifted[0])
+
+    r.run(now + timedelta(minutes=15))  # driftco still fails, but a lift spends the streak: no message
+    assert r.new_messages() == []
+
+
+def test_round_findings_probe_weak_and_pin_mismatch(
+    prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, overrides: dict[str, Any]
+) -> None:
+    sim.set_fleet(fleet(slowco={"kind": "pin_not_honoured"}))
+    r = Rounds({**overrides, "refusal_controls": ["driftco"]}, slack)  # a control that does not filter
+    r.run(T0)
+    keys = r.new_messages()
+    box = r.outbox()
+    assert sorted(box[k]["kind"] for k in keys) == ["pin_mismatch", "probe_weak"]
+    pin = next(k for k in keys if box[k]["kind"] == "pin_mismatch")
+    assert box[pin]["tag"] == "slowco" and "canary exclude add slowco" in _text(slack, pin)
