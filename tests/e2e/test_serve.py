@@ -31,6 +31,8 @@ MODEL = "acme/served-model"
 FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
     {"tag": "alpha", "provider_name": "Alpha"},
     {"tag": "beta", "provider_name": "Beta"},
+    {"tag": "gamma", "provider_name": "Gamma"},
+    {"tag": "refuser", "provider_name": "Refuser", "faults": [{"kind": "refusal"}]},
 ]}]})
 T = TypeVar("T")
 
@@ -47,7 +49,7 @@ def _base_env(home: Path) -> dict[str, str]:
         DO_NOT_TRACK="1",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_HOME=str(home),
-        PREFECT_LOGGING_LEVEL="WARNING",
+        PREFECT_LOGGING_LEVEL="INFO",  # what production runs at
     )
     return env
 
@@ -106,7 +108,7 @@ def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Pat
     config.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
         f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 2\n',
+        'languages = ["en"]\nttft_s = 2\nfail_rounds = 1\n',
         encoding="utf-8",
     )
     server_env = _base_env(tmp_path / "prefect-server")
@@ -146,6 +148,7 @@ def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Pat
                 return runs or None
 
             runs = _poll("a completed scheduled round", completed, 90, procs, logs)
+
         assert runs[0]["parameters"]["model"] == MODEL
         assert runs[0]["name"].startswith(f"canary-round-{MODEL}-")
     finally:
@@ -155,5 +158,10 @@ def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Pat
     with store.open_store(db, read_only=True) as con:
         rounds = store.complete_rounds(con, model=MODEL)
     assert len(rounds) >= 1
-    assert set(rounds.iloc[0]["endpoints"]) == {"alpha", "beta"}
+    assert set(rounds.iloc[0]["endpoints"]) == {"alpha", "beta", "gamma", "refuser"}
+    with store.open_store(db, read_only=True) as con:
+        suspended = con.execute("SELECT DISTINCT tag FROM decisions WHERE action = 'suspend'").fetchall()
+        alerts = store.alert_rows(con, kind="suspend")
+    assert suspended == [("refuser",)]  # the served round decided, and its alert went through the outbox
+    assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
