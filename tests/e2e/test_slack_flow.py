@@ -274,6 +274,7 @@ def test_without_slack_the_alerts_are_in_the_run_log(
     ov = {**overrides, "fail_rounds": 1}
     state = canary_round(model=MODEL, round_ts=T0, overrides=ov, return_state=True)
     run_id = state.state_details.flow_run_id
+    assert run_id is not None
     with store.open_store(overrides["db_path"], read_only=True) as con:
         kinds = sorted(store.alert_rows(con)["kind"])
     assert kinds == ["floor_blocked", "suspend"]  # min_hosts 4: driftco suspended, slowco held back
