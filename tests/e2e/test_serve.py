@@ -165,3 +165,27 @@ def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Pat
     assert suspended == [("refuser",)]  # the served round decided, and its alert went through the outbox
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
+
+
+@pytest.mark.unit
+def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
+    """prefect.yaml's entrypoints are the flows; its round schedules cover canary.toml's models, at its
+    interval."""
+    import importlib
+
+    import yaml
+
+    from tasks.config import load_config
+
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
+    deployments = {d["name"]: d for d in spec["deployments"]}
+    assert set(deployments) == {"canary-round", "canary-deadman"}
+    for name, dep in deployments.items():
+        path, func = dep["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), func)
+        assert flow.name == name
+    cfg = load_config(REPO / "canary.toml")
+    rounds = deployments["canary-round"]["schedules"]
+    assert sorted(s["parameters"]["model"] for s in rounds) == sorted(cfg.models)
+    assert {s["interval"] for s in rounds} == {cfg.interval_min * 60}
+    assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
