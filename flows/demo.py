@@ -7,8 +7,10 @@ defaults (10 s TTFT threshold), so a round takes as long as its slowest endpoint
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,23 @@ _MARK = {"fail": "FAIL", "transport": "tx", "inconclusive": "?"}
 _STATUS_STYLE = {"clean": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
 
 
-def _quiet() -> None:
+@contextlib.contextmanager
+def quiet_logs() -> Iterator[None]:
+    """Only errors on the console while the demo prints its own tables; levels are restored after."""
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
-    for name in ("prefect", "httpx", "uvicorn", "canary"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    loggers = [logging.getLogger(n) for n in ("prefect", "httpx", "uvicorn", "canary")]
+    before = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, before, strict=True):
+            lg.setLevel(level)
+
+
+_quiet = quiet_logs  # the name flows/history.py uses
 
 
 def demo_overrides(base_url: str, db_path: str, publish_dir: str) -> dict[str, Any]:
@@ -50,7 +64,11 @@ def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb") 
 
         build_history(days=days, db_path=db_path)
         return
-    _quiet()
+    with quiet_logs():
+        _run_rounds(rounds, db_path)
+
+
+def _run_rounds(rounds: int, db_path: str) -> None:
     from flows.round import canary_round
     from simulator.server import start_simulator
     from tasks import store
