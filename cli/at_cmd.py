@@ -18,6 +18,9 @@ import typer
 from tasks.at import Report, build_report, parse_time, parse_window
 from tasks.errors import CanaryError, ConfigError
 
+#: How far before the window `failing_since` looks for the start of a failing run.
+LOOKBACK = timedelta(days=7)
+
 __all__ = ["at_command", "fetch_report_inputs", "format_report", "report_from_connection"]
 
 
@@ -53,6 +56,11 @@ def fetch_report_inputs(con: Any, model: str, since: datetime, until: datetime) 
         "exclusions": df(
             "SELECT * FROM exclusions WHERE model IS NULL OR model = ? ORDER BY added_at", [model]
         ),
+        "lookback": df(
+            "SELECT round_ts, tag, status FROM v_endpoint_rounds WHERE model = ? AND round_ts BETWEEN ? AND ?"
+            " ORDER BY round_ts, tag",
+            [model, since - LOOKBACK, since + (until - since) / 2],
+        ),
         "route_events": df(
             "SELECT * FROM route_events WHERE model = ? AND event_at BETWEEN ? AND ? ORDER BY event_at",
             window,
@@ -73,6 +81,10 @@ def report_from_connection(
     return build_report(model, t, window, builtin=builtin or [], **inputs)
 
 
+def _onset(since: datetime | None) -> str:
+    return f"failing since {since:%m-%d %H:%M}, " if since else ""
+
+
 def _when(ts: datetime | None) -> str:
     return ts.strftime("%m-%d %H:%M") if ts else "-"
 
@@ -86,10 +98,11 @@ def format_report(r: Report) -> str:
         f"{r.nearest_round or '-'})",
         *[f"note: {n}" for n in r.notes],
         "",
-        "Suspects (failing rounds in the window): "
+        "Suspects (most recent onset first): "
         + (
             ", ".join(
-                f"{e.tag} ({e.failing_rounds} fail, {e.statuses.get('transport', 0)} transport)"
+                f"{e.tag} ({_onset(e.failing_since)}{e.failing_rounds} fail, "
+                f"{e.statuses.get('transport', 0)} transport)"
                 for e in (by_tag[tag] for tag in r.suspects)
             )
             or "none"

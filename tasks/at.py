@@ -14,7 +14,7 @@ Inputs are DataFrames with the columns of the store's tables/views (docs/schema.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,6 +72,9 @@ class EndpointReport:
     status_at_t: str | None  # the status in the round nearest to T
     findings: tuple[Finding, ...]
     more_findings: int
+    #: Start of the failing run that includes the round nearest to T (transport/inconclusive rounds do not
+    #: break it, as in the policy); None when not failing at T. Earlier than the lookback: the lookback start.
+    failing_since: datetime | None = None
 
     @property
     def failing_rounds(self) -> int:
@@ -123,7 +126,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def _ts(value: Any) -> datetime | None:
-    if value is None or (not isinstance(value, datetime) and pd.isna(value)):
+    if value is None or value is pd.NaT or (not isinstance(value, datetime) and pd.isna(value)):
         return None
     ts = pd.Timestamp(value)
     ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
@@ -173,6 +176,28 @@ def _findings(
         for r in bad.head(MAX_FINDINGS_PER_ENDPOINT).to_dict("records")
     ]
     return out, max(0, len(bad) - MAX_FINDINGS_PER_ENDPOINT)
+
+
+def _failing_since(frame: pd.DataFrame, t: datetime) -> dict[str, datetime]:
+    """Per tag: where the failing run containing its last round at or before t started."""
+    if frame.empty:
+        return {}
+    f = frame.assign(round_ts=pd.to_datetime(frame["round_ts"], utc=True))
+    f = f[f["round_ts"] <= pd.Timestamp(t)].sort_values("round_ts", kind="stable")
+    out: dict[str, datetime] = {}
+    for tag, group in f.groupby("tag", sort=False):
+        statuses, times = list(group["status"]), list(group["round_ts"])
+        if not statuses or statuses[-1] == "clean" or "fail" not in statuses:
+            continue
+        start = None
+        for status, ts in zip(reversed(statuses), reversed(times), strict=True):
+            if status == "clean":
+                break
+            if status == "fail":
+                start = ts
+        if start is not None and any(s == "fail" for s in statuses[-3:]):
+            out[str(tag)] = start.to_pydatetime()
+    return out
 
 
 def _suspensions_at(suspensions: pd.DataFrame | None, t: datetime) -> list[InForce]:
@@ -225,13 +250,18 @@ def build_report(
     exclusions: pd.DataFrame | None = None,
     builtin: Iterable[BuiltinExclusion] = (),
     route_events: pd.DataFrame | None = None,
+    lookback: pd.DataFrame | None = None,
 ) -> Report:
     """The answer to "what happened to `model` around `t`".
 
     endpoint_rounds: v_endpoint_rounds rows of the window (round_id, round_ts, tag, provider_name, status);
     outcomes: outcomes + round_ts of the window; attempts: v_attempts rows (round_id, tag, contract,
     attempt_no, excerpt, error_detail) of those outcomes; suspensions: v_suspensions of the model;
-    decisions: decisions of the window; exclusions: every exclusions row; route_events: of the window.
+    decisions: decisions of the window; exclusions: every exclusions row; route_events: of the window;
+    lookback: v_endpoint_rounds (round_ts, tag, status) from before the window up to T, for `failing_since`.
+    Suspects: endpoints with failing or transport rounds in the window: failing at T with 2+ failing rounds,
+    the most recent onset first (the sudden change a user noticed), then single-round blips, then those not
+    failing at T, transport-only ones last.
     """
     t = t.astimezone(UTC)
     since, until = t - window, t + window
@@ -263,13 +293,18 @@ def build_report(
                 more_findings=more,
             )
         )
+    onsets = _failing_since(lookback if lookback is not None else er, t)
+    endpoints = [replace(e, failing_since=onsets.get(e.tag)) for e in endpoints]
+    far = datetime.min.replace(tzinfo=UTC)
     suspects = tuple(
         e.tag
         for e in sorted(
             (e for e in endpoints if e.failing_rounds or e.statuses.get("transport")),
             key=lambda e: (
+                e.failing_since is None,
+                e.failing_rounds < 2,  # a single failing round is a blip (the policy needs fail_rounds)
+                -(e.failing_since or far).timestamp() if e.failing_since else 0.0,
                 -e.failing_rounds,
-                -_STATUS_RANK.get(e.status_at_t or "", 0),
                 -e.statuses.get("transport", 0),
                 e.tag,
             ),

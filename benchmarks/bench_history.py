@@ -1,0 +1,165 @@
+"""History builder benchmark: rounds/s of `canary demo --days` vs baselines measured in the same run.
+
+    python benchmarks/bench_history.py [--days 0.25] [--variants lean,default,plain]
+
+Each variant runs in its own process (a temporary Prefect server is per process and reads its settings at
+start) over the same simulated days, fleet and clock:
+
+* lean     build_history() as shipped: real `canary-round` flow runs, flows/history.py's lean settings
+           (no flow heartbeats, idle server services off, a one-certificate CA bundle);
+* default  build_history(lean=False): the same flow runs with Prefect's and httpx's defaults;
+* plain    baseline without orchestration: the round's task functions (`.fn`) called in the flow's order,
+           probes in a ThreadPoolExecutor of the same size, no Prefect API at all (artifact step skipped).
+           Not the real flow: it shows what the orchestration costs.
+
+Printed per variant: rounds, wall, rounds/s, median round, the median probe phase (first request sent to
+last response ended, from the landed attempts) and the DB size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def probe_phase_s(db: str) -> float:
+    """Median over rounds of (last attempt end - first attempt start), seconds, from the snapshot."""
+    from tasks import store
+
+    con = store.open_snapshot(db)
+    try:
+        spans = con.execute(
+            "SELECT date_diff('millisecond', min(started_at), max(started_at + to_milliseconds("
+            "CAST(total_ms AS BIGINT)))) / 1000.0 FROM attempts GROUP BY round_id"
+        ).fetchall()
+    finally:
+        con.close()
+    return statistics.median(s[0] for s in spans) if spans else 0.0
+
+
+def run_plain(days: float, db: str) -> dict[str, Any]:
+    """The round's steps without Prefect (baseline)."""
+    os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "false"  # Variable reads fail fast: "unreachable"
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flows import history as h
+    from flows.round import PROBE_WORKERS
+    from tasks import round_steps as steps
+    from tasks.plan import make_round_id, plan_probes
+
+    rounds = int(round(days * h.ROUNDS_PER_DAY))
+    stem = db.removesuffix(".duckdb")
+    Path(f"{stem}.exclusions.toml").write_text(h.builtin_file_text(h.DEMO_MODEL))
+    clock = h.SharedStepClock(h.HISTORY_START, Path(f"{stem}.clock"))
+    walls: list[float] = []
+    t_all = time.monotonic()
+    with h.simulator_process(h.HISTORY_FLEET, time_scale=h.DEFAULT_TIME_SCALE, clock=clock) as sim:
+        os.environ["OPENROUTER_API_KEY"] = sim.api_key
+        ov = h.history_overrides(
+            sim.base_url,
+            db,
+            time_scale=h.DEFAULT_TIME_SCALE,
+            ladder=h.SHORT_LADDER,
+            exclusions_file=f"{stem}.exclusions.toml",
+            publish_dir=f"{stem}-published",
+        )
+        cfg = steps.resolve_config(None, ov)
+        model = h.DEMO_MODEL
+        with ThreadPoolExecutor(PROBE_WORKERS) as pool:
+            for _ in range(rounds):
+                t0, ts = time.monotonic(), clock.now()
+                rid = make_round_id(model, ts)
+                endpoints = steps.discover.fn(cfg, model)
+                probes = plan_probes(endpoints, cfg.languages, steps.previous_languages.fn(cfg, model))
+                results = pool.map(steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
+                attempts = [a for r in results for a in r]
+                judged = steps.judge.fn(attempts, endpoints, cfg)
+                steps.land.fn(cfg, model, rid, ts, endpoints, attempts, judged)
+                outcome = steps.decide_and_publish.fn(cfg, model, rid, ts, endpoints, judged, None)
+                steps.alert.fn(cfg, model, rid, ts, judged, outcome, attempts)
+                walls.append(time.monotonic() - t0)
+                clock.advance(timedelta(minutes=30))
+    clock.close()
+    return {"rounds": rounds, "wall_s": time.monotonic() - t_all, "walls": walls}
+
+
+def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
+    if variant == "plain":
+        res = run_plain(days, db)
+    else:
+        from flows.history import build_history
+
+        r = build_history(days=days, db_path=db, lean=(variant == "lean"), progress=False)
+        res = {"rounds": r.rounds, "wall_s": r.wall_s, "walls": list(r.round_wall_s)}
+    res["probe_phase_s"] = probe_phase_s(db)
+    res["db_mb"] = Path(db).stat().st_size / 1e6
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--days", type=float, default=0.25)
+    ap.add_argument("--variants", default="lean,default,plain")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--db", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(run_variant(args.child, args.days, args.db)), flush=True)
+        return
+    print(
+        f"history benchmark: {args.days:g} simulated days per variant, 2 shared cores; each variant in a "
+        "fresh process (temporary Prefect server start excluded from rounds/s, included in wall)"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in args.variants.split(","):
+            db = str(Path(tmp) / f"{variant}.duckdb")
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", variant, "--days", str(args.days), "--db", db],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                print(f"{variant}: failed\n{proc.stderr[-2000:]}")
+                continue
+            res = json.loads(line.removeprefix("RESULT "))
+            walls = res["walls"][1:] or res["walls"]  # round 1 includes the temporary server's start
+            rows.append(
+                (
+                    variant,
+                    res["rounds"],
+                    res["wall_s"],
+                    len(walls) / sum(walls),
+                    statistics.median(walls),
+                    res["probe_phase_s"],
+                    res["db_mb"],
+                )
+            )
+    print(
+        f"{'variant':<8} {'rounds':>6} {'wall s':>7} {'rounds/s':>8} {'median round s':>14} "
+        f"{'probe phase s':>13} {'DB MB':>6}"
+    )
+    for v, n, wall, rps, med, probe, mb in rows:
+        print(f"{v:<8} {n:>6} {wall:>7.1f} {rps:>8.2f} {med:>14.2f} {probe:>13.2f} {mb:>6.1f}")
+    by = {r[0]: r for r in rows}
+    if "lean" in by and "default" in by:
+        print(f"lean vs default: {by['lean'][3] / by['default'][3]:.2f}x rounds/s")
+    if "lean" in by and "plain" in by:
+        print(f"orchestration cost per round (lean - plain, medians): {by['lean'][4] - by['plain'][4]:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

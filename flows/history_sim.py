@@ -1,0 +1,174 @@
+"""The history's runtime: a simulator in a child process on a shared step clock, and Prefect settings for
+back-to-back flow runs (flows/history.py builds the history; this module only runs things fast).
+
+Why a child process: in the flow's process the simulator competes for the GIL with Prefect's threads, which
+inflated healthy TTFTs from milliseconds to ~0.8 s and made the TTFT contract fail at random. The child
+reads the parent's `SharedStepClock` through an 8-byte memory-mapped file, so fault windows follow the
+simulated time of the rounds.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tasks.clock import StepClock
+from tasks.errors import CanaryError
+
+
+class SharedStepClock(StepClock):
+    """A StepClock mirrored into an 8-byte memory-mapped file, so a simulator in a child process reads it."""
+
+    def __init__(self, start: datetime, path: Path) -> None:
+        super().__init__(start)
+        self.path = path
+        path.write_bytes(struct.pack("<d", start.timestamp()))
+        self._fh = path.open("r+b")
+        self._map = mmap.mmap(self._fh.fileno(), 8)
+
+    def advance(self, delta: timedelta) -> datetime:
+        now = super().advance(delta)
+        struct.pack_into("<d", self._map, 0, now.timestamp())
+        return now
+
+    def close(self) -> None:
+        self._map.close()
+        self._fh.close()
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class SimulatorAddress:
+    base_url: str
+    api_key: str
+
+
+def serve_simulator_child(fleet: str, time_scale: float, clock_file: str) -> None:
+    """The child: serve the fleet on the parent's clock, print the address, stop when stdin closes."""
+    from simulator.server import start_simulator
+
+    with open(clock_file, "rb") as fh:
+        shared = mmap.mmap(fh.fileno(), 8, access=mmap.ACCESS_READ)
+
+    def now() -> datetime:
+        return datetime.fromtimestamp(struct.unpack_from("<d", shared, 0)[0], UTC)
+
+    try:
+        sim = start_simulator(fleet, time_scale=time_scale, now=now)
+    except Exception as exc:  # a bad fleet file: one line for the parent
+        print(f"error {exc}", flush=True)
+        return
+    with sim:
+        print(f"ok {sim.base_url} {sim.api_key}", flush=True)
+        sys.stdin.read()
+
+
+@contextmanager
+def simulator_process(
+    fleet: str | Path, *, time_scale: float, clock: SharedStepClock
+) -> Iterator[SimulatorAddress]:
+    """The simulator in a child process (`python -m flows.history_sim`), its fault windows on `clock`."""
+    cmd = [sys.executable, "-m", "flows.history_sim", str(fleet), repr(time_scale), str(clock.path)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        kind, _, rest = proc.stdout.readline().strip().partition(" ")
+        if kind != "ok":
+            raise CanaryError(f"history: simulator: {rest or 'the process exited at start'}")
+        base_url, api_key = rest.split(" ", 1)
+        yield SimulatorAddress(base_url, api_key)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+#: Temporary-server services a history never needs; with them on, their SQLite writes lock out the round's
+#: own API calls (a Variable write measured 1-3 s instead of 20 ms).
+IDLE_SERVER_SERVICES = (
+    "EVENT_PERSISTER",
+    "TASK_RUN_RECORDER",
+    "TRIGGERS",
+    "SCHEDULER",
+    "LATE_RUNS",
+    "FOREMAN",
+    "REPOSSESSOR",
+    "PAUSE_EXPIRATIONS",
+    "CANCELLATION_CLEANUP",
+    "CLEANUP_RECONCILER",
+)
+
+
+def _one_cert_bundle() -> Path:
+    import re
+    import tempfile
+
+    import certifi
+
+    path = Path(tempfile.gettempdir()) / "canary-history-one-ca.pem"
+    if not path.exists():
+        pem = Path(certifi.where()).read_text(encoding="ascii")
+        first = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", pem, re.S)
+        path.write_text(first.group(0) if first else pem, encoding="ascii")
+    return path
+
+
+@contextmanager
+def history_prefect(lean: bool = True) -> Iterator[None]:
+    """The Prefect settings of a history: its own temporary server, and (lean) no per-run waste.
+
+    Always: the flow runs go to a temporary server of this process, never to PREFECT_API_URL (hundreds of
+    simulated runs do not belong in a real deployment's UI, and Slack secret blocks there must not fire).
+    Lean (the flow code itself is untouched; each item measured, see benchmarks/bench_history.py):
+
+    * no flow-run heartbeats: the engine joins its heartbeat thread, which sleeps in 1 s steps, at the end
+      of every flow run (0-1 s per round, 0.5 s on average);
+    * the temporary server's bookkeeping services off (IDLE_SERVER_SERVICES): their SQLite writes locked
+      out the round's own API calls (a Variable write took 1-3 s instead of 20 ms). Flow and task runs,
+      artifacts, variables and concurrency limits keep working; only the event history is not kept;
+    * a one-certificate CA bundle (SSL_CERT_FILE): every probe task builds an httpx.Client, whose default
+      SSL context loads certifi's ~150 CAs (15-25 ms of CPU under the GIL, ~1.5 s per round of 66 probes,
+      inflating the TTFTs measured meanwhile). No TLS is spoken here: the simulator and the temporary server
+      are plain http on 127.0.0.1 and Slack is off.
+    """
+    from prefect.context import SettingsContext
+    from prefect.settings import get_current_settings
+
+    env = {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "false" for n in IDLE_SERVER_SERVICES} if lean else {}
+    if lean:
+        env["SSL_CERT_FILE"] = str(_one_cert_bundle())
+    env |= {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # offline (stack-notes.md)
+    saved = {n: os.environ.get(n) for n in env}
+    os.environ.update(env)
+    current = get_current_settings()
+    update: dict[str, Any] = {"api": current.api.model_copy(update={"url": None})}
+    if lean:
+        update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
+    ctx = SettingsContext.get()
+    assert ctx is not None
+    try:
+        with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
+            yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
+if __name__ == "__main__":  # the simulator child of `simulator_process`
+    serve_simulator_child(sys.argv[1], float(sys.argv[2]), sys.argv[3])

@@ -1,0 +1,140 @@
+"""`canary demo --days`: a few real rounds of the history land with suspensions, expiries and restores.
+
+12 rounds (00:00-05:30 simulated) on a 1 h / 2 h ladder: the always-failing endpoints are suspended in the
+second round and expire an hour later (then suspended one rung longer); nebius/fp8's replies are cut from
+02:00 to 04:00, so it is suspended and restored by two clean rounds after 04:00.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flows.history import (
+    HISTORY_START,
+    HistoryResult,
+    admin_schedule,
+    build_history,
+    config_file_text,
+    history_overrides,
+)
+from tasks import store
+from tasks.config import load_config
+
+pytestmark = pytest.mark.e2e
+MODEL = "meta-llama/llama-3.3-70b-instruct"
+
+
+def at(hour: float) -> datetime:
+    return HISTORY_START + timedelta(hours=hour)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, HistoryResult]:
+    db = str(tmp_path_factory.mktemp("history") / "h.duckdb")
+    out = io.StringIO()
+    result = build_history(days=12 / 48, db_path=db, ladder=("1h", "2h"), out=out)
+    return db, out.getvalue(), result
+
+
+def test_rounds_land_and_progress_is_reported(built: tuple[str, str, HistoryResult]) -> None:
+    db, text, result = built
+    assert result.rounds == 12
+    assert "done: 12 rounds in" in text and "MB" in text
+    con = store.open_snapshot(db)  # the analysts' copy holds the last round
+    try:
+        rows = con.execute(
+            "SELECT count(*), min(round_ts), max(round_ts) FROM rounds WHERE status = 'complete'"
+        )
+        row = rows.fetchone()
+        assert row is not None
+        count, first, last = row
+        modes = {r[0] for r in con.execute("SELECT DISTINCT mode FROM rounds").fetchall()}
+    finally:
+        con.close()
+    assert (count, first, last) == (12, at(0), at(5.5))
+    assert modes == {"enforce"}
+
+
+def test_suspension_expiry_and_restore(built: tuple[str, str, HistoryResult]) -> None:
+    db, _, _ = built
+    con = store.open_snapshot(db)
+    try:
+        d = con.execute(
+            "SELECT tag, action, decided_at, ladder_step FROM decisions WHERE model = ?"
+            " ORDER BY decided_at, action",
+            [MODEL],
+        ).df()
+        ended = con.execute("SELECT tag, ended_by FROM v_suspensions WHERE mode = 'enforce'").df()
+        ops = con.execute("SELECT tag, added_at, until, removed_at FROM exclusions ORDER BY added_at").df()
+    finally:
+        con.close()
+
+    hyper = d[d["tag"] == "hyperbolic/fp8"]
+    assert list(hyper["action"][:3]) == ["suspend", "expire", "suspend"]
+    assert hyper["decided_at"].iloc[0] == at(0.5)  # fails every round: second round
+    assert hyper["decided_at"].iloc[1] == at(1.5)  # 1 h rung, noticed by the round at its end
+    assert list(hyper["ladder_step"][:3]) == [1, 1, 2]
+
+    nebius = d[d["tag"] == "nebius/fp8"]
+    suspend = nebius[nebius["action"] == "suspend"]["decided_at"]
+    restore = nebius[nebius["action"] == "restore"]["decided_at"]
+    assert len(suspend) >= 1 and at(2.0) <= suspend.iloc[0] <= at(2.5)
+    assert len(restore) == 1 and at(4.5) <= restore.iloc[0] <= at(5.5)
+    assert {"expire", "restore"} <= set(ended["ended_by"])
+
+    # The operational layer: chutes added then removed, groq added with an end of its own.
+    chutes, groq = ops[ops["tag"] == "chutes/bf16"].iloc[0], ops[ops["tag"] == "groq"].iloc[0]
+    assert chutes["removed_at"] > chutes["added_at"]
+    assert groq["until"] > groq["added_at"] and pd.isna(groq["removed_at"])
+
+
+def test_admin_schedule_scales_with_the_history() -> None:
+    assert admin_schedule(4) == []
+    for rounds in (12, 48, 336):
+        events = admin_schedule(rounds)
+        add, expiring, remove = events
+        assert (add.action, add.tag, remove.action, remove.tag) == (
+            "add",
+            "chutes/bf16",
+            "remove",
+            "chutes/bf16",
+        )
+        assert 0 < add.round_no < expiring.round_no < remove.round_no < rounds
+        assert expiring.until_rounds is not None and expiring.round_no + expiring.until_rounds < rounds
+
+
+def test_thresholds_scale_with_the_simulator(tmp_path: Path) -> None:
+    ov = history_overrides(
+        "http://127.0.0.1:1/api/v1",
+        str(tmp_path / "h.duckdb"),
+        time_scale=0.05,
+        ladder=("3h", "6h"),
+        exclusions_file=str(tmp_path / "x.toml"),
+        publish_dir=str(tmp_path / "pub"),
+    )
+    assert ov["ttft_s"] == pytest.approx(0.5)  # 10 s threshold x 0.05, like the 12 s slow start -> 0.6 s
+    assert ov["mode"] == "enforce"
+    cfg_path = tmp_path / "h.canary.toml"
+    cfg_path.write_text(config_file_text(ov))
+    cfg = load_config(cfg_path)
+    assert (cfg.ttft_s, cfg.ladder, cfg.db_path) == (
+        0.5,
+        (timedelta(hours=3), timedelta(hours=6)),
+        ov["db_path"],
+    )
+
+
+def test_start_must_be_aware_and_days_positive(tmp_path: Path) -> None:
+    from tasks.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at least one round"):
+        build_history(days=0.001, db_path=str(tmp_path / "x.duckdb"))
+    with pytest.raises(ConfigError, match="timezone-aware"):
+        build_history(days=1, db_path=str(tmp_path / "x.duckdb"), start=datetime(2026, 11, 2))
+    assert not (tmp_path / "x.duckdb").exists()
+    assert HISTORY_START.tzinfo is UTC
