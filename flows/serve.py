@@ -61,6 +61,19 @@ def _api_url() -> str | None:
     return get_current_settings().api.url or None
 
 
+def _check_reachable(api: str) -> None:
+    import httpx
+
+    try:
+        httpx.get(api.rstrip("/") + "/health", timeout=10).raise_for_status()
+    except httpx.HTTPError as e:
+        where = httpx.URL(api).copy_with(username=None, password=None)  # no credentials in the message
+        raise ConfigError(
+            f"serve: the Prefect API at {where} does not answer ({type(e).__name__}); "
+            "is `prefect server start` running, and is PREFECT_API_URL right?"
+        ) from None
+
+
 def serve_deployment(config: Path | None, *, interval: timedelta | None = None) -> None:
     from prefect import serve
 
@@ -68,10 +81,12 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None) 
 
     cfg = load_config(config)
     every = interval or interval_override()
-    if not _api_url():
+    api = _api_url()
+    if not api:
         raise ConfigError(
             "serve needs a Prefect server: run `prefect server start --host 127.0.0.1` and "
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
+    _check_reachable(api)
     cfg_path = str(Path(config).resolve()) if config else None
     serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))

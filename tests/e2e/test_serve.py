@@ -189,3 +189,29 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
     assert sorted(s["parameters"]["model"] for s in rounds) == sorted(cfg.models)
     assert {s["interval"] for s in rounds} == {cfg.interval_min * 60}
     assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
+
+
+@pytest.mark.unit
+def test_interval_override_is_checked() -> None:
+    from datetime import timedelta
+
+    from flows.serve import interval_override
+    from tasks.errors import ConfigError
+
+    assert interval_override({}) is None
+    assert interval_override({"CANARY_SERVE_INTERVAL_S": "5"}) == timedelta(seconds=5)
+    for bad in ("abc", "0", "-3", "nan"):
+        with pytest.raises(ConfigError, match="CANARY_SERVE_INTERVAL_S"):
+            interval_override({"CANARY_SERVE_INTERVAL_S": bad})
+
+
+@pytest.mark.integration
+def test_serve_without_a_reachable_server_is_one_line(tmp_path: Path) -> None:
+    env = _base_env(tmp_path / "home")
+    env["PREFECT_API_URL"] = f"http://user:pw-not-shown@127.0.0.1:{_free_port()}/api"
+    out = subprocess.run([str(BIN / "canary"), "serve", "--config", str(REPO / "canary.toml")], env=env,
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.startswith("canary: serve: the Prefect API at http://127.0.0.1:")
+    assert "Traceback" not in out.stderr and "pw-not-shown" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
