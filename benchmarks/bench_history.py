@@ -9,7 +9,8 @@ start) over the same simulated days, fleet and clock:
            (no flow heartbeats, idle server services off, a one-certificate CA bundle);
 * default  build_history(lean=False): the same flow runs with Prefect's and httpx's defaults;
 * plain    baseline without orchestration: the round's task functions (`.fn`) called in the flow's order,
-           probes in a ThreadPoolExecutor of the same size, no Prefect API at all (artifact step skipped).
+           probes in a ThreadPoolExecutor of the same size, no Prefect API at all (artifact step skipped),
+           the lean variant's CA bundle.
            Not the real flow: it shows what the orchestration costs.
 
 Printed per variant: rounds, wall, rounds/s, median round, the median probe phase (first request sent to
@@ -51,6 +52,9 @@ def probe_phase_s(db: str) -> float:
 def run_plain(days: float, db: str) -> dict[str, Any]:
     """The round's steps without Prefect (baseline)."""
     os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "false"  # Variable reads fail fast: "unreachable"
+    from flows.history_sim import _one_cert_bundle
+
+    os.environ["SSL_CERT_FILE"] = str(_one_cert_bundle())  # the same httpx.Client cost as the lean variant
     from concurrent.futures import ThreadPoolExecutor
 
     from flows import history as h

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from flows.demo import DEMO_CONTROLS, DEMO_MODEL, _quiet
+from flows.demo import DEMO_CONTROLS, DEMO_MODEL, quiet_logs
 from flows.history_sim import SharedStepClock, history_prefect, simulator_process
 from tasks.config import DEFAULT_LADDER, format_duration
 from tasks.errors import ConfigError
@@ -198,8 +198,6 @@ def build_history(
     if start.tzinfo is None:
         raise ConfigError("demo: the history start must be timezone-aware")
     stream = out or sys.stdout
-    _quiet()
-    from flows.round import canary_round
     from tasks import store
 
     db = Path(db_path)
@@ -231,7 +229,13 @@ def build_history(
     # Never alert a real Slack channel; the simulator's own key only while the history runs.
     saved_env = {k: os.environ.pop(k) for k in (*SLACK_ENV, "OPENROUTER_API_KEY") if k in os.environ}
     try:
-        with history_prefect(lean), simulator_process(fleet, time_scale=time_scale, clock=clock) as sim:
+        with (
+            quiet_logs(),
+            history_prefect(lean),
+            simulator_process(fleet, time_scale=time_scale, clock=clock) as sim,
+        ):
+            from flows.round import canary_round  # after quiet_logs() set Prefect's log level
+
             os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
             overrides = history_overrides(
                 sim.base_url,
