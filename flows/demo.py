@@ -44,7 +44,6 @@ def quiet_logs() -> Iterator[None]:
             lg.setLevel(level)
 
 
-_quiet = quiet_logs  # the name flows/history.py uses
 
 
 def demo_overrides(base_url: str, db_path: str, publish_dir: str) -> dict[str, Any]:

@@ -11,8 +11,10 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.deadman import notice_silence
 from tasks import round_steps as steps
 from tasks.clock import utcnow
+from tasks.concurrency import RoundSkipped
 from tasks.plan import make_round_id, plan_probes
 
 #: Probe requests in flight at once (I/O bound: threads mostly wait on sockets).
@@ -50,20 +52,25 @@ def canary_round(
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)
 
-    with steps.round_guard(model, logger):
-        endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
-        previous = steps.previous_languages(cfg, model)
-        steps.warm_up()
-        probes = plan_probes(endpoints, cfg.languages, previous)
-        futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
-        attempts = [a for f in futures for a in f.result()]
-        judged = steps.judge(attempts, endpoints, cfg)
-        previous_results = steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)
-        outcome = steps.decide_and_publish(cfg, model, round_id, round_ts, endpoints, judged, mode)
-        steps.publish_round_artifact(
-            cfg, model, round_id, round_ts, judged, outcome, outcome.mode, previous_results
-        )
-        delivered = steps.alert(cfg, model, round_id, round_ts, judged, outcome, attempts)
+    try:
+        with steps.round_guard(model, logger):
+            endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
+            previous = steps.previous_languages(cfg, model)
+            steps.warm_up()
+            probes = plan_probes(endpoints, cfg.languages, previous)
+            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
+            attempts = [a for f in futures for a in f.result()]
+            judged = steps.judge(attempts, endpoints, cfg)
+            previous_results = steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)
+            outcome = steps.decide_and_publish(cfg, model, round_id, round_ts, endpoints, judged, mode)
+            steps.publish_round_artifact(
+                cfg, model, round_id, round_ts, judged, outcome, outcome.mode, previous_results
+            )
+            notice_silence(cfg, model, round_ts, outcome.ignore)  # the dead-man, if nobody told yet
+            delivered = steps.alert(cfg, model, round_id, round_ts, judged, outcome, attempts)
+    except RoundSkipped:  # logged by the guard; a skipped round is not a failure
+        return {"round_id": round_id, "model": model, "skipped": True, "endpoints": 0, "attempts": 0,
+                "decisions": [], "ignore": []}
 
     logger.info(
         "Round %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d",

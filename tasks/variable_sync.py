@@ -117,7 +117,15 @@ def reconcile(con: store.Connection, now: datetime, current: Any) -> list[dict[s
             log.warning("Variable %s is not a JSON list of {tag, model, ...}; edit ignored", VARIABLE_NAME)
         elif synced is not None and _canon(entries) != _canon(synced):
             apply_ui_edits(con, entries, synced, now)
-    return to_json(store.active_exclusions(con, now))
+    value = to_json(store.active_exclusions(con, now))
+    if (
+        current is not None
+        and synced is not None
+        and value == synced
+        and _canon(value) == _canon(parse_variable(current) or [])
+    ):
+        return None  # both sides already agree: no API write this round
+    return value
 
 
 def write_variable(value: list[dict[str, Any]]) -> bool:
@@ -145,7 +153,9 @@ def sync(db_path: str, now: datetime) -> bool:
         return False
     with store.open_store(db_path) as con:
         value = reconcile(con, now, current)
-    if value is None or not write_variable(value):
+    if value is None:
+        return True  # the table and the Variable already agree
+    if not write_variable(value):
         return False
     with store.open_store(db_path) as con:
         mark_synced(con, value)

@@ -149,11 +149,6 @@ def test_a_slack_outage_delays_the_alert_and_the_next_check_sends_it_once(
     assert _deadman_messages(slack) == [_key(MODEL, T0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flows/round.py does not call flows.deadman.notice_silence yet (diff in the issue-5 report); "
-    "remove this marker when it does",
-)
 def test_the_round_that_ends_a_silence_reports_it_when_nobody_else_did(
     prefect_harness: None, overrides: dict[str, Any], slack: SlackServer
 ) -> None:

@@ -251,12 +251,6 @@ def test_round_findings_probe_weak_and_pin_mismatch(
     assert box[pin]["tag"] == "slowco" and "canary exclude add slowco" in _text(slack, pin)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tasks/round_steps.alert logs the alerts to the plain 'canary' logger, which no handler forwards "
-    "to Prefect (nothing reaches the run log in a served run); the fix is a diff in the issue-5 report: "
-    "remove this marker when it is applied",
-)
 def test_without_slack_the_alerts_are_in_the_run_log(
     prefect_harness: None, overrides: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
