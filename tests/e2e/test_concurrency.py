@@ -29,14 +29,27 @@ from tasks.concurrency import (
     live_holders,
     wait_seconds,
 )
+from tests.support.rounds import round_overrides
 
 MODEL = "acme/overlap-model"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "quick", "provider_name": "Quick"},
-    {"tag": "slowpoke", "provider_name": "Slowpoke",
-     "faults": [{"kind": "slow_first_token", "delay_s": 2.0, "keepalive_s": 0.5}]},
-]}]})
+FLEET = parse_fleet(
+    {
+        "models": [
+            {
+                "id": MODEL,
+                "endpoints": [
+                    {"tag": "quick", "provider_name": "Quick"},
+                    {
+                        "tag": "slowpoke",
+                        "provider_name": "Slowpoke",
+                        "faults": [{"kind": "slow_first_token", "delay_s": 2.0, "keepalive_s": 0.5}],
+                    },
+                ],
+            }
+        ]
+    }
+)
 
 
 # --- pure parts ------------------------------------------------------------------------------------------
@@ -75,16 +88,7 @@ def sim() -> Iterator[SimulatorHandle]:
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    return {
-        "base_url": sim.base_url,
-        "db_path": str(tmp_path / "canary.duckdb"),
-        "publish_dir": str(tmp_path / "published"),
-        "exclusions_file": str(tmp_path / "no-exclusions.toml"),
-        "models": [MODEL],
-        "mode": "enforce",
-        "ttft_s": 1,
-        "languages": ["en"],
-    }
+    return round_overrides(sim, tmp_path, MODEL, ttft_s=1, languages=["en"])
 
 
 def _active_slots(model: str) -> int:
@@ -168,7 +172,9 @@ def _api_logs(needle: str) -> list[str]:
 
 @pytest.mark.e2e
 def test_second_round_is_skipped_with_a_clear_log_line(
-    prefect_harness: None, env: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+    prefect_harness: None,
+    env: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("CANARY_ROUND_WAIT_S", "0.5")
@@ -216,7 +222,9 @@ def test_second_round_waits_and_never_overlaps(
 
 @pytest.mark.e2e
 def test_a_stale_slot_is_freed_by_the_next_round(
-    prefect_harness: None, env: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+    prefect_harness: None,
+    env: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A slot held with no round running (a server that lost its lease) must not skip rounds forever."""

@@ -20,6 +20,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.rounds import round_overrides
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -28,10 +29,19 @@ MODEL = "acme/deadman-model"
 QUIET = "acme/never-ran"
 TOKEN = "xoxb-deadman-test-token"
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-]}]})
+FLEET = parse_fleet(
+    {
+        "models": [
+            {
+                "id": MODEL,
+                "endpoints": [
+                    {"tag": "alpha", "provider_name": "Alpha"},
+                    {"tag": "beta", "provider_name": "Beta"},
+                ],
+            }
+        ]
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +62,7 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
 @pytest.fixture
 def overrides(monkeypatch: pytest.MonkeyPatch, sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    return {
-        "base_url": sim.base_url,
-        "db_path": str(tmp_path / "canary.duckdb"),
-        "publish_dir": str(tmp_path / "published"),
-        "exclusions_file": str(tmp_path / "no-exclusions.toml"),
-        "models": [MODEL],
-        "mode": "enforce",
-        "languages": ["en"],
-        "interval_min": 30,
-    }
+    return round_overrides(sim, tmp_path, MODEL, languages=["en"], interval_min=30)
 
 
 def _round(overrides: dict[str, Any], at: datetime) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.plan import make_round_id
+from tests.support.rounds import round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -64,18 +65,16 @@ def sim() -> Iterator[SimulatorHandle]:
 
 
 def overrides(sim: SimulatorHandle, tmp: Path, mode: str = "enforce") -> dict[str, Any]:
-    return {
-        "base_url": sim.base_url,
-        "db_path": str(tmp / "canary.duckdb"),
-        "publish_dir": str(tmp / "published"),
-        "exclusions_file": str(tmp / "none.toml"),
-        "mode": mode,
-        "models": [MODEL],
-        "refusal_controls": ["amazon-bedrock"],
-        "ttft_s": 1.0,
-        "read_timeout_s": 5.0,
-        "probe_budget_s": 8.0,
-    }
+    return round_overrides(
+        sim,
+        tmp,
+        MODEL,
+        mode=mode,
+        refusal_controls=["amazon-bedrock"],
+        ttft_s=1.0,
+        read_timeout_s=5.0,
+        probe_budget_s=8.0,
+    )
 
 
 def run_round(sim: SimulatorHandle, tmp: Path, ts: datetime, **kw: Any) -> dict[str, Any]:

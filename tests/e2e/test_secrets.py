@@ -23,6 +23,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.rounds import round_overrides
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -35,16 +36,35 @@ KEY = "sk-or-v1-PLANTED" + secrets.token_hex(16)
 TOKEN = "PLANTEDTOKEN" + secrets.token_hex(12)
 WRONG_KEY = "PLANTEDKEY" + secrets.token_hex(16)
 WRONG_TOKEN = "xoxb-PLANTED-" + secrets.token_hex(12)
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-    {"tag": "gamma", "provider_name": "Gamma"},
-    {"tag": "slowco", "provider_name": "Slowco",
-     "faults": [{"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}]},
-    {"tag": "errco", "provider_name": "Errco",
-     "faults": [{"kind": "http_error_before_stream", "status": 502}]},
-    {"tag": "midco", "provider_name": "Midco", "faults": [{"kind": "midstream_error", "tokens": 2}]},
-]}]})
+FLEET = parse_fleet(
+    {
+        "models": [
+            {
+                "id": MODEL,
+                "endpoints": [
+                    {"tag": "alpha", "provider_name": "Alpha"},
+                    {"tag": "beta", "provider_name": "Beta"},
+                    {"tag": "gamma", "provider_name": "Gamma"},
+                    {
+                        "tag": "slowco",
+                        "provider_name": "Slowco",
+                        "faults": [{"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}],
+                    },
+                    {
+                        "tag": "errco",
+                        "provider_name": "Errco",
+                        "faults": [{"kind": "http_error_before_stream", "status": 502}],
+                    },
+                    {
+                        "tag": "midco",
+                        "provider_name": "Midco",
+                        "faults": [{"kind": "midstream_error", "tokens": 2}],
+                    },
+                ],
+            }
+        ]
+    }
+)
 
 
 # --- the scanner -----------------------------------------------------------------------------------------
@@ -52,9 +72,12 @@ def duckdb_texts(path: Path) -> Iterator[str]:
     """Every value of every table, as text (lists and structs included)."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-        ).fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
         assert tables, f"no tables in {path}"
         for table in tables:
             for row in con.execute(f'SELECT * FROM "{table}"').fetchall():
@@ -89,13 +112,15 @@ def prefect_texts(model: str) -> Iterator[str]:
         ids = [r.id for r in runs]
         for run in runs:
             yield f"flow run {run.name}: {json.dumps(run.parameters, default=str)}"
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=ids)))
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=ids))
+        )
         for a in artifacts:
             yield f"artifact {a.key}: {a.description} {json.dumps(a.data, default=str)}"
         offset = 0
-        while page := client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)), limit=200,
-                                       offset=offset):
+        while page := client.read_logs(
+            LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)), limit=200, offset=offset
+        ):
             yield from (f"log: {log.message}" for log in page)
             offset += len(page)
 
@@ -112,7 +137,7 @@ def leaks(needles: Iterable[str], texts: Iterable[str]) -> list[str]:
         for needle in needles:
             if needle in text:
                 at = text.index(needle)
-                found.append(text[max(0, at - 120): at + 40])
+                found.append(text[max(0, at - 120) : at + 40])
     return found
 
 
@@ -161,22 +186,16 @@ def sim() -> Iterator[SimulatorHandle]:
 
 
 def _overrides(sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
-    return {
-        "base_url": sim.base_url,
-        "db_path": str(tmp_path / "canary.duckdb"),
-        "publish_dir": str(tmp_path / "published"),
-        "exclusions_file": str(tmp_path / "no-exclusions.toml"),
-        "models": [MODEL],
-        "mode": "enforce",
-        "ttft_s": 1,
-        "languages": ["en", "de"],
-        "min_hosts": 2,
-    }
+    return round_overrides(sim, tmp_path, MODEL, ttft_s=1, languages=["en", "de"], min_hosts=2)
 
 
 def test_planted_secrets_appear_nowhere(
-    prefect_harness: None, sim: SimulatorHandle, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    prefect_harness: None,
+    sim: SimulatorHandle,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from flows.round import canary_round
     from tasks.alerts import SlackSettings, flush_outbox
@@ -202,17 +221,34 @@ def test_planted_secrets_appear_nowhere(
         except Exception as e:  # whether the round fails or lands 401s, its error must not carry the key
             raised += [str(e), repr(e)]
         with store.open_store(ov["db_path"], read_only=True) as con:
-            statuses = {r[0] for r in con.execute(
-                "SELECT DISTINCT a.http_status FROM attempts a JOIN rounds r USING (round_id)"
-                " WHERE r.round_ts = ?", [wrong_ts]).fetchall()}
+            statuses = {
+                r[0]
+                for r in con.execute(
+                    "SELECT DISTINCT a.http_status FROM attempts a JOIN rounds r USING (round_id)"
+                    " WHERE r.round_ts = ?",
+                    [wrong_ts],
+                ).fetchall()
+            }
         assert raised or statuses == {401}, (raised, statuses)
 
         # A wrong Slack token: the alerts of a third round fail with invalid_auth and stay in the outbox.
         monkeypatch.setenv("OPENROUTER_API_KEY", key)
         monkeypatch.setenv("SLACK_BOT_TOKEN", wrong_token)
-        sim.set_fleet(parse_fleet({"models": [{"id": MODEL, "endpoints": [
-            {"tag": t, "provider_name": t.capitalize()} for t in ("alpha", "beta", "gamma", "slowco")
-        ]}]}))
+        sim.set_fleet(
+            parse_fleet(
+                {
+                    "models": [
+                        {
+                            "id": MODEL,
+                            "endpoints": [
+                                {"tag": t, "provider_name": t.capitalize()}
+                                for t in ("alpha", "beta", "gamma", "slowco")
+                            ],
+                        }
+                    ]
+                }
+            )
+        )
         for i in (3, 4):  # slowco back to health: restore alerts, refused by Slack (wrong token)
             canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
         with store.open_store(ov["db_path"]) as con:

@@ -24,6 +24,7 @@ import pytest
 from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.rounds import round_overrides
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -65,20 +66,17 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
 @pytest.fixture
 def overrides(monkeypatch: pytest.MonkeyPatch, sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    return {
-        "base_url": sim.base_url,
-        "db_path": str(tmp_path / "canary.duckdb"),
-        "publish_dir": str(tmp_path / "published"),
-        "exclusions_file": str(tmp_path / "no-exclusions.toml"),
-        "models": [MODEL],
-        "mode": "enforce",
-        "ttft_s": 1,
-        "languages": ["en"],
-        "fail_rounds": 2,
-        "restore_rounds": 1,
-        "min_hosts": 4,
-        "ladder": ["1h"],
-    }
+    return round_overrides(
+        sim,
+        tmp_path,
+        MODEL,
+        ttft_s=1,
+        languages=["en"],
+        fail_rounds=2,
+        restore_rounds=1,
+        min_hosts=4,
+        ladder=["1h"],
+    )
 
 
 class Rounds:
@@ -94,7 +92,7 @@ class Rounds:
 
     def new_messages(self) -> list[str]:
         accepted = self.slack.messages
-        keys = [m.alert_key or "?" for m in accepted[self._seen:]]
+        keys = [m.alert_key or "?" for m in accepted[self._seen :]]
         self._seen = len(accepted)
         return keys
 
@@ -227,8 +225,9 @@ def test_admin_lift_is_announced_once(
     suspended = [k for k in r.new_messages() if k in r.decisions(now - timedelta(minutes=15)).values()]
     assert len(suspended) == 2  # suspend driftco + floor_blocked slowco
 
-    lift_command(tag="driftco", reason="false positive", model=MODEL, who="tester", config=config,
-                 db=cfg["db_path"])
+    lift_command(
+        tag="driftco", reason="false positive", model=MODEL, who="tester", config=config, db=cfg["db_path"]
+    )
     lifted = r.new_messages()
     assert len(lifted) == 1
     assert r.outbox()[lifted[0]]["kind"] == "lift"
