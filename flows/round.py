@@ -58,8 +58,7 @@ def canary_round(
             previous = steps.previous_languages(cfg, model)
             steps.warm_up()
             probes = plan_probes(endpoints, cfg.languages, previous)
-            offset_s = (round_ts - utcnow()).total_seconds()  # ~0 unless the clock is compressed
-            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg), unmapped(offset_s))
+            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
             attempts = [a for f in futures for a in f.result()]
             judged = steps.judge(attempts, endpoints, cfg)
             previous_results = steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)

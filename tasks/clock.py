@@ -53,16 +53,5 @@ class StepClock:
         time.sleep(seconds)
 
 
-class ShiftedClock(SystemClock):
-    """The system clock moved by a fixed offset: a compressed-time round (demo, history) stamps its attempts
-    on the round's own timeline (round_ts + elapsed) while latencies stay real."""
-
-    def __init__(self, offset: timedelta) -> None:
-        self.offset = offset
-
-    def now(self) -> datetime:
-        return datetime.now(UTC) + self.offset
-
-
 def utcnow() -> datetime:
     return datetime.now(UTC)

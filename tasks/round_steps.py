@@ -20,7 +20,7 @@ import httpx
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.clock import ShiftedClock
+from tasks.clock import SystemClock
 from tasks.config import CanaryConfig, load_config
 from tasks.errors import CanaryError, StoreError
 from tasks.plan import Probe, model_slug
@@ -141,17 +141,14 @@ def previous_languages(cfg: CanaryConfig, model: str) -> dict[str, tuple[str, Ou
 
 
 @task(name="probe", task_run_name="probe-{probe.endpoint.tag}-{probe.contract}", cache_policy=NO_CACHE)
-def probe(probe: Probe, round_id: str, cfg: CanaryConfig, clock_offset_s: float = 0.0) -> list[Attempt]:
-    """Send the pinned probe; for the language contract, confirm a first failure with two more attempts.
-
-    `clock_offset_s` puts `started_at` on the round's timeline when the round runs on a compressed clock.
-    """
+def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
+    """Send the pinned probe; for the language contract, confirm a first failure with two more attempts."""
     from tasks.contracts.language import needs_confirmation
     from tasks.probe import probe_once
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
-    clock = ShiftedClock(timedelta(seconds=clock_offset_s))
+    clock = SystemClock()
     attempts: list[Attempt] = []
     with httpx.Client(verify=_ssl_context()) as client:
 

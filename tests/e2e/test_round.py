@@ -128,12 +128,6 @@ def test_one_row_per_attempt_and_a_rerun_replaces_rather_than_duplicates(two_rou
     assert two_rounds["rows_after_first"] == first["attempts"] >= 15 * 4
     assert two_rounds["ids_first"] == two_rounds["ids_rerun"]
     assert len(set(two_rounds["ids_first"])) == len(two_rounds["ids_first"])
-    # Attempts are stamped on the round's own (compressed) timeline, not the wall clock.
-    with store.open_store(two_rounds["tmp"] / "canary.duckdb") as con:
-        first_ts, last_ts = con.execute(
-            "SELECT min(started_at), max(started_at) FROM attempts WHERE round_id = ?", [first["round_id"]]
-        ).fetchone()
-    assert T0 <= first_ts <= last_ts < T0 + timedelta(minutes=5)
 
 
 @pytest.mark.parametrize(("tag", "contract"), sorted(EXPECTED_FAULTS), ids=lambda v: str(v))
