@@ -33,23 +33,31 @@ from tests.support.rounds import round_overrides
 
 MODEL = "acme/overlap-model"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-FLEET = parse_fleet(
-    {
-        "models": [
-            {
-                "id": MODEL,
-                "endpoints": [
-                    {"tag": "quick", "provider_name": "Quick"},
-                    {
-                        "tag": "slowpoke",
-                        "provider_name": "Slowpoke",
-                        "faults": [{"kind": "slow_first_token", "delay_s": 2.0, "keepalive_s": 0.5}],
-                    },
-                ],
-            }
-        ]
-    }
-)
+
+
+def _fleet(delay_s: float) -> Any:
+    return parse_fleet(
+        {
+            "models": [
+                {
+                    "id": MODEL,
+                    "endpoints": [
+                        {"tag": "quick", "provider_name": "Quick"},
+                        {
+                            "tag": "slowpoke",
+                            "provider_name": "Slowpoke",
+                            "faults": [{"kind": "slow_first_token", "delay_s": delay_s, "keepalive_s": 0.5}],
+                        },
+                    ],
+                }
+            ]
+        }
+    )
+
+
+FLEET = _fleet(2.0)
+#: For the skip test the first round must outlast the second round's start-up even on a loaded machine.
+LONG_FLEET = _fleet(8.0)
 
 
 # --- pure parts ------------------------------------------------------------------------------------------
@@ -173,19 +181,24 @@ def _api_logs(needle: str) -> list[str]:
 @pytest.mark.e2e
 def test_second_round_is_skipped_with_a_clear_log_line(
     prefect_harness: None,
+    sim: SimulatorHandle,
     env: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("CANARY_ROUND_WAIT_S", "0.5")
-    first = Runner(T0, env)
-    first.start()
-    _wait_until_held(MODEL, first)
-    with caplog.at_level(logging.WARNING):
-        second = Runner(T0 + timedelta(minutes=30), env)
-        second.start()
-        second.join(60)
-    first.join(60)
+    sim.set_fleet(LONG_FLEET)
+    try:
+        first = Runner(T0, env)
+        first.start()
+        _wait_until_held(MODEL, first)
+        with caplog.at_level(logging.WARNING):
+            second = Runner(T0 + timedelta(minutes=30), env)
+            second.start()
+            second.join(60)
+        first.join(60)
+    finally:
+        sim.set_fleet(FLEET)
 
     assert first.error is None and first.summary is not None, first.error
     assert _skipped(second), (second.summary, second.error)
