@@ -79,6 +79,8 @@ def _run_rounds(rounds: int, db_path: str) -> None:
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=rounds // 2)
     clock = StepClock(start)
     console.print(f"[bold]canary demo[/]: {rounds} rounds of {DEMO_MODEL} against the built-in simulator")
+    with store.open_store(db_path) as con:  # as `canary mode enforce` would: `canary status` then agrees
+        store.set_setting(con, store.MODE_KEY, "enforce", at=clock.now(), who="canary demo")
     with start_simulator(None) as sim:
         os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
         overrides = demo_overrides(sim.base_url, db_path, publish_dir)
