@@ -67,10 +67,19 @@ def canary_round(
                 cfg, model, round_id, round_ts, judged, outcome, outcome.mode, previous_results
             )
             notice_silence(cfg, model, round_ts, outcome.ignore)  # the dead-man, if nobody told yet
-            delivered = steps.alert(cfg, model, round_id, round_ts, judged, outcome, attempts)
+            delivered = steps.alert(
+                cfg, model, round_id, round_ts, judged, outcome, attempts, previous_results
+            )
     except RoundSkipped:  # logged by the guard; a skipped round is not a failure
-        return {"round_id": round_id, "model": model, "skipped": True, "endpoints": 0, "attempts": 0,
-                "decisions": [], "ignore": []}
+        return {
+            "round_id": round_id,
+            "model": model,
+            "skipped": True,
+            "endpoints": 0,
+            "attempts": 0,
+            "decisions": [],
+            "ignore": [],
+        }
 
     logger.info(
         "Round %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d",

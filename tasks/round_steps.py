@@ -374,19 +374,26 @@ def alert(
     judged: Judged,
     outcome: RoundOutcome,
     attempts: Sequence[Attempt],
+    previous: Sequence[ContractResult] = (),
 ) -> int:
-    """Queue this round's transitions in the outbox, then flush the outbox (earlier failures included)."""
+    """Queue this round's transitions in the outbox, then flush the outbox (earlier failures included).
+
+    probe_weak and pin_mismatch are alerted when they start, not again while they last: `previous` is the
+    last complete round's results.
+    """
     from tasks import store
     from tasks.alerts import SlackSettings, flush_outbox
+    from tasks.judge import findings_from_results
     from tasks.render import alerts_for_round
 
+    before = findings_from_results(previous, cfg)
     alerts = alerts_for_round(
         model,
         round_id,
         round_ts,
         outcome.decisions,
-        judged.probe_weak,
-        judged.pin_mismatches,
+        judged.probe_weak and not before.probe_weak,
+        [t for t in judged.pin_mismatches if t not in before.pin_mismatches],
         outcome.ignore,
         results=judged.results,
         attempts=attempts,

@@ -248,6 +248,13 @@ def test_round_findings_probe_weak_and_pin_mismatch(
     assert sorted(box[k]["kind"] for k in keys) == ["pin_mismatch", "probe_weak"]
     pin = next(k for k in keys if box[k]["kind"] == "pin_mismatch")
     assert box[pin]["tag"] == "slowco" and "canary exclude add slowco" in _text(slack, pin)
+    # The same findings next round are not a transition: nothing new is sent.
+    r.run(T0 + timedelta(minutes=30))
+    assert [
+        box_kind
+        for k in r.new_messages()
+        if (box_kind := r.outbox()[k]["kind"]) in ("pin_mismatch", "probe_weak")
+    ] == []
 
 
 def test_without_slack_the_alerts_are_in_the_run_log(
