@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.fake_upstream import FakeUpstream, Script
 from router.routes import parse_routes
 from router.server import start_router
+from tests.support.fake_upstream import FakeUpstream, Script
 
 duckdb = pytest.importorskip("duckdb")
 store = pytest.importorskip("tasks.store")

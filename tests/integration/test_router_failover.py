@@ -1,5 +1,6 @@
-"""The router end to end against scripted loopback upstreams (router/fake_upstream.py), with the official
-`openai` client: failover before the commit, loud failure after it, cooldowns, order, ignore merge, savers.
+"""The router end to end against scripted loopback upstreams (tests/support/fake_upstream.py), with the
+official `openai` client: failover before the commit, loud failure after it, cooldowns, order, ignore
+merge, savers.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import pytest
 
 from router import savings
 from router.events import read_events
-from router.fake_upstream import FakeUpstream, Script
 from router.routes import key_id, parse_routes
 from router.server import RunningRouter, start_router
 from router.tokens import count_body
 from tasks.plan import model_slug
+from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
