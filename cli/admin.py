@@ -233,22 +233,28 @@ def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, 
 def _apply_admin_decisions(
     con: store.Connection, cfg: CanaryConfig, model: str, decisions: list[Decision], now: datetime
 ) -> list[IgnoreList]:
-    """Record admin decisions, republish, and alert (outbox first, then Slack or the log)."""
-    from tasks.alerts import SlackSettings, flush_outbox
+    """Record admin decisions, republish, and queue their alerts (delivered after the window closes)."""
     from tasks.render import render_decision_alerts
 
     store.append_decisions(con, decisions)
     lists = republish(con, cfg, now, [model])
     store.enqueue_alerts(con, render_decision_alerts(decisions, {model: lists[0]}, None))
-    flush_outbox(con, SlackSettings.from_env(), now)
     return lists
+
+
+def _deliver_after_close(cfg: CanaryConfig) -> None:
+    """Post queued alerts with the database closed (never call Slack while holding the lock)."""
+    from tasks.alerts import SlackSettings
+    from tasks.delivery import deliver_outbox
+
+    deliver_outbox(cfg.db_path, SlackSettings.from_env(), utcnow())
 
 
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
     from tasks.policy import PolicyConfig, lift
-    from tasks.round_steps import load_policy_states, replace_policy_states
+    from tasks.store.state import load_policy_states, replace_policy_states
 
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model)
@@ -268,13 +274,14 @@ def lift_command(
             raise ConfigError(f"lift: {tag!r} is not suspended on {m} (see `canary status`)")
         replace_policy_states(con, m, mode, list(new_states.values()))
         lists = _apply_admin_decisions(con, cfg, m, decisions, now)
+    _deliver_after_close(cfg)
     after_change(cfg, lists, now)
     typer.echo(f"lifted {tag} on {m}: back in routing now")
 
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from tasks.policy import carry_over
-    from tasks.round_steps import load_policy_states, replace_policy_states
+    from tasks.store.state import load_policy_states, replace_policy_states
 
     try:
         target = Mode(new_mode)
@@ -289,6 +296,7 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
             states, decisions = carry_over(load_policy_states(con, m, target), target, now)
             replace_policy_states(con, m, target, list(states.values()))
             lists += _apply_admin_decisions(con, cfg, m, decisions, now)
+    _deliver_after_close(cfg)
     after_change(cfg, lists, now)
     typer.echo(
         f"mode is now {target.value}"

@@ -5,8 +5,8 @@ broken canary looks like. Two watchers notice it, and both queue the same alert 
 (`deadman|<model>|<last complete round>`), so one silence episode is announced once, whoever sees it first:
 
 * this flow, served next to the rounds by `canary serve` (every 15 minutes), during the silence;
-* the next round that completes after it (`notice_silence`, called by the round flow before its alert step),
-  for setups that run only the round deployment.
+* the next round that completes after it (its settlement carries the alert: tasks/core/settle.py), for
+  setups that run only the round deployment.
 
 Alerts go through the outbox like every other alert (written to DuckDB first, then flushed), so a Slack
 outage delays them and never loses or repeats one. A model that never completed a round is watched from the
@@ -15,7 +15,6 @@ first check that saw it (remembered in the `settings` table).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,33 +23,11 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.deadman import overdue_models
-from tasks.render import render_deadman_alerts
-from tasks.types import Alert, IgnoreList
+from tasks.deadman import silence_alerts
 
 #: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
 CHECK_EVERY = timedelta(minutes=15)
 _WATCH_KEY = "deadman_watching_since:{model}"
-
-
-def silence_alerts(
-    last_complete: Mapping[str, datetime | None],
-    now: datetime,
-    interval: timedelta,
-    *,
-    watching_since: Mapping[str, datetime] | None = None,
-    ignore_lists: Mapping[str, IgnoreList] | None = None,
-) -> list[Alert]:
-    """Pure: one dead-man alert per model silent for more than two intervals at `now` (per-model watch
-    start for models that never completed a round)."""
-    overdue = [
-        o
-        for model, last in sorted(last_complete.items())
-        for o in overdue_models(
-            {model: last}, now, interval, watching_since=(watching_since or {}).get(model)
-        )
-    ]
-    return render_deadman_alerts(overdue, interval, now, ignore_lists)
 
 
 def last_complete_ts(con: Any, model: str, before: datetime | None = None) -> datetime | None:
@@ -79,43 +56,13 @@ def _interval(cfg: CanaryConfig) -> timedelta:
     return timedelta(minutes=cfg.interval_min)
 
 
-@task(name="notice-silence", cache_policy=NO_CACHE)
-def notice_silence(cfg: CanaryConfig, model: str, round_ts: datetime, ignore: IgnoreList | None) -> int:
-    """Called by a round: if the previous complete round is more than two intervals old, queue the
-    dead-man alert of that silence (the round's alert step flushes it). Returns how many were queued."""
-    from tasks import store
-
-    with store.open_store(cfg.db_path) as con:
-        last = last_complete_ts(con, model, before=round_ts)
-        if last is None:
-            return 0
-        alerts = silence_alerts(
-            {model: last}, round_ts, _interval(cfg), ignore_lists={model: ignore} if ignore else None
-        )
-        return store.enqueue_alerts(con, alerts)
-
-
-def _store_busy(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry only when the DuckDB file stayed locked by another process (a round writing)."""
-    from tasks.errors import StoreError
-
-    try:
-        state.result()
-    except StoreError:
-        return True
-    except Exception:
-        return False
-    return False
-
-
-@task(
-    name="deadman-check", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 5],
-    retry_condition_fn=_store_busy,
-)
+@task(name="deadman-check", cache_policy=NO_CACHE)
 def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
-    """Queue an alert per silent model, then flush the outbox (earlier failed alerts included)."""
+    """Queue an alert per silent model, then deliver the outbox (queued alerts of crashed rounds included)
+    with the database closed."""
     from tasks import store
-    from tasks.alerts import SlackSettings, flush_outbox
+    from tasks.alerts import SlackSettings
+    from tasks.delivery import deliver_outbox
     from tasks.publish import current_ignore_list
 
     logger = get_run_logger()
@@ -126,7 +73,7 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
         ignore = {m: current_ignore_list(con, cfg, m, None, now) for m in cfg.models}
         alerts = silence_alerts(last, now, _interval(cfg), watching_since=watching, ignore_lists=ignore)
         queued = store.enqueue_alerts(con, alerts)
-        summary = flush_outbox(con, settings, now, logger)
+    summary = deliver_outbox(cfg.db_path, settings, now, logger)
     for a in alerts:
         logger.warning("No complete round of %s for more than two intervals (alert %s)", a.model, a.key)
     return {

@@ -1,6 +1,10 @@
 """The `canary-round` flow: one round for one model. The flow only wires tasks; the tasks do the work.
 
-discover -> probe.map (endpoint x contract, pinned, concurrent) -> judge -> land -> decide -> publish -> alert
+    load prior -> discover -> probe.map -> settle (pure) -> save (one transaction) -> publish -> deliver
+
+A journal file next to the database follows the round from step to step, so a round whose process dies is
+marked `crashed` with the step it reached by the next round of its model; a round whose write window cannot
+be had is spooled to disk (`deferred`) and landed by the next round that gets the store.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.deadman import notice_silence
 from tasks import round_steps as steps
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
+from tasks.failpoints import failpoint
 from tasks.plan import make_round_id, plan_probes
+from tasks.spool import Journal
+from tasks.types import RoundInfo
 
-#: Probe requests in flight at once (I/O bound: threads mostly wait on sockets).
-PROBE_WORKERS = 32
+#: Probe tasks in flight at once; the requests themselves are bounded by the config's `concurrency`.
+PROBE_WORKERS = 64
 
 
 def _flow_run_name() -> str:
@@ -51,50 +57,43 @@ def canary_round(
     model = model or cfg.models[0]
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)
-
+    summary: dict[str, Any] = {"round_id": round_id, "model": model, "endpoints": 0, "attempts": 0,
+                               "decisions": [], "ignore": []}
     try:
         with steps.round_guard(model, logger):
+            journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts, cfg.mode), utcnow())
+            prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, mode)
+            journal.step("probe")
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
-            previous = steps.previous_languages(cfg, model)
             steps.warm_up()
-            probes = plan_probes(endpoints, cfg.languages, previous)
+            probes = plan_probes(endpoints, cfg.languages, prior.previous_languages)
             futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
             attempts = [a for f in futures for a in f.result()]
-            judged = steps.judge(attempts, endpoints, cfg)
-            previous_results = steps.land(cfg, model, round_id, round_ts, endpoints, attempts, judged)
-            outcome = steps.decide_and_publish(cfg, model, round_id, round_ts, endpoints, judged, mode)
-            steps.publish_round_artifact(
-                cfg, model, round_id, round_ts, judged, outcome, outcome.mode, previous_results
-            )
-            notice_silence(cfg, model, round_ts, outcome.ignore)  # the dead-man, if nobody told yet
-            delivered = steps.alert(
-                cfg, model, round_id, round_ts, judged, outcome, attempts, previous_results
-            )
-    except RoundSkipped:  # logged by the guard; a skipped round is not a failure
-        return {
-            "round_id": round_id,
-            "model": model,
-            "skipped": True,
-            "endpoints": 0,
-            "attempts": 0,
-            "decisions": [],
-            "ignore": [],
-        }
+            failpoint("after-probe")
+            journal.step("settle")
+            settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id)
+            journal.step("save")
+            settled, status = steps.save(cfg, settled, mode, variable_value)
+            failpoint("after-save")
+            if status == "complete":
+                journal.step("publish")
+                steps.publish(cfg, settled)
+                failpoint("after-publish")
+            journal.step("deliver")
+            delivered = steps.deliver(cfg, round_ts)
+            journal.finish()
+    except RoundSkipped as skipped:  # logged by the guard; a skipped round is not a failure
+        return {**summary, "skipped": True, "status": "skipped", "reason": str(skipped)}
 
     logger.info(
-        "Round %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d",
-        round_id,
-        len(endpoints),
-        len(attempts),
-        len(outcome.decisions),
-        list(outcome.ignore.ignore),
-        delivered,
+        "Round %s %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d", round_id, status,
+        len(endpoints), len(attempts), len(settled.decisions), list(settled.ignore.ignore), delivered,
     )
     return {
-        "round_id": round_id,
-        "model": model,
+        **summary,
+        "status": status,
         "endpoints": len(endpoints),
         "attempts": len(attempts),
-        "decisions": [d.action.value + ":" + d.tag for d in outcome.decisions],
-        "ignore": list(outcome.ignore.ignore),
+        "decisions": [d.action.value + ":" + d.tag for d in settled.decisions],
+        "ignore": list(settled.ignore.ignore),
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,6 +102,7 @@ class DeliveryResult:
     error: str | None = None
     retry_after_s: float | None = None  # Slack asked us to wait this long before the next send
     attempted: bool = True  # False: not tried, the batch had stopped (rate limit, outage, bad credentials)
+    unknown: bool = False  # the post may have reached Slack (a timeout after sending): check before reposting
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,34 @@ def _failure(settings: SlackSettings, key: str, status: int | None, code: str,
 def _unreachable(settings: SlackSettings, key: str, err: Exception) -> _Sent:
     reason = getattr(err, "reason", None) or err
     detail = settings.scrub(f"{type(err).__name__}: {reason}")[:200]
-    return _Sent(DeliveryResult(key, False, f"slack unreachable: {detail}"), stop=True)
+    # Refused or unresolvable: nothing was sent. Anything else (a timeout, a reset) may have been posted.
+    unknown = not isinstance(reason, ConnectionRefusedError | socket.gaierror)
+    return _Sent(DeliveryResult(key, False, f"slack unreachable: {detail}", unknown=unknown), stop=True)
+
+
+def posted_keys(settings: SlackSettings, since: datetime, limit: int = 200) -> set[str] | None:
+    """Alert keys found in the channel's recent history (message metadata), or None when that cannot be
+    known: webhook and log transports, a channel given by name (conversations.history takes an ID), a
+    token without the history scope, or Slack unreachable."""
+    if settings.transport != "web" or not (settings.channel or "").startswith(("C", "G")):
+        return None
+    assert settings.bot_token is not None and settings.channel is not None
+    client = WebClient(
+        token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
+        timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log,
+    )
+    try:
+        resp = client.conversations_history(
+            channel=settings.channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True, limit=limit
+        )
+    except Exception:  # SlackApiError, timeouts: we cannot know
+        return None
+    keys: set[str] = set()
+    for message in resp.get("messages") or []:
+        payload = ((message or {}).get("metadata") or {}).get("event_payload") or {}
+        if isinstance(payload, dict) and isinstance(payload.get("key"), str):
+            keys.add(payload["key"])
+    return keys
 
 
 def _web_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
@@ -230,36 +259,3 @@ def _webhook_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
         return _failure(settings, alert.key, resp.status_code, resp.body or "", resp.headers)
 
     return send
-
-
-@dataclass(frozen=True)
-class FlushSummary:
-    transport: str
-    sent: int = 0
-    failed: int = 0
-    not_attempted: int = 0
-    retry_after_s: float | None = None
-    errors: tuple[str, ...] = ()
-
-
-def flush_outbox(
-    con: Any, settings: SlackSettings, now: datetime, logger: Logger | None = None, *, limit: int = 50
-) -> FlushSummary:
-    """Send the outbox's pending alerts and record each result; failed ones stay pending for next time."""
-    from tasks.store import mark_alert_failed, mark_alert_sent, pending_alerts
-
-    results = deliver(pending_alerts(con, limit, now=now), settings, now=now, logger=logger)
-    for r in results:
-        if r.sent:
-            mark_alert_sent(con, r.key, now)
-        elif r.attempted or r.retry_after_s is not None:
-            mark_alert_failed(con, r.key, now, r.error or "unknown error", r.retry_after_s)
-    failed = [r for r in results if not r.sent and r.attempted]
-    return FlushSummary(
-        transport=settings.transport,
-        sent=sum(r.sent for r in results),
-        failed=len(failed),
-        not_attempted=sum(not r.attempted for r in results),
-        retry_after_s=max((r.retry_after_s for r in results if r.retry_after_s is not None), default=None),
-        errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
-    )

@@ -31,7 +31,7 @@ import pandas as pd
 from tasks.config import CanaryConfig
 from tasks.errors import CanaryError
 from tasks.exclusions import matches
-from tasks.policy import PolicyConfig, RoundInput, decide
+from tasks.policy import PolicyConfig
 from tasks.types import Decision, EndpointState, Layer, RoundStatus
 
 __all__ = [
@@ -211,13 +211,16 @@ def parse_replay(lines: Iterable[str | Mapping[str, Any]]) -> ReplayHistory:
 
 
 def replay_history(history: ReplayHistory, cfg: PolicyConfig) -> list[Decision]:
-    """Fold `decide` (the same function the flow uses) over the rounds; each model has its own states."""
+    """Fold `settle_policy` (the function a live round settles with) over the rounds; each model has its
+    own states, and the exclusion layers in force are the ones the input lines recorded."""
+    from tasks.core import Prior, settle_policy
+
     states: dict[str, dict[str, EndpointState]] = defaultdict(dict)
     decisions: list[Decision] = []
     for r in history.rounds:
-        rnd = RoundInput(round_id=r.round_id, round_ts=r.round_ts, model=r.model, statuses=r.statuses,
-                         discovered=tuple(r.statuses), excluded=r.excluded)
-        states[r.model], made = decide(states[r.model], rnd, cfg)
+        prior = Prior(model=r.model, mode=cfg.mode, states=states[r.model])
+        states[r.model], made = settle_policy(prior, r.round_id, r.round_ts, r.statuses, tuple(r.statuses), cfg,
+                                              excluded=r.excluded)
         decisions.extend(made)
     return decisions
 

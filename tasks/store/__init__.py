@@ -22,7 +22,7 @@ from tasks.store.history import (
 )
 from tasks.store.landing import complete_round, finish_round, land_outcomes, land_round
 from tasks.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from tasks.store.outbox import alert_rows, enqueue_alerts, mark_alert_failed, mark_alert_sent, pending_alerts
+from tasks.store.outbox import alert_rows, claim_alerts, enqueue_alerts, pending_alerts, record_delivery
 from tasks.store.route_events import append_route_events, route_event_rows
 from tasks.store.rows import Connection, transaction
 from tasks.store.snapshot import open_snapshot, snapshot_path
@@ -45,6 +45,7 @@ __all__ = [
     "active_exclusions",
     "add_exclusion",
     "alert_rows",
+    "claim_alerts",
     "append_decisions",
     "append_route_events",
     "attempts_of_round",
@@ -60,13 +61,12 @@ __all__ = [
     "land_round",
     "latest_outcomes",
     "load_states",
-    "mark_alert_failed",
-    "mark_alert_sent",
     "migrate",
     "open_snapshot",
     "open_store",
     "outcomes_of_round",
     "pending_alerts",
+    "record_delivery",
     "remove_exclusion",
     "round_rows",
     "round_status_history",

@@ -1,8 +1,11 @@
 """The alerts outbox: one row per Alert.key, ever; the sender marks rows sent or failed.
 
-Lifecycle: ``pending`` (attempts 0) -> failed tries keep it ``pending`` with ``attempts``+1, ``last_error``
-and ``next_attempt_at`` -> ``sent`` (``sent_at``). A row is never deleted and never sent twice. Errors are
-redacted and flattened before they are stored: a token never reaches the table.
+Lifecycle: ``pending`` (attempts 0) -> claimed for a post (``sending_since`` set, ``attempts``+1, committed
+BEFORE the post) -> ``sent`` (``sent_at``), or back to plain ``pending`` with ``last_error`` and
+``next_attempt_at`` when Slack said no. When the post's fate is unknown (the process died during it, or Slack
+answered after our timeout) ``sending_since`` stays set: the next delivery asks Slack's channel history for the
+alert's key before posting again, and counts ``possible_duplicates`` where it cannot ask (tasks/delivery.py).
+A row is never deleted. Errors are redacted and flattened before they are stored.
 """
 
 from __future__ import annotations
@@ -48,29 +51,57 @@ def pending_alerts(con: Connection, limit: int = 50, *, now: datetime | None = N
     return [_from_row(r) for r in rows]
 
 
-def mark_alert_sent(con: Connection, key: str, at: datetime) -> bool:
-    """Mark ``key`` sent (counts the attempt); False when unknown or already sent."""
-    rows = con.execute(
-        "UPDATE alerts SET status = 'sent', sent_at = ?, last_attempt_at = ?, attempts = attempts + 1,"
-        " next_attempt_at = NULL WHERE key = ? AND status = 'pending' RETURNING key",
-        [utc(at), utc(at), key],
-    ).fetchall()
-    return bool(rows)
+#: A claim older than this is an unknown fate (its process died or timed out), not a post in flight.
+CLAIM_LEASE = timedelta(seconds=60)
 
 
-def mark_alert_failed(
-    con: Connection, key: str, at: datetime, error: str, retry_after_s: float | None = None
-) -> bool:
-    """Record a failed send: attempts+1, ``last_error`` (redacted, one line), retry not before
-    ``at + retry_after_s`` (immediately when None). False when unknown or already sent."""
+def claim_alerts(con: Connection, now: datetime, limit: int = 50) -> list[tuple[Alert, bool]]:
+    """Claim the alerts to post now, oldest first: (alert, fate_unknown). Due pending alerts and alerts whose
+    earlier claim is older than CLAIM_LEASE; each is stamped ``sending_since = now``, attempts + 1."""
+    at = utc_required(now)
+    rows = fetch_dicts(
+        con,
+        "SELECT *, sending_since IS NOT NULL AS unknown FROM alerts WHERE status = 'pending' AND ("
+        " (sending_since IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= ?))"
+        " OR sending_since <= ?) ORDER BY created_at, key LIMIT ?",
+        [at, at - CLAIM_LEASE, max(0, int(limit))],
+    )
+    for r in rows:
+        con.execute(
+            "UPDATE alerts SET sending_since = ?, attempts = attempts + 1, last_attempt_at = ? WHERE key = ?",
+            [at, at, r["key"]],
+        )
+    return [(_from_row(r), bool(r["unknown"])) for r in rows]
+
+
+def record_delivery(
+    con: Connection, key: str, at: datetime, *, sent: bool, error: str | None = None,
+    retry_after_s: float | None = None, unknown: bool = False, reposted_unknown: bool = False,
+) -> None:
+    """Record a claimed alert's result: sent; failed (Slack said no: retry at ``at + retry_after_s``); or
+    ``unknown`` (the post may have landed: stays claimed for the next delivery's history check).
+    ``reposted_unknown``: this post repeated one whose fate was unknown (a possible duplicate)."""
     at_utc = utc_required(at)
-    next_at = at_utc + timedelta(seconds=max(0.0, retry_after_s)) if retry_after_s is not None else at_utc
-    rows = con.execute(
-        "UPDATE alerts SET attempts = attempts + 1, last_error = ?, last_attempt_at = ?, next_attempt_at = ?"
-        " WHERE key = ? AND status = 'pending' RETURNING key",
-        [one_line(error, 500), at_utc, next_at, key],
-    ).fetchall()
-    return bool(rows)
+    dup = 1 if reposted_unknown else 0
+    if sent:
+        con.execute(
+            "UPDATE alerts SET status = 'sent', sent_at = ?, sending_since = NULL, next_attempt_at = NULL,"
+            " possible_duplicates = coalesce(possible_duplicates, 0) + ? WHERE key = ? AND status = 'pending'",
+            [at_utc, dup, key],
+        )
+    elif unknown:
+        con.execute(
+            "UPDATE alerts SET last_error = ?, possible_duplicates = coalesce(possible_duplicates, 0) + ?"
+            " WHERE key = ? AND status = 'pending'",
+            [one_line(error, 500), dup, key],
+        )
+    else:
+        next_at = at_utc + timedelta(seconds=max(0.0, retry_after_s or 0.0))
+        con.execute(
+            "UPDATE alerts SET sending_since = NULL, last_error = ?, next_attempt_at = ?,"
+            " possible_duplicates = coalesce(possible_duplicates, 0) + ? WHERE key = ? AND status = 'pending'",
+            [one_line(error, 500), next_at, dup, key],
+        )
 
 
 def alert_rows(

@@ -168,3 +168,16 @@ CREATE TABLE settings_history (
 );
 
 """
+
+#: Migration 4. ``rounds.step``: the step a round reached (``probe`` while it runs, ``saved`` once landed,
+#: the step it died in for a ``crashed`` round); ``landed_at``: when its save committed; ``deferred``: it was
+#: settled but spooled because the write window could not be had, and landed later by another process.
+#: ``alerts.sending_since``: a post may be in flight (set before the post, cleared when its result is known);
+#: ``possible_duplicates``: posts repeated while an earlier one's fate was unknown (webhook / log transports).
+ROUND_STEPS_SQL = """
+ALTER TABLE rounds ADD COLUMN step VARCHAR;
+ALTER TABLE rounds ADD COLUMN landed_at TIMESTAMPTZ;
+ALTER TABLE rounds ADD COLUMN deferred BOOLEAN DEFAULT false;
+ALTER TABLE alerts ADD COLUMN sending_since TIMESTAMPTZ;
+ALTER TABLE alerts ADD COLUMN possible_duplicates INTEGER DEFAULT 0;
+"""

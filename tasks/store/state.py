@@ -21,6 +21,19 @@ def load_states(con: Connection, model: str, mode: Mode | str) -> dict[str, Endp
     return {r["tag"]: _state_from_row(r) for r in rows}
 
 
+def load_policy_states(con: Connection, model: str, mode: Mode) -> dict[str, EndpointState]:
+    """The model's states in ``mode``, seeded from the other mode's rows where ``mode`` has none (a switch)."""
+    other = Mode.OBSERVE if mode is Mode.ENFORCE else Mode.ENFORCE
+    return {**load_states(con, model, other), **load_states(con, model, mode)}
+
+
+def replace_policy_states(con: Connection, model: str, mode: Mode, states: Sequence[EndpointState]) -> None:
+    """One state per endpoint: the current mode's. Stale rows of the other mode would leak suspensions."""
+    with transaction(con):
+        save_states(con, list(states))
+        con.execute("DELETE FROM endpoint_state WHERE model = ? AND mode <> ?", [model, str(mode)])
+
+
 def save_states(con: Connection, states: Sequence[EndpointState] | dict[str, EndpointState]) -> int:
     """Upsert states by (model, tag, mode); returns how many were written."""
     items = list(states.values()) if isinstance(states, dict) else list(states)

@@ -1,4 +1,4 @@
-"""flush_outbox(): DuckDB outbox + real slack-sdk + the local Slack server. Nothing lost, nothing doubled."""
+"""deliver_outbox(): DuckDB outbox + real slack-sdk + the local Slack server. Nothing lost, nothing doubled."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks import store
-from tasks.alerts import SlackSettings, flush_outbox
+from tasks.alerts import SlackSettings
+from tasks.delivery import deliver_outbox
 from tasks.types import Alert
 from tests.support.slack_server import SlackServer
 
@@ -44,8 +45,7 @@ def settings(slack: SlackServer) -> SlackSettings:
 
 
 def flush(db: str, settings: SlackSettings, now: datetime = NOW):  # type: ignore[no-untyped-def]
-    with store.open_store(db, snapshot=False) as con:
-        return flush_outbox(con, settings, now, LOG)
+    return deliver_outbox(db, settings, now, LOG)
 
 
 def enqueue(db: str, alerts: list[Alert]) -> int:
@@ -140,3 +140,58 @@ def test_without_slack_the_outbox_drains_to_the_log(tmp_db: str, caplog: pytest.
     assert (summary.transport, summary.sent) == ("log", 2)
     assert all(r["status"] == "sent" for r in rows(tmp_db).values())
     assert all(a.key in caplog.text for a in alerts)
+
+
+def test_no_database_lock_is_held_while_posting(tmp_db: str, slack: SlackServer, settings: SlackSettings) -> None:
+    """While Slack is slow, another process can open the database: delivery holds no lock during posts."""
+    import subprocess
+    import sys
+    import threading
+
+    enqueue(tmp_db, make_alerts(1))
+    slack.delay_next(1, seconds=3)
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (flush(tmp_db, settings), done.set()))
+    t.start()
+    deadline = datetime.now(UTC) + timedelta(seconds=2.5)
+    while not slack.requests and datetime.now(UTC) < deadline:
+        threading.Event().wait(0.05)
+    assert slack.requests and not done.is_set(), "the post should be in flight"
+    probe = subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect({tmp_db!r}).close()"],
+                           capture_output=True, text=True, timeout=30)
+    t.join(30)
+    assert probe.returncode == 0, probe.stderr
+
+
+def test_a_post_of_unknown_fate_is_looked_up_not_reposted(tmp_db: str, slack: SlackServer) -> None:
+    """Slack answers after our timeout: the message exists, we cannot know. The next delivery finds its key in
+    the channel history (message metadata) and marks it sent without posting it again: exactly once."""
+    from dataclasses import replace
+
+    settings = replace(SlackSettings.from_env({"SLACK_BOT_TOKEN": TOKEN, "SLACK_CHANNEL": "C0CANARY",
+                                               "SLACK_API_URL": slack.api_url}), timeout_s=1)
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    slack.delay_next(1, seconds=2.5)
+    first = flush(tmp_db, settings)
+    assert (first.sent, first.unknown) == (0, 1)  # the batch stops at the unknown one
+    state = rows(tmp_db)
+    assert state[alerts[0].key]["sending_since"] is not None and state[alerts[0].key]["status"] == "pending"
+    second = flush(tmp_db, settings, NOW + timedelta(minutes=30))
+    assert (second.deduplicated, second.sent, second.possible_duplicates) == (1, 2, 0)
+    assert sent_keys(slack) == Counter(a.key for a in alerts)  # each exactly once
+    assert all(r["status"] == "sent" and r["possible_duplicates"] == 0 for r in rows(tmp_db).values())
+
+
+def test_a_webhook_post_of_unknown_fate_is_reposted_and_counted(tmp_db: str, slack: SlackServer) -> None:
+    """A webhook cannot read the channel history: at-least-once, with the possible duplicate counted."""
+    from dataclasses import replace
+
+    settings = replace(SlackSettings.from_env({"SLACK_WEBHOOK_URL": slack.webhook_url}), timeout_s=1)
+    alerts = make_alerts(1)
+    enqueue(tmp_db, alerts)
+    slack.delay_next(1, seconds=2.5)
+    assert flush(tmp_db, settings).unknown == 1
+    again = flush(tmp_db, settings, NOW + timedelta(minutes=30))
+    assert (again.sent, again.possible_duplicates) == (1, 1)
+    assert rows(tmp_db)[alerts[0].key]["possible_duplicates"] == 1

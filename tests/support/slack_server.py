@@ -3,10 +3,15 @@
 * POST /api/chat.postMessage: Bearer auth, JSON or form body; `{"ok": true, "ts": ...}` like Slack,
   `{"ok": false, "error": ...}` for bad auth, missing channel or text, malformed blocks.
 * POST /services/T/B/X (the webhook): `ok`.
+* GET /api/conversations.history?channel=C0CANARY[&include_all_metadata=true]: the messages posted so far,
+  newest first, with their message metadata when asked (how the canary checks whether a post of unknown
+  fate landed).
 
 Every request is recorded (headers, parsed body, the status we answered). Failure modes for the next requests:
-`fail_next(n, status=500)`, `rate_limit_next(n, retry_after=1)`, `error_next(n, "invalid_blocks")`, and
-`down()` / `up()` (connection refused, or `down(mode="503")`: every request answered 503).
+`fail_next(n, status=500)`, `rate_limit_next(n, retry_after=1)`, `error_next(n, "invalid_blocks")`,
+`delay_next(n, seconds)` (the message is posted, the answer comes `seconds` later: past the client's timeout
+the client cannot know), and `down()` / `up()` (connection refused, or `down(mode="503")`: every request
+answered 503).
 
     with SlackServer(token="xoxb-test") as slack:
         settings = SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_CHANNEL": "#c",
@@ -18,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,6 +77,7 @@ class SlackServer:
         self._faults: deque[_Fault] = deque()
         self._recorded: list[Recorded] = []
         self._down: Literal["refuse", "503"] | None = None
+        self._delays: deque[float] = deque()
         self._ts = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -124,6 +131,11 @@ class SlackServer:
         with self._lock:
             self._faults.extend(_Fault(-1, error) for _ in range(n))
 
+    def delay_next(self, n: int = 1, seconds: float = 2.0) -> None:
+        """Post the next `n` messages, but answer each only after `seconds` (a slow Slack)."""
+        with self._lock:
+            self._delays.extend(seconds for _ in range(n))
+
     def down(self, mode: Literal["refuse", "503"] = "refuse") -> None:
         """`refuse`: close the listening socket (connection refused); `503`: answer every request 503."""
         self._down = mode
@@ -151,15 +163,19 @@ class SlackServer:
         with self._lock:
             self._recorded.clear()
             self._faults.clear()
+            self._delays.clear()
 
     # --- request handling (called from the handler thread) -----------------------------------------------
     def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         body = _parse(headers.get("content-type", ""), raw)
         reply = self._route(path, headers, body)
-        status, _, text, _ = reply
-        ok = status == 200 and (text == "ok" or _json_ok(text))
+        status, ctype, text, extra = reply
+        if extra.pop("x-already-recorded", None):
+            return status, ctype, text, extra
+        ok = status == 200 and (text == "ok" or _json_ok(text)) and path == "/api/chat.postMessage" \
+            or (status == 200 and text == "ok")
         with self._lock:
-            self._recorded.append(Recorded(path, headers, body, raw, status, ok))
+            self._recorded.append(Recorded(path.partition("?")[0], headers, body, raw, status, ok))
         return reply
 
     def _route(self, path: str, headers: dict[str, str], body: dict[str, Any] | None) -> Reply:
@@ -170,11 +186,37 @@ class SlackServer:
         is_webhook = path == WEBHOOK_PATH
         if fault is not None:
             return _fault_reply(fault, is_webhook)
-        if is_webhook:
-            return self._webhook(body)
-        if path == "/api/chat.postMessage":
-            return self._post_message(headers, body)
+        if is_webhook or path == "/api/chat.postMessage":
+            reply = self._webhook(body) if is_webhook else self._post_message(headers, body)
+            posted = reply[0] == 200 and (reply[2] == "ok" or _json_ok(reply[2]))
+            with self._lock:
+                delay = self._delays.popleft() if self._delays and posted else 0.0
+            if delay:
+                with self._lock:  # posted now (visible in the history), answered late
+                    self._recorded.append(Recorded(path, headers, body, b"", 200, True))
+                time.sleep(delay)
+                return reply[0], reply[1], reply[2], {**reply[3], "x-already-recorded": "1"}
+            return reply
+        if path.startswith("/api/conversations.history"):
+            return self._history(headers, path, body)
         return 404, "application/json", json.dumps({"ok": False, "error": "unknown_method"}), {}
+
+    def _history(self, headers: dict[str, str], path: str, body: dict[str, Any] | None) -> Reply:
+        query = {**dict(parse_qsl(path.partition("?")[2])), **(body or {})}  # slack-sdk sends a form body
+        if headers.get("authorization", "") != f"Bearer {self.token}":
+            return 200, "application/json", json.dumps({"ok": False, "error": "invalid_auth"}), {}
+        if query.get("channel") != CHANNEL_ID:
+            return 200, "application/json", json.dumps({"ok": False, "error": "channel_not_found"}), {}
+        with_meta = query.get("include_all_metadata") in ("true", "1", "True")
+        messages = []
+        for i, r in enumerate(r for r in self.requests if r.ok and r.path == "/api/chat.postMessage"):
+            message: dict[str, Any] = {"type": "message", "text": (r.body or {}).get("text", ""),
+                                       "ts": f"1790000000.{i:06d}"}
+            meta = (r.body or {}).get("metadata")
+            if with_meta and meta:
+                message["metadata"] = json.loads(meta) if isinstance(meta, str) else meta
+            messages.append(message)
+        return 200, "application/json", json.dumps({"ok": True, "messages": messages[::-1]}), {}
 
     def _webhook(self, body: dict[str, Any] | None) -> Reply:
         if not body or not (body.get("text") or body.get("blocks")):
@@ -254,19 +296,25 @@ def _valid_blocks(blocks: Any) -> bool:
 
 def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self.do_POST()
+
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, ctype, text, extra = server._handle(self.path, headers, raw)
             data = text.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in extra.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in extra.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a delayed answer)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             return

@@ -1,0 +1,199 @@
+"""Settle one round (pure): attempts + what the round needs from the past -> everything the round produces.
+
+    settle_round(prior, attempts, endpoints, cfg, now) -> Settlement
+        = judge_round (contracts, controls, pins, openings)     tasks/judge.py
+        + round status per endpoint (pandas)                     tasks/verdicts.py
+        + settle_policy (mode, exclusions in force, the policy)  tasks/policy.py
+        + the merged ignore list                                  tasks/exclusions.py
+        + the alerts the round causes                             tasks/render/
+
+The shell reads a `Prior` in one short window, probes, calls this, and writes the `Settlement` in one
+transaction. When the prior changed between the read and the write (an admin lift, a deferred round landed
+first), the shell settles again with the fresh prior inside the write window: `settle_judged` reuses the
+judgement, so only the cheap policy part runs twice. `canary replay` folds `settle_policy` over recorded
+statuses, the same function the live round uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from tasks.config import CanaryConfig
+from tasks.deadman import silence_alerts
+from tasks.exclusions import excluded_layers, merge_ignore_list
+from tasks.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
+from tasks.plan import make_round_id
+from tasks.policy import PolicyConfig, RoundInput, decide
+from tasks.render import alerts_for_round, describe_changes
+from tasks.types import (
+    Alert,
+    Attempt,
+    BuiltinExclusion,
+    ContractResult,
+    Decision,
+    Endpoint,
+    EndpointState,
+    IgnoreList,
+    Layer,
+    Mode,
+    OperationalExclusion,
+    Outcome,
+    RoundInfo,
+    RoundStatus,
+)
+from tasks.verdicts import results_frame, round_status, status_map
+
+
+def resolve_mode(override: str | Mode | None, setting: str | None, configured: Mode) -> Mode:
+    """The one rule for the mode: a `--mode` flag, else the admin's `canary mode`, else the config."""
+    return Mode(str(override or setting or configured))
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """Everything one round of `model` needs from the past (read by the shell in one short window)."""
+
+    model: str
+    mode: Mode
+    states: Mapping[str, EndpointState] = field(default_factory=dict)  # this mode's, seeded from the other
+    previous_results: tuple[ContractResult, ...] = ()  # the last complete round's outcomes
+    previous_languages: Mapping[str, tuple[str, Outcome]] = field(default_factory=dict)
+    builtin: tuple[BuiltinExclusion, ...] = ()
+    operational: tuple[OperationalExclusion, ...] = ()  # active or not: settle filters by time
+    decided_until: datetime | None = None  # the newest round_ts the policy has already applied
+    last_complete_ts: datetime | None = None  # the latest complete round before this one
+    interval: timedelta = timedelta(minutes=30)
+    available: bool = True  # False: the store could not be read; the save step settles again
+
+    def fingerprint(self) -> str:
+        """Changes whenever anything the policy part of settling reads changes."""
+        parts = (
+            self.model, str(self.mode), sorted(self.states.items()),
+            [r.round_id for r in self.previous_results[:1]],
+            self.builtin, self.operational, self.decided_until, self.last_complete_ts, self.available,
+        )
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+    def already_decided(self, round_ts: datetime) -> bool:
+        return self.decided_until is not None and self.decided_until >= round_ts
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """Everything one round produces; the save step writes all of it in one transaction."""
+
+    info: RoundInfo
+    endpoints: tuple[Endpoint, ...]
+    attempts: tuple[Attempt, ...]
+    judgement: RoundJudgement
+    statuses: Mapping[str, RoundStatus]
+    decided: bool  # False: this round id was already decided; states and decisions were left alone
+    states: Mapping[str, EndpointState]
+    decisions: tuple[Decision, ...]
+    ignore: IgnoreList
+    alerts: tuple[Alert, ...]
+    changes: tuple[str, ...]  # what changed since the previous complete round (the artifact)
+    prior_fingerprint: str
+
+    @property
+    def results(self) -> list[ContractResult]:
+        return self.judgement.results
+
+    @property
+    def findings(self) -> RoundFindings:
+        return self.judgement.findings
+
+
+def settle_policy(
+    prior: Prior,
+    round_id: str,
+    round_ts: datetime,
+    statuses: Mapping[str, RoundStatus],
+    discovered: Sequence[str],
+    cfg: PolicyConfig,
+    *,
+    excluded: Mapping[str, Layer] | None = None,
+) -> tuple[dict[str, EndpointState], list[Decision]]:
+    """One round of the policy for `prior.model` in `prior.mode` (the states carry over between modes).
+
+    `excluded` (the builtin/operational layer per tag) defaults to what `prior`'s exclusions say at
+    `round_ts`; replay passes the layers its input lines recorded.
+    """
+    if prior.already_decided(round_ts):
+        return dict(prior.states), []
+    tags = tuple(sorted(set(discovered) | set(statuses)))
+    if excluded is None:
+        excluded = excluded_layers(prior.model, tags, prior.builtin, prior.operational, round_ts)
+    rnd = RoundInput(round_id=round_id, round_ts=round_ts, model=prior.model, statuses=statuses,
+                     discovered=tags, excluded=excluded)
+    return decide(prior.states, rnd, replace(cfg, mode=prior.mode))
+
+
+def round_statuses(results: Sequence[ContractResult]) -> dict[str, RoundStatus]:
+    """Round status per tag (pandas; DESIGN.md "round status")."""
+    return status_map(round_status(results_frame(results)))
+
+
+def settle_round(
+    prior: Prior,
+    attempts: Sequence[Attempt],
+    endpoints: Sequence[Endpoint],
+    cfg: CanaryConfig,
+    now: datetime,
+    *,
+    round_id: str | None = None,
+) -> Settlement:
+    """Judge the round's attempts, then settle it against `prior` at `now` (the round's time)."""
+    judgement = judge_round(attempts, endpoints, cfg)
+    return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
+                         round_id=round_id or make_round_id(prior.model, now))
+
+
+def settle_judged(
+    prior: Prior,
+    judgement: RoundJudgement,
+    attempts: Sequence[Attempt],
+    endpoints: Sequence[Endpoint],
+    cfg: CanaryConfig,
+    now: datetime,
+    *,
+    round_id: str,
+) -> Settlement:
+    """`settle_round` after judging: statuses, policy, ignore list, alerts (cheap; runs again on a new prior)."""
+    model = prior.model
+    statuses = round_statuses(judgement.results)
+    tags = sorted({e.tag for e in endpoints if e.model == model})
+    decided = not prior.already_decided(now)
+    states, decisions = settle_policy(prior, round_id, now, statuses, tags, PolicyConfig.from_config(cfg))
+    ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now)
+    before = findings_from_results(prior.previous_results, cfg)
+    findings = judgement.findings
+    alerts = alerts_for_round(
+        model, round_id, now, decisions,
+        findings.probe_weak and not before.probe_weak,
+        [t for t in findings.pin_mismatches if t not in before.pin_mismatches],
+        ignore,
+        results=judgement.results,
+        attempts=attempts,
+        passed_controls=findings.weak_controls,
+    )
+    if prior.last_complete_ts is not None:  # the round that ends a silence says so (once per episode)
+        alerts += silence_alerts({model: prior.last_complete_ts}, now, prior.interval,
+                                 ignore_lists={model: ignore})
+    return Settlement(
+        info=RoundInfo(round_id=round_id, model=model, round_ts=now, mode=prior.mode),
+        endpoints=tuple(endpoints),
+        attempts=tuple(attempts),
+        judgement=judgement,
+        statuses=statuses,
+        decided=decided,
+        states=states,
+        decisions=tuple(decisions),
+        ignore=ignore,
+        alerts=tuple(alerts),
+        changes=tuple(describe_changes(prior.previous_results, judgement.results)),
+        prior_fingerprint=prior.fingerprint(),
+    )

@@ -1,0 +1,32 @@
+"""Named crash points at the round's step boundaries, in the spirit of TiKV's fail-rs (tests only).
+
+    failpoint("after-save")     # kills this process with SIGKILL when CANARY_TEST_FAILPOINTS names it
+
+`CANARY_TEST_FAILPOINTS` is a comma-separated list of names; it is read on every call (cheap) so a test can
+set it for one subprocess. Unset (always, outside the failpoint tests) a failpoint does nothing. SIGKILL, not
+an exception: no `finally`, no atexit, no flush, exactly what a power cut or the OOM killer does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "CANARY_TEST_FAILPOINTS"
+
+#: Every failpoint the code has, in the order a round reaches them (the failpoint suite covers each).
+FAILPOINTS: tuple[str, ...] = (
+    "after-probe",
+    "inside-save",
+    "after-save",
+    "after-publish",
+    "during-delivery",
+)
+
+
+def failpoint(name: str) -> None:
+    if name not in FAILPOINTS:
+        raise ValueError(f"unknown failpoint {name!r}")
+    armed = os.environ.get(ENV)
+    if armed and name in {n.strip() for n in armed.split(",")}:
+        os.kill(os.getpid(), signal.SIGKILL)

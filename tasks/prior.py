@@ -1,0 +1,120 @@
+"""Read what a round needs from the past (`Prior`), and land what earlier rounds left behind (shell, no Prefect).
+
+    with open_store(db) as con:
+        land_leftovers(con, cfg, model, round_id, judged_spools, now)  # deferred rounds, then crashed marks
+        prior = read_prior(con, cfg, model, round_ts, mode_override)
+
+Both run inside one write window: at the start of a round (`load_prior`) and again inside the save window,
+so a round always settles against the newest history even when another process changed it meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tasks import store
+from tasks.config import CanaryConfig
+from tasks.core import Prior, Settlement, resolve_mode, settle_judged
+from tasks.exclusions import load_builtin
+from tasks.judge import RoundJudgement, judge_round
+from tasks.spool import SpooledRound, dead_journals, spooled_rounds
+from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
+from tasks.store.state import load_policy_states
+from tasks.types import Mode, RoundInfo
+
+_log = logging.getLogger("canary.round")
+
+
+def read_prior(
+    con: store.Connection, cfg: CanaryConfig, model: str, round_ts: datetime, mode_override: str | None
+) -> Prior:
+    """Everything the round of `model` at `round_ts` needs from the store and the builtin file."""
+    mode = resolve_mode(mode_override, store.get_setting(con, store.MODE_KEY), cfg.mode)
+    states = load_policy_states(con, model, mode)
+    previous = store.complete_rounds(con, model=model, until=round_ts - timedelta(seconds=1))
+    last = previous.iloc[-1] if len(previous) else None
+    builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
+    return Prior(
+        model=model,
+        mode=mode,
+        states=states,
+        previous_results=tuple(store.outcomes_of_round(con, str(last["round_id"]))) if last is not None else (),
+        previous_languages=store.last_language_outcomes(con, model),
+        builtin=tuple(builtin),
+        operational=tuple(store.active_exclusions(con, round_ts)),
+        decided_until=policy_applied(con, model),
+        last_complete_ts=last["round_ts"].to_pydatetime() if last is not None else None,
+        interval=timedelta(minutes=cfg.interval_min),
+    )
+
+
+@dataclass(frozen=True)
+class JudgedSpool:
+    """A deferred round read from disk and judged (outside any lock): ready to settle and land."""
+
+    spool: SpooledRound
+    judgement: RoundJudgement
+
+
+def judge_spools(db_path: str, cfg: CanaryConfig) -> list[JudgedSpool]:
+    """Every deferred round on disk, judged (CPU work, done before the write window opens)."""
+    return [JudgedSpool(s, judge_round(s.attempts, s.endpoints, cfg)) for s in spooled_rounds(db_path)]
+
+
+def settle_and_save(
+    con: store.Connection, cfg: CanaryConfig, info: RoundInfo, mode_override: str | None,
+    judgement: RoundJudgement, attempts: Sequence[object], endpoints: Sequence[object], *,
+    landed_at: datetime, deferred: bool = False, settled: Settlement | None = None,
+) -> Settlement:
+    """Inside a write window: settle against the current prior (reusing `settled` when its prior is still
+    current) and save it all in one transaction."""
+    prior = read_prior(con, cfg, info.model, info.round_ts, mode_override)
+    if settled is None or settled.prior_fingerprint != prior.fingerprint():
+        settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
+                                round_id=info.round_id)
+    save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
+    return settled
+
+
+def land_leftovers(
+    con: store.Connection, cfg: CanaryConfig, model: str, current_round_id: str,
+    spools: Sequence[JudgedSpool], now: datetime,
+) -> list[str]:
+    """Land deferred rounds (oldest first), then mark `model`'s dead rounds `crashed` with the step they
+    reached. Returns one line per thing done (for the run log)."""
+    done: list[str] = []
+    for js in spools:
+        s = js.spool
+        settle_and_save(con, cfg, s.info, s.mode_override, js.judgement, s.attempts, s.endpoints,
+                        landed_at=now, deferred=True)
+        if s.path is not None:
+            s.path.unlink(missing_ok=True)
+        done.append(f"landed deferred round {s.info.round_id} ({len(s.attempts)} attempts)")
+    landed = {js.spool.info.round_id for js in spools}
+    journals = {d.info.round_id: d for d in dead_journals(cfg.db_path, model, besides=current_round_id)}
+    for row in unfinished_rounds(con, model, besides=current_round_id):
+        rid = str(row["round_id"])
+        if rid in landed:
+            continue
+        dead = journals.pop(rid, None)
+        step = dead.step if dead is not None else str(row.get("step") or "unknown")
+        info = RoundInfo(rid, model, row["round_ts"], Mode(str(row["mode"])))  # type: ignore[arg-type]
+        mark_crashed(con, info, step=step, at=now)
+        done.append(f"round {rid} crashed during step {step}")
+        if dead is not None:
+            dead.journal.unlink(missing_ok=True)
+    for dead in journals.values():  # died before its round row was written, or after it was saved
+        complete = con.execute(
+            "SELECT status FROM rounds WHERE round_id = ?", [dead.info.round_id]
+        ).fetchall()
+        if not complete and dead.info.round_id not in landed:
+            mark_crashed(con, dead.info, step=dead.step, at=now, started_at=dead.started_at)
+            done.append(f"round {dead.info.round_id} crashed during step {dead.step}")
+        elif complete and complete[0][0] == "complete":
+            done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
+        dead.journal.unlink(missing_ok=True)
+    return done
