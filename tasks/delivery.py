@@ -71,8 +71,8 @@ def deliver_outbox(
         found = posted_keys(settings, now - HISTORY_WINDOW)
         already = {a.key for a in unknown if found is not None and a.key in found}
     to_post = [a for a, _ in claimed if a.key not in already]
-    failpoint("during-delivery")
     results = deliver(to_post, settings, now=now, logger=log)
+    failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
     still_unknown = {a.key for a in unknown if a.key not in already}
 
     try:
@@ -103,7 +103,7 @@ def _record(store: Any, con: Any, r: DeliveryResult, now: datetime, *, was_unkno
     if r.sent:
         store.record_delivery(con, r.key, now, sent=True, reposted_unknown=was_unknown)
     elif r.unknown or was_unknown:
-        store.record_delivery(con, r.key, now, sent=False, error=r.error, unknown=True)
+        store.record_delivery(con, r.key, now, sent=False, error=r.error, unknown=True, attempted=r.attempted)
     else:
         store.record_delivery(con, r.key, now, sent=False, error=r.error or "not attempted",
-                              retry_after_s=r.retry_after_s)
+                              retry_after_s=r.retry_after_s, attempted=r.attempted)

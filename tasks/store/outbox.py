@@ -77,12 +77,16 @@ def claim_alerts(con: Connection, now: datetime, limit: int = 50) -> list[tuple[
 def record_delivery(
     con: Connection, key: str, at: datetime, *, sent: bool, error: str | None = None,
     retry_after_s: float | None = None, unknown: bool = False, reposted_unknown: bool = False,
+    attempted: bool = True,
 ) -> None:
     """Record a claimed alert's result: sent; failed (Slack said no: retry at ``at + retry_after_s``); or
     ``unknown`` (the post may have landed: stays claimed for the next delivery's history check).
-    ``reposted_unknown``: this post repeated one whose fate was unknown (a possible duplicate)."""
+    ``reposted_unknown``: this post repeated one whose fate was unknown (a possible duplicate).
+    ``attempted`` False: the claim was handed back untried (the batch stopped), so it does not count."""
     at_utc = utc_required(at)
     dup = 1 if reposted_unknown else 0
+    if not attempted:
+        con.execute("UPDATE alerts SET attempts = attempts - 1 WHERE key = ? AND status = 'pending'", [key])
     if sent:
         con.execute(
             "UPDATE alerts SET status = 'sent', sent_at = ?, sending_since = NULL, next_attempt_at = NULL,"

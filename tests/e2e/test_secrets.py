@@ -198,7 +198,8 @@ def test_planted_secrets_appear_nowhere(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from flows.round import canary_round
-    from tasks.alerts import SlackSettings, flush_outbox
+    from tasks.alerts import SlackSettings
+    from tasks.delivery import deliver_outbox
 
     key, token, wrong_key, wrong_token = KEY, TOKEN, WRONG_KEY, WRONG_TOKEN
     needles = [key, token, wrong_key, wrong_token]
@@ -251,8 +252,8 @@ def test_planted_secrets_appear_nowhere(
         )
         for i in (3, 4):  # slowco back to health: restore alerts, refused by Slack (wrong token)
             canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
+        summary = deliver_outbox(ov["db_path"], SlackSettings.from_env(), T0 + timedelta(hours=3))
         with store.open_store(ov["db_path"]) as con:
-            summary = flush_outbox(con, SlackSettings.from_env(), T0 + timedelta(hours=3))
             errors = list(store.alert_rows(con, status="pending")["last_error"].dropna())
         assert summary.failed >= 1 and any("invalid_auth" in e for e in errors), (summary, errors)
 

@@ -85,22 +85,26 @@ def test_outbox_lifecycle_pending_failed_retry_sent(tmp_db: str) -> None:
         assert store.pending_alerts(con, 1) == [a]
 
         token = "xoxb-1234567890-abcdefghij"
-        assert store.mark_alert_failed(
-            con, "k1", T0 + HOUR, f"429 rate limited\nauth {token}", retry_after_s=30
-        )
-        assert store.pending_alerts(con, 10, now=T0 + HOUR) == [b]  # k1 waits for its retry time
-        assert store.pending_alerts(con, 10, now=T0 + HOUR + timedelta(seconds=30)) == [a, b]
+        claimed = store.claim_alerts(con, T0 + HOUR)
+        assert [(c.key, unknown) for c, unknown in claimed] == [("k1", False), ("k2", False)]
+        assert store.claim_alerts(con, T0 + HOUR) == []  # claimed alerts are not handed out twice
+        store.record_delivery(con, "k1", T0 + HOUR, sent=False, error=f"429 rate limited\nauth {token}",
+                              retry_after_s=30)
+        store.record_delivery(con, "k2", T0 + HOUR, sent=False, error="timed out", unknown=True)
+        assert store.claim_alerts(con, T0 + HOUR) == []  # k1 waits for its retry time, k2's fate is unknown
+        later = store.claim_alerts(con, T0 + 2 * HOUR)  # k2's claim expired: handed out as unknown
+        assert [(c.key, unknown) for c, unknown in later] == [("k1", False), ("k2", True)]
 
-        assert store.mark_alert_sent(con, "k1", T0 + 2 * HOUR)
-        assert not store.mark_alert_sent(con, "k1", T0 + 3 * HOUR)  # never sent twice
-        assert not store.mark_alert_failed(con, "k1", T0 + 3 * HOUR, "late error")
+        store.record_delivery(con, "k1", T0 + 2 * HOUR, sent=True)
+        store.record_delivery(con, "k1", T0 + 3 * HOUR, sent=False, error="late error")  # no effect: sent
+        store.record_delivery(con, "k2", T0 + 2 * HOUR, sent=True, reposted_unknown=True)
         assert store.enqueue_alerts(con, [a]) == 0  # a sent key is never queued again
-        assert store.pending_alerts(con, 10) == [b]
+        assert store.pending_alerts(con, 10) == []
         rows = store.alert_rows(con).set_index("key")
     assert rows.loc["k1", "status"] == "sent" and rows.loc["k1", "attempts"] == 2
     assert rows.loc["k1", "last_error"].startswith("429 rate limited auth")
     assert token not in rows.to_string() and "\n" not in rows.loc["k1", "last_error"]
-    assert rows.loc["k2", "status"] == "pending" and rows.loc["k2", "attempts"] == 0
+    assert rows.loc["k2", "status"] == "sent" and rows.loc["k2", "possible_duplicates"] == 1
 
 
 def test_route_events_by_path_and_by_connection(tmp_db: str) -> None:
