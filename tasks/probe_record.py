@@ -103,7 +103,7 @@ class AttemptRecorder:
             FrameProblem.NOT_SSE: f"HTTP 200 body is not an event stream, first line {seen}",
             FrameProblem.LINE_TOO_LONG: (
                 f"line over the {DEFAULT_MAX_LINE_BYTES}-byte cap: stopped reading; "
-                f"'{escape_bytes(event.head)}' ({event.size}+ bytes held)"
+                f"'{escape_bytes(event.head)}' ({event.size}+ bytes in the line)"
             ),
         }.get(event.problem, f"bad frame ({event.problem}): {seen}")
         self.fail(ErrorClass.PROTOCOL, detail=f"{what}; {where}")
