@@ -6,10 +6,13 @@ EXCEPTION_CLASSES says what it means for an attempt.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tasks.classify import (
     ERROR_OUTCOMES,
@@ -20,12 +23,15 @@ from tasks.classify import (
     is_transport,
     is_transport_status,
 )
+from tasks.config import CanaryConfig
+from tasks.contracts import CONTRACTS
 from tasks.discover import DiscoveryUnreachable
 from tasks.errors import ConfigError, StoreError
+from tasks.judge import judge_round
 from tasks.probe import parse_retry_after
 from tasks.probe_record import AttemptRecorder
-from tasks.sse import BadFrame, Chunk, Comment, Done, FrameProblem
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
+from tasks.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
+from tasks.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 MID = ErrorClass.MIDSTREAM_ERROR
 
@@ -346,3 +352,75 @@ def test_recorder_tolerates_odd_usage_and_missing_fields() -> None:
         None,
     )
     assert a.served_provider is None and a.chunk_count == 3
+
+
+# --- whatever the wire sends, a round is judged, never crashed ---------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+_CHOICE = st.fixed_dictionaries(
+    {},
+    optional={
+        "delta": st.dictionaries(st.sampled_from(["content", "role", "reasoning"]), _JSON, max_size=3),
+        "finish_reason": _JSON,
+        "native_finish_reason": _JSON,
+    },
+)
+_CHUNKISH = st.fixed_dictionaries(
+    {},
+    optional={
+        "choices": st.lists(_CHOICE, max_size=2) | _JSON,
+        "error": _JSON,
+        "provider": _JSON,
+        "usage": _JSON,
+    },
+)
+_FRAME = st.one_of(
+    _CHUNKISH.map(lambda c: b"data: " + json.dumps(c).encode() + b"\n\n"),
+    st.binary(max_size=60).map(lambda b: b"data: " + b + b"\n\n"),
+    st.binary(max_size=60),
+    st.sampled_from(
+        [b": OPENROUTER PROCESSING\n\n", b"data: [DONE]\n\n", b"\r\n", b"<html>\n", b"\xff\xfe\n"]
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_FRAME, max_size=12), st.sampled_from(list(PROBED_CONTRACTS)))
+def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
+    frames: list[bytes], contract: Contract
+) -> None:
+    parser = SSEParser(max_line_bytes=256)
+    rec = AttemptRecorder(cap_bytes=200, t0=0.0)
+    rec.http_status = 200
+    over = False
+    for i, frame in enumerate(frames):
+        rec.bytes_read += len(frame)
+        if any(rec.on_event(e, float(i)) for e in parser.feed(frame)):
+            over = True
+            break
+    if not over:
+        for e in parser.close():
+            if rec.on_event(e, 99.0):
+                break
+    endpoint = Endpoint(model="m/x", tag="t", provider_name="T")
+    a = rec.to_attempt(
+        round_id="r",
+        endpoint=endpoint,
+        contract=contract,
+        attempt_no=1,
+        started_at=NOW,
+        language="en",
+        end=100.0,
+    )
+    assert a.error_detail is None or "\n" not in a.error_detail
+    cfg = CanaryConfig()
+    judged = CONTRACTS[contract]([a], cfg)
+    assert judged.outcome in set(Outcome)
+    if a.error_class is ErrorClass.PROTOCOL:
+        assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
+    results = judge_round([a], [endpoint], cfg)
+    assert {r.contract for r in results} == {contract, Contract.OPENING}
