@@ -94,6 +94,7 @@ class SSEParser:
         self._data_bytes = 0
         self._event_too_long = False
         self._foreign_seen = False  # a NOT_SSE line was reported (once per stream)
+        self._first_line = True  # a UTF-8 BOM before the first line is dropped (WHATWG)
 
     @property
     def buffered_bytes(self) -> int:
@@ -159,6 +160,9 @@ class SSEParser:
         return events
 
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if self._first_line:
+            self._first_line = False
+            line = line.removeprefix(b"\xef\xbb\xbf")
         if not line:
             self._dispatch(events)
         elif len(line) > self._max:

@@ -320,10 +320,11 @@ def test_invalid_utf8_never_raises_and_shows_as_replacement_characters() -> None
     ],
 )
 def test_a_200_html_page_is_a_protocol_violation(content_type: str, says: str) -> None:
-    page = b"<!DOCTYPE html>\n<html><title>Just a moment...</title>" + b"<p>wait</p>" * 10_000 + b"</html>"
+    page = b"<!DOCTYPE html>\n<html><title>Just a moment...</title><!-- " + API_KEY.encode() + b" -->"
+    page += b"<p>wait</p>" * 10_000 + b"</html>"
     attempt, _, elapsed = run([http_response(200, page, content_type=content_type)])
     detail = protocol_violation(attempt)
-    assert says in detail and "'<!DOCTYPE html>\\n<html><title>Just a moment...</title>" in detail
+    assert says in detail and "'<!DOCTYPE html>\\n<html><title>Just a moment...</title><!-- ***" in detail
     assert "bytes read, the rest not read" in detail
     assert elapsed < 3
 

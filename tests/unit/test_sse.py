@@ -222,9 +222,14 @@ def test_a_body_that_is_no_event_stream_is_flagged_once(body: bytes) -> None:
     assert (body + body).startswith(events[0].head) and events[0].size > 0
 
 
-def test_known_sse_fields_and_comments_are_not_flagged() -> None:
-    wire = b"event: message\nid: 7\nretry: 100\n: ping\n" + _frame({"a": 1}) + b"data: [DONE]\n\n"
-    assert parse_all(wire) == [Comment(" ping"), Chunk({"a": 1}), Done()]
+def test_known_sse_fields_comments_and_a_leading_bom_are_not_flagged() -> None:
+    wire = (
+        b"\xef\xbb\xbfevent: message\nid: 7\nretry: 100\ndata\n: ping\n"
+        + _frame({"a": 1})
+        + b"data: [DONE]\n\n"
+    )
+    assert parse_all(wire, list(range(0, len(wire), 2))) == [Comment(" ping"), Chunk({"a": 1}), Done()]
+    assert parse_all(b"\xef\xbb\xbf: ping\n") == [Comment(" ping")]
 
 
 def test_escape_bytes_is_one_printable_line() -> None:
