@@ -166,13 +166,13 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
     head = wire.chunk_head(gen_id, unix, model.id, plan.provider)
     prompt_tokens = sum(estimate_tokens(_message_text(m)) for m in body["messages"])
     headers = {"X-Generation-Id": gen_id, "Cache-Control": "no-cache"}
+    player = _Player(state, request, plan, head, endpoint, prompt_tokens)
     if fault is not None and fault.kind in PROTOCOL_KINDS:
         usage = wire.usage(prompt_tokens, estimate_tokens(plan.content), endpoint)
-        fp, gone = endpoint.system_fingerprint, request.is_disconnected
+        fp, gone = endpoint.system_fingerprint, player._gone
         return protocol_response(
             fault.kind, fault.params, plan, head, fp, usage, stream=stream, headers=headers, gone=gone
         )
-    player = _Player(state, request, plan, head, endpoint, prompt_tokens)
     if stream:
         headers["content-type"] = "text/event-stream"
         return StreamingResponse(player.events(), headers=headers)
