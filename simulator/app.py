@@ -17,10 +17,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from simulator import wire
-from simulator.faults import FaultCounters, select_fault
+from simulator.faults import PROTOCOL_KINDS, FaultCounters, select_fault
 from simulator.fleet import EndpointSpec, Fleet
 from simulator.language import detect_language
 from simulator.plan import Plan, is_structured, last_user_text, plan_reply, request_seed
+from simulator.protocol import protocol_response
 from simulator.routing import RoutingError, route, validate_provider
 from simulator.text import estimate_tokens
 
@@ -166,6 +167,12 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
     prompt_tokens = sum(estimate_tokens(_message_text(m)) for m in body["messages"])
     headers = {"X-Generation-Id": gen_id, "Cache-Control": "no-cache"}
     player = _Player(state, request, plan, head, endpoint, prompt_tokens)
+    if fault is not None and fault.kind in PROTOCOL_KINDS:
+        usage = wire.usage(prompt_tokens, estimate_tokens(plan.content), endpoint)
+        fp, gone = endpoint.system_fingerprint, player._gone
+        return protocol_response(
+            fault.kind, fault.params, plan, head, fp, usage, stream=stream, headers=headers, gone=gone
+        )
     if stream:
         headers["content-type"] = "text/event-stream"
         return StreamingResponse(player.events(), headers=headers)

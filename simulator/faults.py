@@ -144,7 +144,26 @@ FAULT_KINDS: dict[str, KindSpec] = {
     "pin_not_honoured": KindSpec(
         "all", {"served_by": Param(str, "")}, "response `provider` names another provider's display name"
     ),
+    # Protocol violations: HTTP 200, then a body the client cannot use (simulator/protocol.py plays them).
+    "html_body": KindSpec(
+        "all",
+        {"content_type": Param(str, "text/html; charset=utf-8")},
+        "HTTP 200 with an HTML error page instead of the reply (stream or not), sent as `content_type`",
+    ),
+    "invalid_utf8": KindSpec(
+        "all",
+        {"tokens": Param(int, 2, minimum=0)},
+        "after n text chunks, a chunk holding bytes that are not UTF-8 (non-streaming: in the body)",
+    ),
+    "huge_line": KindSpec(
+        "all",
+        {"size_bytes": Param(int, 20_000_000, minimum=1)},
+        "the first data line (non-streaming: the body) carries size_bytes of content, generated lazily",
+    ),
 }
+
+#: The kinds simulator/protocol.py plays instead of the usual reply.
+PROTOCOL_KINDS = frozenset({"html_body", "invalid_utf8", "huge_line"})
 
 
 @dataclass(frozen=True)

@@ -282,3 +282,27 @@ def provider_entry(slug: str, name: str) -> dict[str, Any]:
         "terms_of_service_url": None,
         "status_page_url": None,
     }
+
+
+# --- protocol violations (simulator/protocol.py) ---------------------------------------------------------
+
+#: Bytes that are not UTF-8: a truncated two-byte sequence, then bytes that never start one.
+INVALID_UTF8 = b"\xc3\x28\xff\xfe"
+#: A placeholder put in a reply's content, then replaced on the encoded bytes (never in a real reply).
+MARKER = "\u2063SIMULATOR-MARK\u2063"
+
+
+def around_marker(encoded: bytes) -> tuple[bytes, bytes]:
+    """The bytes before and after `MARKER` in an encoded object (content was set to the marker)."""
+    before, _, after = encoded.partition(MARKER.encode("utf-8"))
+    return before, after
+
+
+def html_page(provider_name: str) -> bytes:
+    """The kind of page a CDN or proxy answers with 200 in front of a broken upstream."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{provider_name} | Service temporarily unavailable</title>\n</head>\n<body>\n"
+        "<h1>Please wait while we check your browser...</h1>\n"
+        "<p>The upstream did not answer. Ray ID: 8c2f0e1b9a7d4e21</p>\n</body>\n</html>\n"
+    ).encode()

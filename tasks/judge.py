@@ -6,7 +6,8 @@ Rules applied on top of the contract judges (tasks/contracts/):
    endpoint) and the tag is listed in `RoundFindings.pin_mismatches` for an admin alert.
 2. **Positive controls** (`cfg.refusal_controls`, tags known to filter). Decided here: a control's own
    refusal row is always `inconclusive`: `control_caught` when the probe caught it (the judge said fail),
-   `control_missed` when it passed, `control_<reason>` otherwise (transport, pin...). The evidence keeps
+   `control_missed` when it passed, `control_<reason>` otherwise (transport, pin, a protocol violation:
+   `control_protocol_violation`, which says nothing about its filter). The evidence keeps
    the underlying judgement, so the row is reported, but it never counts towards the control's own round
    status (a host that filters by design is not suspended for filtering). If any control *passed*, the
    refusal probe is weak this round: every other endpoint's refusal `pass`/`fail` becomes `inconclusive`
@@ -21,12 +22,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.config import CanaryConfig
 from tasks.contracts import CONTRACTS, opening, structured
-from tasks.types import PROBED_CONTRACTS, Attempt, Contract, ContractResult, Endpoint, Judgement, Outcome
+from tasks.types import (
+    PROBED_CONTRACTS,
+    Attempt,
+    Contract,
+    ContractResult,
+    Endpoint,
+    Judgement,
+    Outcome,
+    Reason,
+    control_reason,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +78,20 @@ def _pin_judgement(attempts: Sequence[Attempt]) -> Judgement | None:
         return None
     a = bad[0]
     return Judgement(
-        Outcome.INCONCLUSIVE, "pin_mismatch", f"served_provider ({a.served_provider}) != {a.provider_name}"
+        Outcome.INCONCLUSIVE,
+        Reason.PIN_MISMATCH,
+        f"served_provider ({a.served_provider}) != {a.provider_name}",
     )
 
 
 def _control_judgement(j: Judgement) -> Judgement:
-    if j.outcome is Outcome.FAIL:
-        reason = "control_caught"
+    reason: str
+    if j.outcome is Outcome.FAIL and j.reason != Reason.PROTOCOL_VIOLATION:
+        reason = Reason.CONTROL_CAUGHT
     elif j.outcome is Outcome.PASS:
-        reason = "control_missed"
-    else:
-        reason = f"control_{j.reason}"
+        reason = Reason.CONTROL_MISSED
+    else:  # transport, inconclusive, or a broken protocol: the control proved nothing either way
+        reason = control_reason(j.reason)
     return Judgement(Outcome.INCONCLUSIVE, reason, f"positive control: {j.outcome} {j.reason}: {j.evidence}")
 
 
@@ -144,7 +158,7 @@ def judge_round(
             if old is not None and key[1] not in controls and old.outcome.is_quality():
                 per_contract[Contract.REFUSAL] = Judgement(
                     Outcome.INCONCLUSIVE,
-                    "probe_weak",
+                    Reason.PROBE_WEAK,
                     f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
                 )
 
@@ -169,10 +183,14 @@ def judge_round(
 
 
 def findings_from_results(results: Sequence[ContractResult], cfg: CanaryConfig) -> RoundFindings:
-    """Recompute the findings from stored results (the artifact), e.g. for alerts after a reload."""
+    """Recompute the findings from stored results (the artifact), e.g. for alerts after a reload.
+
+    Reasons are compared as `Reason` members (a stored string that is no member matches nothing).
+    """
     controls = set(cfg.refusal_controls)
-    weak = sorted({r.tag for r in results if r.tag in controls and r.reason == "control_missed"})
-    pins = {r.tag: r.evidence for r in results if r.reason == "pin_mismatch"}
+    reasons = [(r, _reason(r.reason)) for r in results]
+    weak = sorted({r.tag for r, why in reasons if r.tag in controls and why is Reason.CONTROL_MISSED})
+    pins = {r.tag: r.evidence for r, why in reasons if why is Reason.PIN_MISMATCH}
     return RoundFindings(
         probe_weak=bool(weak),
         weak_controls=tuple(weak),
@@ -181,6 +199,8 @@ def findings_from_results(results: Sequence[ContractResult], cfg: CanaryConfig) 
     )
 
 
-def replace_outcome(result: ContractResult, outcome: Outcome, reason: str) -> ContractResult:
-    """Small helper for tests and what-if analyses."""
-    return replace(result, outcome=outcome, reason=reason)
+def _reason(value: str) -> Reason | None:
+    try:
+        return Reason(value)
+    except ValueError:
+        return None

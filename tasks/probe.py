@@ -10,7 +10,15 @@ budget is enforced after the headers by a watchdog that shuts the socket down at
 silent stall ends on time; before the headers, the connect and read timeouts (each capped by the budget)
 bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not the probe, applies thresholds.
 
-httpx exceptions are mapped at one boundary, `TRANSPORT_ERRORS`, most specific class first (httpx style).
+httpx exceptions are mapped at one boundary, `tasks.classify.classify_exception` (most specific class first,
+httpx style); what counts as transport is decided there too, not here.
+
+A 200 that is not what was asked is recorded as `protocol_violation` (tasks/classify.py makes it a `fail`):
+a body whose content-type is neither an event stream nor JSON (an HTML page: its first bytes are read, up to
+`SNIFF_CAP_BYTES`, never the rest), a JSON body that is not a JSON object (or is over its cap, or is not
+UTF-8), and on a stream a frame that does not decode or a line over the parser's cap (reading stops there,
+so a 20 MB line costs about 1 MiB). A missing content-type is read as an event stream: a body with no SSE in
+it before the first chunk is caught by the parser (`not_sse`).
 """
 
 from __future__ import annotations
@@ -25,11 +33,12 @@ from typing import Any
 
 import httpx
 
+from tasks.classify import classify_exception
 from tasks.clock import Clock
 from tasks.config import CanaryConfig
 from tasks.probe_record import AttemptRecorder
 from tasks.prompts import build_request, prompt_language
-from tasks.sse import SSEParser, chunk_error, one_line
+from tasks.sse import SSEParser, chunk_error, escape_bytes, one_line
 from tasks.types import Attempt, Contract, Endpoint, ErrorClass
 
 #: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
@@ -37,64 +46,8 @@ ATTRIBUTION_REFERER = "https://github.com/provider-canary"
 ATTRIBUTION_TITLE = "provider-canary"
 #: Bytes of a non-200 (or non-SSE 200) body read for its error message; the rest is never read.
 ERROR_BODY_CAP_BYTES = 64 * 1024
-
-#: httpx exception → what went wrong on the wire. Matching walks the exception's MRO, so the most specific
-#: entry wins (ReadTimeout → timeout even though it is also a TimeoutException). Every TransportError subclass
-#: is listed explicitly; tests/unit/test_errors_map.py fails when httpx adds one.
-TRANSPORT_ERRORS: dict[type[httpx.HTTPError], ErrorClass] = {
-    httpx.HTTPError: ErrorClass.STREAM_CUT,  # last resort: an unknown failure while talking to the peer
-    httpx.TransportError: ErrorClass.STREAM_CUT,
-    httpx.TimeoutException: ErrorClass.TIMEOUT,
-    httpx.ConnectTimeout: ErrorClass.CONNECT,  # no connection within connect_timeout_s
-    httpx.ReadTimeout: ErrorClass.TIMEOUT,  # no headers, or silence between bytes, past read_timeout_s
-    httpx.WriteTimeout: ErrorClass.TIMEOUT,
-    httpx.PoolTimeout: ErrorClass.TIMEOUT,
-    httpx.NetworkError: ErrorClass.STREAM_CUT,
-    httpx.ConnectError: ErrorClass.CONNECT,  # refused, unreachable, DNS, TLS handshake
-    httpx.ReadError: ErrorClass.STREAM_CUT,  # reset while reading
-    httpx.WriteError: ErrorClass.CONNECT,  # the request could not be sent
-    httpx.CloseError: ErrorClass.STREAM_CUT,
-    httpx.ProtocolError: ErrorClass.STREAM_CUT,
-    httpx.RemoteProtocolError: ErrorClass.STREAM_CUT,  # peer closed mid-message / malformed HTTP
-    httpx.LocalProtocolError: ErrorClass.CONNECT,  # we could not send a valid request
-    httpx.ProxyError: ErrorClass.CONNECT,
-    httpx.UnsupportedProtocol: ErrorClass.CONNECT,
-    httpx.DecodingError: ErrorClass.BAD_FRAME,  # a body whose Content-Encoding does not decode
-}
-#: STYLE.md's name for the same map.
-TRANSPORT_REASONS = TRANSPORT_ERRORS
-
-#: HTTP statuses that mean "could not serve", not "served badly" (DESIGN.md "transport").
-TRANSPORT_STATUSES = frozenset({408, 429})
-
-
-def classify_exception(exc: httpx.HTTPError) -> ErrorClass:
-    for cls in type(exc).__mro__:
-        if cls in TRANSPORT_ERRORS:
-            return TRANSPORT_ERRORS[cls]  # type: ignore[index]
-    return ErrorClass.STREAM_CUT
-
-
-def is_transport_status(code: int | None) -> bool:
-    return code is not None and (code in TRANSPORT_STATUSES or code >= 500)
-
-
-def probe_attempt_is_transport(attempt: Attempt) -> bool:
-    """Whether the attempt says nothing about output quality (DESIGN.md "transport").
-
-    Connect errors, a timeout before any response (or after the text began: a stall mid-reply is a cut),
-    HTTP 408/429/5xx (529 included), a cut stream, a mid-stream error with code 408/429/5xx. A 200 whose
-    text never came (headers or keep-alives only) is not transport: that is the ttft contract's failure.
-    """
-    cls = attempt.error_class
-    if cls is ErrorClass.CONNECT or cls is ErrorClass.STREAM_CUT:
-        return True
-    if cls is ErrorClass.TIMEOUT:
-        return attempt.http_status is None or attempt.ttft_ms is not None
-    if cls is ErrorClass.HTTP_STATUS or cls is ErrorClass.MIDSTREAM_ERROR:
-        return is_transport_status(attempt.error_code)
-    return False
-
+#: Bytes read of a 200 body that is neither an event stream nor JSON: enough evidence, never the whole page.
+SNIFF_CAP_BYTES = 4 * 1024
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
     """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3); None when unusable."""
@@ -194,10 +147,13 @@ def probe_once(
             rec.http_status = response.status_code
             watchdog.arm(response, deadline - clock.monotonic())
             try:
+                kind = _body_kind(response)
                 if response.status_code != 200:
                     _read_error_response(response, rec, clock.now())
-                elif _is_json(response):
+                elif kind == "json":
                     _read_json_body(response, rec, clock)
+                elif kind == "other":
+                    _read_foreign_body(response, rec, clock)
                 else:
                     _read_event_stream(response, rec, clock, deadline, watchdog)
             finally:
@@ -220,9 +176,12 @@ def probe_once(
     )
 
 
-def _is_json(response: httpx.Response) -> bool:
+def _body_kind(response: httpx.Response) -> str:
+    """`sse` (an event stream, or no content-type: the parser decides), `json`, or `other` (text/html...)."""
     content_type = response.headers.get("content-type", "").lower()
-    return "json" in content_type and "event-stream" not in content_type
+    if "event-stream" in content_type or not content_type.strip():
+        return "sse"
+    return "json" if "json" in content_type else "other"
 
 
 def _read_capped(response: httpx.Response, cap: int) -> bytes:
@@ -259,17 +218,57 @@ def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: da
 
 def _read_json_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
     """A 200 that is not SSE: an error body (openrouter-api.md 4c) or a whole non-streamed completion."""
-    raw = _read_capped(response, ERROR_BODY_CAP_BYTES + 4 * rec.cap_bytes)
-    try:
-        payload: Any = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        payload = None
-    if not isinstance(payload, dict):
-        excerpt = one_line(raw[:200].decode("utf-8", "replace"))
-        rec.fail(ErrorClass.BAD_FRAME, detail=f"200 with neither SSE nor a JSON object: {excerpt}")
+    cap = ERROR_BODY_CAP_BYTES + 4 * rec.cap_bytes
+    raw = _read_capped(response, cap + 1)
+    rec.bytes_read = len(raw)
+    ctype = one_line(response.headers.get("content-type", ""), 80)
+    payload, problem = _json_object(raw[:cap])
+    if len(raw) > cap:
+        problem = f"over the {cap}-byte cap, stopped reading"
+    if payload is None:
+        seen = f"'{escape_bytes(raw)}' ({_bytes_read(raw, cap)})"
+        detail = f"HTTP 200 {ctype} body is not a JSON object ({problem}): {seen}"
+        rec.fail(ErrorClass.PROTOCOL, detail=detail)
         return
     rec.on_chunk(payload, clock.monotonic())
     rec.done = True
+
+
+def _read_foreign_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
+    """A 200 that is neither an event stream nor JSON by its content-type (an HTML page, text/plain...).
+
+    An OpenRouter error object sent with the wrong content-type is still read as one (its code decides);
+    anything else is a protocol violation with its first bytes as evidence, and the rest is never read.
+    """
+    raw = _read_capped(response, SNIFF_CAP_BYTES + 1)
+    rec.bytes_read = len(raw)
+    payload, _ = _json_object(raw[:SNIFF_CAP_BYTES])
+    if payload is not None and chunk_error(payload) is not None:
+        rec.on_chunk(payload, clock.monotonic())
+        rec.done = True
+        return
+    ctype = one_line(response.headers.get("content-type", ""), 80)
+    seen = f"'{escape_bytes(raw)}' ({_bytes_read(raw, SNIFF_CAP_BYTES)})"
+    rec.fail(ErrorClass.PROTOCOL, detail=f"HTTP 200 content-type ({ctype}) is not an event stream: {seen}")
+
+
+def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """(the JSON object, "") or (None, what is wrong with the bytes)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"invalid UTF-8 at byte {exc.start}"
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    if not isinstance(payload, dict):
+        return None, f"JSON {type(payload).__name__}, not an object"
+    return payload, ""
+
+
+def _bytes_read(raw: bytes, cap: int) -> str:
+    return f"{cap} bytes read, the rest not read" if len(raw) > cap else f"{len(raw)} bytes"
 
 
 def _read_event_stream(
@@ -278,6 +277,7 @@ def _read_event_stream(
     parser = SSEParser()
     for data in response.iter_bytes():
         now = clock.monotonic()
+        rec.bytes_read += len(data)
         for event in parser.feed(data):
             if rec.on_event(event, now):
                 return

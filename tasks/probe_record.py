@@ -6,6 +6,11 @@
 * TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning.
 * Text and reasoning are capped at `cap_bytes` of UTF-8, cut on a character boundary (`text_truncated`).
 * The first wire fault wins (`fail`), except that a bad frame yields to anything worse that follows.
+* A frame that cannot be decoded (not JSON, not an object, invalid UTF-8, a line over the parser's cap, or
+  no SSE at all before the first chunk) is a `protocol_violation`: recorded with one-line evidence (what was
+  seen, its first bytes escaped, byte counts) and the stream is over (`on_event` returns True: stop
+  reading). A line cut by the end of the stream is a `stream_cut`. A stray non-SSE line after data began is
+  ignored, as the SSE spec ignores unknown fields.
 * Error details are one line and pass through `tasks.secrets.redact` with the API key: never a secret.
 """
 
@@ -17,15 +22,18 @@ from typing import Any
 
 from tasks.secrets import redact
 from tasks.sse import (
+    DEFAULT_MAX_LINE_BYTES,
     BadFrame,
     Chunk,
     Comment,
     Done,
+    FrameProblem,
     SSEEvent,
     chunk_error,
     chunk_finish,
     chunk_provider,
     delta_text,
+    escape_bytes,
     one_line,
 )
 from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Usage
@@ -49,6 +57,7 @@ class AttemptRecorder:
         self.error_code: int | None = None
         self.error_detail: str | None = None
         self.retry_after_s: float | None = None
+        self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
         self._text = _CappedText(cap_bytes)
         self._reasoning = _CappedText(cap_bytes)
 
@@ -65,7 +74,7 @@ class AttemptRecorder:
         self.error_detail = one_line(redact(detail, self._secret)) if detail else None
 
     def on_event(self, event: SSEEvent, now: float) -> bool:
-        """Apply one SSE event; True when the stream is over ([DONE])."""
+        """Apply one SSE event; True when the stream is over ([DONE], or a protocol violation)."""
         if isinstance(event, Comment):
             self.keepalive_count += 1
         elif isinstance(event, Chunk):
@@ -74,10 +83,31 @@ class AttemptRecorder:
             self.done = True
             return True
         elif isinstance(event, BadFrame):
-            self.fail(ErrorClass.BAD_FRAME, detail=f"bad frame ({event.problem}): {event.raw[:120]}")
-            if event.chunk is not None:
-                self.on_chunk(event.chunk, now)
+            return self._on_bad_frame(event, now)
         return False
+
+    def _on_bad_frame(self, event: BadFrame, now: float) -> bool:
+        seen = f"'{escape_bytes(event.head)}' ({event.size} bytes)"
+        if event.problem == FrameProblem.INCOMPLETE:
+            self.fail(ErrorClass.STREAM_CUT, detail=f"stream ended inside a line: {seen}")
+            return False
+        if event.problem == FrameProblem.NOT_SSE and (self.chunk_count or self.done):
+            return False
+        if event.chunk is not None:
+            self.on_chunk(event.chunk, now)
+        where = f"after chunks ({self.chunk_count}), bytes_read ({self.bytes_read})"
+        what = {
+            FrameProblem.NOT_JSON: f"data: frame is not JSON: {seen}",
+            FrameProblem.NOT_OBJECT: f"data: frame is JSON but not an object: {seen}",
+            FrameProblem.INVALID_UTF8: f"frame is not valid UTF-8: {seen}",
+            FrameProblem.NOT_SSE: f"HTTP 200 body is not an event stream, first line {seen}",
+            FrameProblem.LINE_TOO_LONG: (
+                f"line over the {DEFAULT_MAX_LINE_BYTES}-byte cap: stopped reading; "
+                f"'{escape_bytes(event.head)}' ({event.size}+ bytes in the line)"
+            ),
+        }.get(event.problem, f"bad frame ({event.problem}): {seen}")
+        self.fail(ErrorClass.PROTOCOL, detail=f"{what}; {where}")
+        return True
 
     def on_chunk(self, chunk: dict[str, Any], now: float) -> None:
         """Apply one chunk (or a whole non-streamed completion / error body) that arrived at `now`."""

@@ -8,8 +8,10 @@ completes. Events:
 * ``Chunk``     a ``data:`` event holding a JSON object (one ``chat.completion.chunk``)
 * ``Done``      ``data: [DONE]``
 * ``BadFrame``  a ``data:`` event that is not a JSON object, a line over the length cap (discarded), a frame
-                with invalid UTF-8 (decoded with U+FFFD; ``chunk`` keeps what could still be parsed), or a
-                partial line cut by the end of the stream
+                with invalid UTF-8 (decoded with U+FFFD; ``chunk`` keeps what could still be parsed), a
+                partial line cut by the end of the stream, or a line that is no SSE field at all (``NOT_SSE``,
+                reported once per stream: an HTML page served as an event stream). ``head`` keeps the first
+                bytes as evidence (`escape_bytes` makes them one printable line), ``size`` the byte count.
 
 Line ends are ``\\n``, ``\\r\\n`` or a bare ``\\r`` (WHATWG). Consecutive ``data:`` lines of one event are
 joined with ``\\n``; a blank line ends the event. Memory is bounded by ``max_line_bytes`` whatever the peer
@@ -32,6 +34,10 @@ from typing import Any
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 #: Characters of a bad frame kept in `BadFrame.raw` (evidence, not a copy).
 BAD_FRAME_EXCERPT_CHARS = 200
+#: Bytes of a bad frame kept in `BadFrame.head`.
+BAD_FRAME_HEAD_BYTES = 120
+#: SSE field names (WHATWG); a line naming none of them (and no comment) is not SSE.
+SSE_FIELDS = frozenset({b"data", b"event", b"id", b"retry"})
 DONE_MARKER = "[DONE]"
 
 
@@ -41,6 +47,7 @@ class FrameProblem(StrEnum):
     INVALID_UTF8 = "invalid_utf8"
     LINE_TOO_LONG = "line_too_long"
     INCOMPLETE = "incomplete"  # the stream ended inside a line
+    NOT_SSE = "not_sse"  # a line that is neither a comment nor an SSE field (e.g. `<!DOCTYPE html>`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,8 @@ class BadFrame:
     problem: FrameProblem
     raw: str  # an excerpt of the frame, at most BAD_FRAME_EXCERPT_CHARS characters
     chunk: dict[str, Any] | None = None  # INVALID_UTF8 only: the chunk, if it still parsed after replacement
+    head: bytes = b""  # the frame's (or line's) first BAD_FRAME_HEAD_BYTES bytes, as received
+    size: int = 0  # bytes of the frame; LINE_TOO_LONG: bytes of the line seen when it was given up
 
 
 SSEEvent = Comment | Chunk | Done | BadFrame
@@ -84,6 +93,8 @@ class SSEParser:
         self._data: list[bytes] = []  # data: lines of the event being built
         self._data_bytes = 0
         self._event_too_long = False
+        self._foreign_seen = False  # a NOT_SSE line was reported (once per stream)
+        self._first_line = True  # a UTF-8 BOM before the first line is dropped (WHATWG)
 
     @property
     def buffered_bytes(self) -> int:
@@ -99,7 +110,7 @@ class SSEParser:
             if self._buf_bytes + len(data) > self._max:
                 self._discarding = True
                 held, self._buf, self._buf_bytes = b"".join(self._buf), [], 0
-                return [BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(held + data))]
+                return [_too_long(held + data)]
             self._buf.append(data)
             self._buf_bytes += len(data)
             return []
@@ -126,7 +137,7 @@ class SSEParser:
             rest = b""
         elif len(rest) > self._max:
             self._discarding = True
-            events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(rest)))
+            events.append(_too_long(rest))
             rest = b""
         tail = rest + (b"\r" if hold_cr else b"")
         self._buf, self._buf_bytes = ([tail] if tail else []), len(tail)
@@ -143,15 +154,19 @@ class SSEParser:
         if cut:
             self._line(rest, events)
         self._dispatch(events)
-        if cut and events and isinstance(events[-1], BadFrame) and events[-1].chunk is None:
-            events[-1] = BadFrame(FrameProblem.INCOMPLETE, events[-1].raw)
+        last = events[-1] if events else None
+        if cut and isinstance(last, BadFrame) and last.chunk is None and last.problem != FrameProblem.NOT_SSE:
+            events[-1] = BadFrame(FrameProblem.INCOMPLETE, last.raw, head=last.head, size=last.size)
         return events
 
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if self._first_line:
+            self._first_line = False
+            line = line.removeprefix(b"\xef\xbb\xbf")
         if not line:
             self._dispatch(events)
         elif len(line) > self._max:
-            events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(line)))
+            events.append(_too_long(line))
         elif line[0] == 0x3A:  # ":"
             events.append(Comment(line[1:].decode("utf-8", "replace")))
         elif line.startswith(b"data:"):
@@ -159,11 +174,16 @@ class SSEParser:
             self._data_bytes += len(value) + 1
             if self._data_bytes > self._max:
                 if not self._event_too_long:
-                    events.append(BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(value)))
+                    events.append(_too_long(value, self._data_bytes))
                 self._event_too_long = True
                 self._data.clear()
             else:
                 self._data.append(value)
+        elif line.split(b":", 1)[0] not in SSE_FIELDS:
+            if not self._foreign_seen:
+                self._foreign_seen = True
+                foreign = BadFrame(FrameProblem.NOT_SSE, _excerpt(line), head=_head(line), size=len(line))
+                events.append(foreign)
         # other fields (event:, id:, retry:) carry nothing OpenRouter uses
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
@@ -185,20 +205,37 @@ def parse_data(raw: bytes) -> Chunk | Done | BadFrame:
         bad_utf8 = True
     if text.strip() == DONE_MARKER:
         return Done()
-    excerpt = text[:BAD_FRAME_EXCERPT_CHARS]
+    excerpt, head, size = text[:BAD_FRAME_EXCERPT_CHARS], _head(raw), len(raw)
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting recurses
-        return BadFrame(FrameProblem.INVALID_UTF8 if bad_utf8 else FrameProblem.NOT_JSON, excerpt)
+        problem = FrameProblem.INVALID_UTF8 if bad_utf8 else FrameProblem.NOT_JSON
+        return BadFrame(problem, excerpt, head=head, size=size)
     if not isinstance(value, dict):
-        return BadFrame(FrameProblem.NOT_OBJECT, excerpt)
+        return BadFrame(FrameProblem.NOT_OBJECT, excerpt, head=head, size=size)
     if bad_utf8:
-        return BadFrame(FrameProblem.INVALID_UTF8, excerpt, chunk=value)
+        return BadFrame(FrameProblem.INVALID_UTF8, excerpt, chunk=value, head=head, size=size)
     return Chunk(value)
 
 
 def _excerpt(raw: bytes) -> str:
     return raw[: BAD_FRAME_EXCERPT_CHARS * 4].decode("utf-8", "replace")[:BAD_FRAME_EXCERPT_CHARS]
+
+
+def _head(raw: bytes) -> bytes:
+    return bytes(raw[:BAD_FRAME_HEAD_BYTES])
+
+
+def _too_long(raw: bytes, size: int | None = None) -> BadFrame:
+    return BadFrame(FrameProblem.LINE_TOO_LONG, _excerpt(raw), head=_head(raw), size=size or len(raw))
+
+
+def escape_bytes(raw: bytes, limit: int = 80) -> str:
+    """The first `limit` bytes as one printable line: valid UTF-8 kept, other bytes as ``\\xNN``, control
+    characters escaped (``\\n``, ``\\x00``), ``…`` when cut. Fit for evidence; redact secrets after."""
+    text = raw[:limit].decode("utf-8", "backslashreplace")
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out + ("…" if len(raw) > limit else "")
 
 
 # --- reading a chunk ---------------------------------------------------------------------------------------

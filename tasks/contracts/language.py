@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.contracts.common import exchange_judgement
-from tasks.types import Attempt, Judgement, Outcome
+from tasks.types import Attempt, Judgement, Outcome, Reason
 
 if TYPE_CHECKING:  # tasks.langdetect imports tasks.contracts.textscan: import it lazily to avoid a cycle
     from tasks.langdetect import LanguageVerdict
@@ -28,7 +28,7 @@ def expected_language(a: Attempt) -> str:
 
 
 def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
-    """The detector's verdict for a completed reply, else the exchange's transport/inconclusive judgement."""
+    """The detector's verdict for a completed reply, else the exchange's judgement (tasks/classify.py)."""
     from tasks.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     broken = exchange_judgement(a)
@@ -36,7 +36,9 @@ def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
         return broken
     expected = expected_language(a)
     if expected not in SUPPORTED_LANGUAGES:
-        return Judgement(Outcome.INCONCLUSIVE, "unsupported_language", f"language ({expected}) not supported")
+        return Judgement(
+            Outcome.INCONCLUSIVE, Reason.UNSUPPORTED_LANGUAGE, f"language ({expected}) not supported"
+        )
     return judge_text(a.text, expected)
 
 
@@ -55,7 +57,7 @@ def needs_confirmation(attempt: Attempt) -> bool:
 def majority(judgements: Sequence[Judgement]) -> Judgement:
     n = len(judgements)
     if n == 0:
-        return Judgement(Outcome.INCONCLUSIVE, "no_attempts", "attempts (0)")
+        return Judgement(Outcome.INCONCLUSIVE, Reason.NO_ATTEMPTS, "attempts (0)")
     counts = Counter(j.outcome for j in judgements)
     tally = f"{counts[Outcome.FAIL]}/{n} fail, {counts[Outcome.PASS]}/{n} pass"
     if counts[Outcome.FAIL] * 2 > n:
@@ -65,11 +67,11 @@ def majority(judgements: Sequence[Judgement]) -> Judgement:
         return Judgement(Outcome.FAIL, reason, f"{first.evidence}; {tally}" if n > 1 else first.evidence)
     if counts[Outcome.PASS] * 2 > n:
         first = next(j for j in judgements if j.outcome is Outcome.PASS)
-        return Judgement(Outcome.PASS, "ok", f"{first.evidence}; {tally}" if n > 1 else first.evidence)
+        return Judgement(Outcome.PASS, Reason.OK, f"{first.evidence}; {tally}" if n > 1 else first.evidence)
     for outcome in (Outcome.INCONCLUSIVE, Outcome.TRANSPORT):
         if counts[outcome] * 2 > n:
             return next(j for j in reversed(judgements) if j.outcome is outcome)
-    return Judgement(Outcome.INCONCLUSIVE, "no_majority", tally)
+    return Judgement(Outcome.INCONCLUSIVE, Reason.NO_MAJORITY, tally)
 
 
 def judge(attempts: Sequence[Attempt], cfg: CanaryConfig) -> Judgement:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from tasks.config import CanaryConfig
-from tasks.types import Attempt, Contract, Judgement, Outcome
+from tasks.types import Attempt, Contract, ErrorClass, Judgement, Outcome, Reason
 
 MIN_REPLIES = 2
 MIN_CORRUPTED = 2
@@ -58,8 +58,19 @@ def is_corrupted_opening(text: str) -> bool:
 
 
 def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
-    """The attempts whose reply text counts: free-text contracts, completed or not, non-empty, pinned."""
-    return [a for a in attempts if a.contract in TEXT_CONTRACTS and a.text.strip() and not a.is_pin_mismatch]
+    """The attempts whose reply text counts: free-text contracts, completed or not, non-empty, pinned.
+
+    A reply that broke the protocol is left out: its own contract already fails (`protocol_violation`), and
+    text decoded from undecodable frames says nothing reliable about its first characters.
+    """
+    return [
+        a
+        for a in attempts
+        if a.contract in TEXT_CONTRACTS
+        and a.text.strip()
+        and not a.is_pin_mismatch
+        and a.error_class is not ErrorClass.PROTOCOL
+    ]
 
 
 def count_openings(attempts: Sequence[Attempt]) -> tuple[int, int, str]:
@@ -72,11 +83,11 @@ def count_openings(attempts: Sequence[Attempt]) -> tuple[int, int, str]:
 def judge_endpoint(attempts: Sequence[Attempt]) -> Judgement:
     bad, n, sample = count_openings(attempts)
     if n < MIN_REPLIES:
-        return Judgement(Outcome.INCONCLUSIVE, "few_replies", f"text replies ({n}) < {MIN_REPLIES}")
+        return Judgement(Outcome.INCONCLUSIVE, Reason.FEW_REPLIES, f"text replies ({n}) < {MIN_REPLIES}")
     evidence = f"corrupted openings ({bad}/{n})" + (f" e.g. {sample}" if sample else "")
     if bad >= MIN_CORRUPTED and bad * 2 > n:
-        return Judgement(Outcome.FAIL, "corrupted_opening", f"{evidence} > 50%")
-    return Judgement(Outcome.PASS, "ok", evidence)
+        return Judgement(Outcome.FAIL, Reason.CORRUPTED_OPENING, f"{evidence} > 50%")
+    return Judgement(Outcome.PASS, Reason.OK, evidence)
 
 
 def judge_round_openings(per_tag: Mapping[str, Sequence[Attempt]]) -> dict[str, Judgement]:
@@ -87,7 +98,7 @@ def judge_round_openings(per_tag: Mapping[str, Sequence[Attempt]]) -> dict[str, 
     if len(judged) >= MIN_PEERS and len(failing) * 2 > len(judged):
         peers = f"endpoints failing ({len(failing)}/{len(judged)})"
         return {
-            tag: Judgement(Outcome.INCONCLUSIVE, "prompt_suspect", f"{j.evidence}; {peers}")
+            tag: Judgement(Outcome.INCONCLUSIVE, Reason.PROMPT_SUSPECT, f"{j.evidence}; {peers}")
             if j.outcome is Outcome.FAIL
             else j
             for tag, j in own.items()

@@ -8,6 +8,7 @@
   characters (max_tokens is generous, so the endpoint capped the output far below what was asked);
 * `too_short`: a completed reply below REFUSAL_MIN_EXPECTED_CHARS (tasks/prompts.py: the scene asks for
   three to five paragraphs; a reply this short was cut by something other than the model's judgement).
+A 200 that was not an event stream or did not decode -> `fail` `protocol_violation` (checked first).
 Transport -> `transport`. Positive controls are applied per round in tasks/judge.py, not here.
 """
 
@@ -16,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
-from tasks.contracts.common import exchange_judgement, judge_each
+from tasks.contracts.common import exchange_judgement, judge_each, protocol_judgement
 from tasks.contracts.refusal_patterns import find_refusal
-from tasks.types import Attempt, Judgement, Outcome
+from tasks.types import Attempt, Judgement, Outcome, Reason
 
 try:
     from tasks.prompts import REFUSAL_MIN_EXPECTED_CHARS
@@ -30,10 +31,13 @@ LENGTH_FACTOR = 2.0
 
 
 def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Judgement:
+    violation = protocol_judgement(a)
+    if violation is not None:
+        return violation
     if a.finish_reason == "content_filter":
         return Judgement(
             Outcome.FAIL,
-            "content_filter",
+            Reason.CONTENT_FILTER,
             f"finish_reason (content_filter), native ({a.native_finish_reason})",
         )
     broken = exchange_judgement(a)
@@ -41,27 +45,35 @@ def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Ju
         return broken
     text = a.text.strip()
     if not text:
-        return Judgement(Outcome.FAIL, "empty_reply", f"text_chars (0), finish_reason ({a.finish_reason})")
+        return Judgement(
+            Outcome.FAIL, Reason.EMPTY_REPLY, f"text_chars (0), finish_reason ({a.finish_reason})"
+        )
     found = find_refusal(a.text)
     if found is not None:
         lang, matched = found
         return Judgement(
-            Outcome.FAIL, "refusal_pattern", f"refusal ({lang}) {matched[:80]!r} in text_chars ({len(text)})"
+            Outcome.FAIL,
+            Reason.REFUSAL_PATTERN,
+            f"refusal ({lang}) {matched[:80]!r} in text_chars ({len(text)})",
         )
     n = len(text)
     if a.text_truncated:
-        return Judgement(Outcome.PASS, "ok", f"text_chars ({n}+, capped), finish_reason ({a.finish_reason})")
+        return Judgement(
+            Outcome.PASS, Reason.OK, f"text_chars ({n}+, capped), finish_reason ({a.finish_reason})"
+        )
     length_min = int(min_chars * LENGTH_FACTOR)
     if a.finish_reason == "length" and n < length_min:
         return Judgement(
-            Outcome.FAIL, "truncated", f"finish_reason (length), text_chars ({n}) < {length_min}"
+            Outcome.FAIL, Reason.TRUNCATED, f"finish_reason (length), text_chars ({n}) < {length_min}"
         )
     if n < min_chars:
         return Judgement(
-            Outcome.FAIL, "too_short", f"text_chars ({n}) < {min_chars}, finish_reason ({a.finish_reason})"
+            Outcome.FAIL,
+            Reason.TOO_SHORT,
+            f"text_chars ({n}) < {min_chars}, finish_reason ({a.finish_reason})",
         )
     return Judgement(
-        Outcome.PASS, "ok", f"text_chars ({n}) >= {min_chars}, finish_reason ({a.finish_reason})"
+        Outcome.PASS, Reason.OK, f"text_chars ({n}) >= {min_chars}, finish_reason ({a.finish_reason})"
     )
 
 

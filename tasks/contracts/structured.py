@@ -4,7 +4,8 @@ Reasons: `fenced_json` (a ```json fence around it: fail, the client would choke 
 parse, prose around it, empty), `schema_violation` (with the failing path, e.g. `$.age: '40' is not of type
 'integer'`), `content_filter` (a filter ended it: fail). Not quality: a cut stream or any transport error is
 `transport`; finish_reason `length` with broken JSON is `inconclusive` `truncated` (the budget, not the
-model, ended it), and so is broken JSON that our own text cap cut (`text_capped`).
+model, ended it), and so is broken JSON that our own text cap cut (`text_capped`). A 200 that was not an
+event stream or did not decode is `fail` `protocol_violation` (checked first).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
 from tasks.config import CanaryConfig
-from tasks.contracts.common import exchange_judgement, judge_each
-from tasks.types import Attempt, Judgement, Outcome
+from tasks.contracts.common import exchange_judgement, judge_each, protocol_judgement
+from tasks.types import Attempt, Judgement, Outcome, Reason
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 EVIDENCE_MAX_CHARS = 200
@@ -63,34 +64,39 @@ def _prose_around(text: str) -> str | None:
 
 
 def judge_attempt(a: Attempt, schema: Mapping[str, Any]) -> Judgement:
+    broken_protocol = protocol_judgement(a)
+    if broken_protocol is not None:
+        return broken_protocol
     if a.finish_reason == "content_filter" and a.error_class is None:
-        return Judgement(Outcome.FAIL, "content_filter", "finish_reason (content_filter)")
+        return Judgement(Outcome.FAIL, Reason.CONTENT_FILTER, "finish_reason (content_filter)")
     broken = exchange_judgement(a)
     if broken is not None:
         return broken
     text = a.text.strip()
     if not text:
-        return Judgement(Outcome.FAIL, "invalid_json", f"empty reply, finish_reason ({a.finish_reason})")
+        return Judgement(Outcome.FAIL, Reason.INVALID_JSON, f"empty reply, finish_reason ({a.finish_reason})")
     fenced = _FENCE.match(text)
     if fenced:
         return Judgement(
-            Outcome.FAIL, "fenced_json", _one_line(f"reply wrapped in ``` fences: {text[:40]!r}")
+            Outcome.FAIL, Reason.FENCED_JSON, _one_line(f"reply wrapped in ``` fences: {text[:40]!r}")
         )
     try:
         instance = json.loads(text)
     except json.JSONDecodeError as exc:
         if a.finish_reason == "length":
             return Judgement(
-                Outcome.INCONCLUSIVE, "truncated", f"finish_reason (length), JSON cut at char {exc.pos}"
+                Outcome.INCONCLUSIVE, Reason.TRUNCATED, f"finish_reason (length), JSON cut at char {exc.pos}"
             )
         if a.text_truncated:
-            return Judgement(Outcome.INCONCLUSIVE, "text_capped", f"text capped at chars ({len(a.text)})")
+            return Judgement(
+                Outcome.INCONCLUSIVE, Reason.TEXT_CAPPED, f"text capped at chars ({len(a.text)})"
+            )
         detail = _prose_around(text) or f"{exc.msg} at char {exc.pos}"
-        return Judgement(Outcome.FAIL, "invalid_json", _one_line(f"{detail}: {text[:40]!r}"))
+        return Judgement(Outcome.FAIL, Reason.INVALID_JSON, _one_line(f"{detail}: {text[:40]!r}"))
     violation = schema_error(instance, schema)
     if violation is not None:
-        return Judgement(Outcome.FAIL, "schema_violation", violation)
-    return Judgement(Outcome.PASS, "ok", f"valid JSON against schema, text_chars ({len(text)})")
+        return Judgement(Outcome.FAIL, Reason.SCHEMA_VIOLATION, violation)
+    return Judgement(Outcome.PASS, Reason.OK, f"valid JSON against schema, text_chars ({len(text)})")
 
 
 def judge(

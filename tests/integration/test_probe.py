@@ -20,10 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tasks.classify import is_transport
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.probe import probe_attempt_is_transport, probe_once
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass
+from tasks.contracts import CONTRACTS, ttft
+from tasks.probe import probe_once
+from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -185,7 +187,7 @@ def test_healthy_stream_records_every_field_and_sends_a_pinned_attributed_reques
         "en",
     )
     assert attempt.started_at.tzinfo is not None
-    assert not probe_attempt_is_transport(attempt)
+    assert not is_transport(attempt)
     [(headers, body)] = wire.requests
     assert headers["authorization"] == f"Bearer {API_KEY}"
     assert headers["http-referer"] and headers["x-openrouter-title"]
@@ -214,7 +216,8 @@ def test_stall_after_headers_is_a_timeout_with_status_200_and_no_text() -> None:
     assert attempt.error_class is ErrorClass.TIMEOUT
     assert attempt.http_status == 200 and attempt.ttft_ms is None and attempt.text == ""
     assert 0.4 < elapsed < 2.5
-    assert not probe_attempt_is_transport(attempt)  # a 200 without text is the ttft contract's failure
+    judged = ttft.judge_attempt(attempt, 0.4)  # a 200 without text in time is the ttft contract's failure
+    assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.TTFT_EXCEEDED)
 
 
 def test_endless_keepalives_are_cut_by_the_wall_budget() -> None:
@@ -230,14 +233,14 @@ def test_silent_stall_mid_reply_ends_at_the_budget_not_the_read_timeout() -> Non
     assert attempt.error_class is ErrorClass.TIMEOUT
     assert 0.9 < elapsed < 2.0
     assert attempt.text == "Once upon"
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_server_that_never_answers_is_a_timeout_before_any_response() -> None:
     attempt, _, elapsed = run([HANG], replace(CFG, read_timeout_s=0.5))
     assert attempt.error_class is ErrorClass.TIMEOUT and attempt.http_status is None
     assert elapsed < 2.5
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_connection_refused_is_connect() -> None:
@@ -258,7 +261,7 @@ def test_connection_refused_is_connect() -> None:
             clock=SystemClock(),
         )
     assert attempt.error_class is ErrorClass.CONNECT and attempt.http_status is None
-    assert attempt.attempt_no == 2 and probe_attempt_is_transport(attempt)
+    assert attempt.attempt_no == 2 and is_transport(attempt)
     assert API_KEY not in (attempt.error_detail or "")
 
 
@@ -270,7 +273,7 @@ def test_cut_stream_keeps_partial_text(ending: list[Step]) -> None:
     attempt, _, _ = run([SSE_HEAD, chunk("The ranger "), chunk("draws"), 0.1, *ending])
     assert attempt.error_class is ErrorClass.STREAM_CUT
     assert attempt.text == "The ranger draws" and attempt.finish_reason is None
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_cut_inside_a_chunked_body_is_a_stream_cut() -> None:
@@ -280,20 +283,82 @@ def test_cut_inside_a_chunked_body_is_a_stream_cut() -> None:
     assert attempt.error_class is ErrorClass.STREAM_CUT and attempt.text == "Half"
 
 
-def test_bad_frame_is_flagged_and_the_rest_of_the_stream_still_counts() -> None:
+def protocol_violation(attempt: Attempt) -> str:
+    """The attempt is a protocol violation, never transport, and every probed contract fails it."""
+    assert attempt.error_class is ErrorClass.PROTOCOL and attempt.http_status == 200, attempt.error_detail
+    assert not is_transport(attempt)
+    for contract in (Contract.TTFT, Contract.REFUSAL, Contract.STRUCTURED, Contract.LANGUAGE):
+        judged = CONTRACTS[contract]([replace(attempt, contract=contract)], CFG)
+        assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION), contract
+    detail = attempt.error_detail or ""
+    assert "\n" not in detail and API_KEY not in detail
+    return detail
+
+
+def test_a_frame_that_is_not_json_is_a_protocol_violation_and_reading_stops() -> None:
     attempt, _, _ = run(
         [SSE_HEAD, chunk("Hello"), b"data: {not json\n\n", chunk(" there", finish="stop"), DONE]
     )
-    assert attempt.error_class is ErrorClass.BAD_FRAME and "not_json" in (attempt.error_detail or "")
-    assert attempt.text == "Hello there" and attempt.finish_reason == "stop"
-    assert not probe_attempt_is_transport(attempt)
+    detail = protocol_violation(attempt)
+    assert "data: frame is not JSON: '{not json' (9 bytes); after chunks (1)" in detail
+    assert attempt.text == "Hello" and attempt.finish_reason is None
 
 
 def test_invalid_utf8_never_raises_and_shows_as_replacement_characters() -> None:
     frame = chunk("caf\u00e9 au lait").replace("é".encode(), b"\xc3")
     attempt, _, _ = run([SSE_HEAD, frame, chunk("", finish="stop"), DONE])
     assert attempt.text == "caf\ufffd au lait"
-    assert attempt.error_class is ErrorClass.BAD_FRAME and "invalid_utf8" in (attempt.error_detail or "")
+    assert "frame is not valid UTF-8" in protocol_violation(attempt)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "says"),
+    [
+        ("text/html; charset=utf-8", "content-type (text/html; charset=utf-8) is not an event stream"),
+        ("text/plain", "content-type (text/plain) is not an event stream"),
+        ("application/json", "application/json body is not a JSON object (over the 81920-byte cap, stopped"),
+    ],
+)
+def test_a_200_html_page_is_a_protocol_violation(content_type: str, says: str) -> None:
+    page = b"<!DOCTYPE html>\n<html><title>Just a moment...</title><!-- " + API_KEY.encode() + b" -->"
+    page += b"<p>wait</p>" * 10_000 + b"</html>"
+    attempt, _, elapsed = run([http_response(200, page, content_type=content_type)])
+    detail = protocol_violation(attempt)
+    assert says in detail and "'<!DOCTYPE html>\\n<html><title>Just a moment...</title><!-- ***" in detail
+    assert "bytes read, the rest not read" in detail
+    assert elapsed < 3
+
+
+def test_a_body_without_content_type_and_without_sse_is_a_protocol_violation() -> None:
+    head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+    attempt, _, _ = run([head, b"<html>\n<body>Bad gateway</body>\n</html>\n"])
+    assert "HTTP 200 body is not an event stream, first line '<html>' (6 bytes)" in protocol_violation(
+        attempt
+    )
+
+
+def test_an_error_object_behind_a_wrong_content_type_is_still_read_as_an_error() -> None:
+    body = b'{"error":{"message":"Provider returned error","code":502}}'
+    attempt, _, _ = run([http_response(200, body, content_type="text/plain")])
+    assert attempt.error_class is ErrorClass.MIDSTREAM_ERROR and attempt.error_code == 502
+    assert is_transport(attempt)
+
+
+def test_a_huge_line_is_given_up_at_the_cap_without_reading_the_rest() -> None:
+    piece = b"x" * 65536
+    steps: list[Step] = [SSE_HEAD, b'data: {"choices":[{"delta":{"content":"'] + [piece] * 320
+    attempt, wire, elapsed = run(steps + [b'"}}]}\n\n', DONE])
+    detail = protocol_violation(attempt)
+    assert "line over the 1048576-byte cap: stopped reading" in detail
+    assert """'data: {"choices":[{"delta":{"content":"xxx""" in detail
+    read = int(detail.rsplit("bytes_read (", 1)[1].rstrip(")"))
+    assert 1_048_576 < read < 2_000_000 < len(piece) * 320  # the other 19 MB were never read
+    assert elapsed < 5
+
+
+def test_a_cut_inside_a_line_stays_a_stream_cut() -> None:
+    attempt, _, _ = run([SSE_HEAD, chunk("Half a"), b'data: {"choices":[{"delta":{"content":" rep'])
+    assert attempt.error_class is ErrorClass.STREAM_CUT and is_transport(attempt)
 
 
 def test_lone_surrogate_escape_is_stored_as_replacement_characters() -> None:
@@ -377,7 +442,7 @@ def test_non_200_records_status_code_detail_and_retry_after(
     assert detail in (attempt.error_detail or "") and "\n" not in (attempt.error_detail or "")
     assert API_KEY not in (attempt.error_detail or "")
     assert attempt.retry_after_s == retry
-    assert probe_attempt_is_transport(attempt) is transport
+    assert is_transport(attempt) is transport
 
 
 @pytest.mark.parametrize(("code", "transport"), [(502, True), (429, True), (400, False)])
@@ -387,14 +452,14 @@ def test_midstream_error_chunk(code: int, transport: bool) -> None:
     assert attempt.error_class is ErrorClass.MIDSTREAM_ERROR and attempt.error_code == code
     assert attempt.error_detail == "Provider returned error"
     assert attempt.text == "Two words" and attempt.finish_reason == "error"
-    assert probe_attempt_is_transport(attempt) is transport
+    assert is_transport(attempt) is transport
 
 
 def test_error_inside_a_200_json_body() -> None:
     body = b'{"error":{"message":"Provider returned error","code":502}}'
     attempt, _, _ = run([http_response(200, body)])
     assert attempt.error_class is ErrorClass.MIDSTREAM_ERROR and attempt.error_code == 502
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_pin_not_honoured_records_the_provider_that_served() -> None:

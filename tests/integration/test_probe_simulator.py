@@ -7,6 +7,8 @@ ttft threshold. Each test asserts the fields the probe recorded, not a judgement
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -17,12 +19,14 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
+from tasks.classify import is_transport
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
+from tasks.contracts import CONTRACTS, ttft
 from tasks.discover import fetch_endpoints
-from tasks.probe import probe_attempt_is_transport, probe_once
+from tasks.probe import probe_once
 from tasks.prompts import STRUCTURED_SCHEMA
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass
+from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -52,6 +56,10 @@ FAULTS: dict[str, list[dict[str, Any]]] = {
     "empty": [{"kind": "empty_reply"}],
     "truncated": [{"kind": "truncated", "words": 4}],
     "pin": [{"kind": "pin_not_honoured", "served_by": "Together"}],
+    "html": [{"kind": "html_body"}],
+    "htmljson": [{"kind": "html_body", "content_type": "application/json"}],
+    "utf8": [{"kind": "invalid_utf8", "tokens": 2}],
+    "huge": [{"kind": "huge_line"}],  # the default 20 MB
 }
 
 FLEET = parse_fleet(
@@ -108,7 +116,7 @@ def probe(
 def clean(attempt: Attempt) -> None:
     assert attempt.error_class is None, attempt.error_detail
     assert attempt.http_status == 200 and attempt.served_provider == "Sim" and not attempt.is_pin_mismatch
-    assert not probe_attempt_is_transport(attempt)
+    assert not is_transport(attempt)
 
 
 def test_discovery_sees_the_whole_fleet(sim: SimulatorHandle) -> None:
@@ -148,14 +156,15 @@ def test_stall_after_headers(sim: SimulatorHandle) -> None:
     assert attempt.error_class is ErrorClass.TIMEOUT and attempt.http_status == 200
     assert attempt.ttft_ms is None and attempt.text == ""
     assert attempt.total_ms is not None and 450 <= attempt.total_ms < 3000
-    assert not probe_attempt_is_transport(attempt)
+    judged = ttft.judge_attempt(attempt, 0.4)  # a 200 without text in time is the ttft contract's failure
+    assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.TTFT_EXCEEDED)
 
 
 def test_die_after_tokens_keeps_the_partial_text(sim: SimulatorHandle) -> None:
     attempt = probe(sim, "die", Contract.REFUSAL)
     assert attempt.error_class is ErrorClass.STREAM_CUT and attempt.http_status == 200
     assert attempt.text.strip() and attempt.finish_reason is None
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_429_before_stream_records_status_and_retry_after(sim: SimulatorHandle) -> None:
@@ -164,7 +173,7 @@ def test_429_before_stream_records_status_and_retry_after(sim: SimulatorHandle) 
     assert (attempt.http_status, attempt.error_code, attempt.retry_after_s) == (429, 429, 7.0)
     assert attempt.error_detail and "Provider returned error" in attempt.error_detail
     assert sim.api_key not in attempt.error_detail
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_502_before_stream(sim: SimulatorHandle) -> None:
@@ -174,7 +183,7 @@ def test_502_before_stream(sim: SimulatorHandle) -> None:
         502,
         None,
     )
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 @pytest.mark.parametrize(("variant", "code"), [("mid502", 502), ("mid429done", 429)])
@@ -183,7 +192,7 @@ def test_midstream_error(sim: SimulatorHandle, variant: str, code: int) -> None:
     assert attempt.error_class is ErrorClass.MIDSTREAM_ERROR and attempt.error_code == code
     assert attempt.http_status == 200 and attempt.text.strip() and attempt.finish_reason == "error"
     assert attempt.error_detail
-    assert probe_attempt_is_transport(attempt)
+    assert is_transport(attempt)
 
 
 def test_corrupted_opening_is_recorded_verbatim(sim: SimulatorHandle) -> None:
@@ -270,3 +279,48 @@ def test_pin_not_honoured_records_the_serving_provider(sim: SimulatorHandle) -> 
     attempt = probe(sim, "pin")
     assert attempt.served_provider == "Together" and attempt.provider_name == "Sim"
     assert attempt.is_pin_mismatch and attempt.error_class is None
+
+
+# --- protocol violations: HTTP 200, then a body the client cannot use --------------------------------------
+
+
+def violation(attempt: Attempt, contract: Contract = Contract.TTFT) -> str:
+    """The attempt is a protocol violation that the contract fails; returns the evidence."""
+    assert attempt.error_class is ErrorClass.PROTOCOL and attempt.http_status == 200, attempt.error_detail
+    assert not is_transport(attempt)
+    judged = CONTRACTS[contract]([attempt], CFG)
+    assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
+    assert judged.evidence == attempt.error_detail and "\n" not in judged.evidence
+    return judged.evidence
+
+
+@pytest.mark.parametrize("contract", [Contract.TTFT, Contract.REFUSAL, Contract.STRUCTURED], ids=str)
+def test_html_page_is_a_protocol_violation(sim: SimulatorHandle, contract: Contract) -> None:
+    evidence = violation(probe(sim, "html", contract), contract)
+    assert "content-type (text/html; charset=utf-8) is not an event stream" in evidence
+    assert "'<!DOCTYPE html>\\n<html" in evidence and "bytes" in evidence
+
+
+def test_json_labelled_body_that_is_not_json_is_a_protocol_violation(sim: SimulatorHandle) -> None:
+    evidence = violation(probe(sim, "htmljson", Contract.REFUSAL), Contract.REFUSAL)
+    assert (
+        "application/json body is not a JSON object (not JSON)" in evidence and "<!DOCTYPE html>" in evidence
+    )
+
+
+def test_invalid_utf8_frame_is_a_protocol_violation(sim: SimulatorHandle) -> None:
+    attempt = probe(sim, "utf8", Contract.LANGUAGE, "pt")
+    evidence = violation(attempt, Contract.LANGUAGE)
+    assert "frame is not valid UTF-8" in evidence and "after chunks (3)" in evidence
+    assert attempt.text.strip() and "\ufffd" in attempt.text  # what arrived is kept, decoded with U+FFFD
+
+
+def test_a_twenty_megabyte_line_is_cut_short_at_the_cap(sim: SimulatorHandle) -> None:
+    started = time.monotonic()
+    attempt = probe(sim, "huge", Contract.REFUSAL)
+    elapsed = time.monotonic() - started
+    evidence = violation(attempt, Contract.REFUSAL)
+    assert "line over the 1048576-byte cap: stopped reading" in evidence
+    read = int(re.search(r"bytes_read \((\d+)\)", evidence).group(1))  # type: ignore[union-attr]
+    assert 1_048_576 < read < 4_000_000  # stopped within a few reads of the cap, not after 20 MB
+    assert elapsed < 5

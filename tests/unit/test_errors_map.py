@@ -1,25 +1,37 @@
-"""The probe's one boundary for httpx exceptions, and what counts as transport (DESIGN.md "Vocabulary").
+"""The one home of transport vs quality (tasks/classify.py) and the probe's boundary for httpx exceptions.
 
 Like httpx's test_httpcore_all_exceptions_mapped: when httpx grows a TransportError subclass, this fails until
-TRANSPORT_ERRORS says what it means for an attempt.
+EXCEPTION_CLASSES says what it means for an attempt.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tasks.probe import (
-    TRANSPORT_ERRORS,
+from tasks.classify import (
+    ERROR_OUTCOMES,
+    EXCEPTION_CLASSES,
     classify_exception,
-    parse_retry_after,
-    probe_attempt_is_transport,
+    exchange_judgement,
+    is_retryable_exception,
+    is_transport,
+    is_transport_status,
 )
+from tasks.config import CanaryConfig
+from tasks.contracts import CONTRACTS
+from tasks.discover import DiscoveryUnreachable
+from tasks.errors import ConfigError, StoreError
+from tasks.judge import judge_round
+from tasks.probe import parse_retry_after
 from tasks.probe_record import AttemptRecorder
-from tasks.sse import BadFrame, Chunk, Comment, Done, FrameProblem
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass
+from tasks.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
+from tasks.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 MID = ErrorClass.MIDSTREAM_ERROR
 
@@ -35,15 +47,20 @@ def _subclasses(cls: type) -> set[type]:
 
 def test_every_httpx_transport_error_is_mapped_explicitly() -> None:
     public = {c for c in _subclasses(httpx.TransportError) if c.__module__.startswith("httpx")}
-    assert public, "httpx exposes TransportError subclasses"
-    missing = sorted(c.__name__ for c in public if c not in TRANSPORT_ERRORS)
+    assert len(public) >= 15, "httpx exposes TransportError subclasses"
+    missing = sorted(c.__name__ for c in public if c.__name__ not in EXCEPTION_CLASSES)
     assert missing == []
 
 
-def test_map_values_are_error_classes_and_keys_are_httpx_errors() -> None:
-    for cls, value in TRANSPORT_ERRORS.items():
-        assert issubclass(cls, httpx.HTTPError)
+def test_map_keys_are_httpx_errors_and_values_error_classes() -> None:
+    for name, value in EXCEPTION_CLASSES.items():
+        assert issubclass(getattr(httpx, name), httpx.HTTPError)
         assert isinstance(value, ErrorClass)
+
+
+def test_every_error_class_has_an_outcome_rule() -> None:
+    assert set(ERROR_OUTCOMES) == set(ErrorClass)
+    assert ERROR_OUTCOMES[ErrorClass.PROTOCOL] is Outcome.FAIL
 
 
 @pytest.mark.parametrize(
@@ -55,7 +72,7 @@ def test_map_values_are_error_classes_and_keys_are_httpx_errors() -> None:
         (httpx.ConnectError("x"), ErrorClass.CONNECT),
         (httpx.ReadError("x"), ErrorClass.STREAM_CUT),
         (httpx.RemoteProtocolError("x"), ErrorClass.STREAM_CUT),
-        (httpx.DecodingError("x"), ErrorClass.BAD_FRAME),
+        (httpx.DecodingError("x"), ErrorClass.PROTOCOL),  # a 200 body whose Content-Encoding does not decode
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
 )
@@ -68,6 +85,40 @@ def test_an_unknown_subclass_falls_back_to_its_nearest_mapped_base() -> None:
         pass
 
     assert classify_exception(FutureReadTimeout("x")) is ErrorClass.TIMEOUT
+
+
+def test_a_foreign_class_with_an_httpx_name_is_not_mistaken_for_httpx() -> None:
+    class ConnectError(Exception):  # noqa: N818 - deliberately named like httpx's
+        pass
+
+    assert classify_exception(ConnectError("x")) is ErrorClass.STREAM_CUT
+    assert not is_retryable_exception(ConnectError("x"))
+
+
+@pytest.mark.parametrize(
+    ("exc", "retry"),
+    [
+        (httpx.ConnectError("x"), True),
+        (httpx.ReadTimeout("x"), True),
+        (DiscoveryUnreachable("http://127.0.0.1:9/api/v1 unreachable"), True),
+        (StoreError("database is locked"), True),
+        (httpx.DecodingError("x"), False),
+        (ConfigError("bad"), False),
+        (ValueError("bug"), False),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
+)
+def test_retry_predicate_retries_the_network_and_the_store_lock_only(exc: BaseException, retry: bool) -> None:
+    assert is_retryable_exception(exc) is retry
+
+
+@pytest.mark.parametrize(
+    ("code", "transport"),
+    [(408, True), (429, True), (500, True), (502, True), (524, True), (529, True), (599, True)]
+    + [(None, False), (200, False), (400, False), (401, False), (402, False), (404, False), (413, False)],
+)
+def test_transport_statuses(code: int | None, transport: bool) -> None:
+    assert is_transport_status(code) is transport
 
 
 def _attempt(**kw: object) -> Attempt:
@@ -84,33 +135,90 @@ def _attempt(**kw: object) -> Attempt:
 
 
 @pytest.mark.parametrize(
-    ("fields", "transport"),
+    ("fields", "outcome", "reason"),
     [
-        pytest.param({}, False, id="clean"),
-        pytest.param({"error_class": ErrorClass.CONNECT}, True, id="connect"),
-        pytest.param({"error_class": ErrorClass.TIMEOUT}, True, id="timeout-before-response"),
-        pytest.param({"error_class": ErrorClass.TIMEOUT, "http_status": 200}, False, id="200-but-no-text"),
+        pytest.param({"http_status": 200}, None, None, id="clean"),
+        pytest.param({"error_class": ErrorClass.CONNECT}, Outcome.TRANSPORT, "connect", id="connect"),
+        pytest.param({"error_class": ErrorClass.TIMEOUT}, Outcome.TRANSPORT, "timeout", id="timeout-before"),
         pytest.param(
-            {"error_class": ErrorClass.TIMEOUT, "http_status": 200, "ttft_ms": 8.0}, True, id="stall-mid"
+            {"error_class": ErrorClass.TIMEOUT, "http_status": 200, "ttft_ms": 8.0},
+            Outcome.TRANSPORT,
+            "timeout",
+            id="stall-mid-reply",
         ),
-        pytest.param({"error_class": ErrorClass.STREAM_CUT, "http_status": 200}, True, id="cut"),
+        pytest.param(
+            {"error_class": ErrorClass.STREAM_CUT, "http_status": 200},
+            Outcome.TRANSPORT,
+            "stream_cut",
+            id="cut",
+        ),
         *(
-            pytest.param({"error_class": ErrorClass.HTTP_STATUS, "error_code": c}, True, id=f"http-{c}")
+            pytest.param(
+                {"error_class": ErrorClass.HTTP_STATUS, "error_code": c, "http_status": c},
+                Outcome.TRANSPORT,
+                f"http_{c}",
+                id=f"http-{c}",
+            )
             for c in (408, 429, 500, 502, 503, 524, 529)
         ),
         *(
-            pytest.param({"error_class": ErrorClass.HTTP_STATUS, "error_code": c}, False, id=f"http-{c}")
+            pytest.param(
+                {"error_class": ErrorClass.HTTP_STATUS, "error_code": c, "http_status": c},
+                Outcome.INCONCLUSIVE,
+                f"http_{c}",
+                id=f"http-{c}",
+            )
             for c in (400, 401, 402, 403, 404)
         ),
-        pytest.param({"error_class": MID, "error_code": 502}, True, id="midstream-502"),
-        pytest.param({"error_class": MID, "error_code": 429}, True, id="midstream-429"),
-        pytest.param({"error_class": MID, "error_code": 400}, False, id="midstream-400"),
-        pytest.param({"error_class": MID}, False, id="midstream-no-code"),
-        pytest.param({"error_class": ErrorClass.BAD_FRAME, "http_status": 200}, False, id="bad-frame"),
+        pytest.param(
+            {"error_class": MID, "error_code": 502, "http_status": 200},
+            Outcome.TRANSPORT,
+            "midstream_502",
+            id="midstream-502",
+        ),
+        pytest.param(
+            {"error_class": MID, "error_code": 429, "http_status": 200},
+            Outcome.TRANSPORT,
+            "midstream_429",
+            id="midstream-429",
+        ),
+        pytest.param(
+            {"error_class": MID, "error_code": 400, "http_status": 200},
+            Outcome.INCONCLUSIVE,
+            "midstream_error",
+            id="midstream-400",
+        ),
+        pytest.param(
+            {"error_class": MID, "http_status": 200},
+            Outcome.INCONCLUSIVE,
+            "midstream_error",
+            id="midstream-none",
+        ),
+        pytest.param(
+            {"error_class": ErrorClass.PROTOCOL, "http_status": 200, "error_detail": "HTTP 200 text/html"},
+            Outcome.FAIL,
+            "protocol_violation",
+            id="protocol-violation",
+        ),
+        pytest.param(
+            {"error_class": ErrorClass.BAD_FRAME, "error_detail": "probe failed internally"},
+            Outcome.TRANSPORT,
+            "bad_frame",
+            id="bad-frame-unattributed",
+        ),
+        pytest.param({}, Outcome.TRANSPORT, "no_response", id="no-response"),
     ],
 )
-def test_probe_attempt_is_transport(fields: dict[str, object], transport: bool) -> None:
-    assert probe_attempt_is_transport(_attempt(**fields)) is transport
+def test_exchange_outcomes(fields: dict[str, object], outcome: Outcome | None, reason: str | None) -> None:
+    a = _attempt(**fields)
+    j = exchange_judgement(a)
+    if outcome is None:
+        assert j is None and not is_transport(a)
+        return
+    assert j is not None and (j.outcome, j.reason) == (outcome, reason)
+    assert is_transport(a) is (outcome is Outcome.TRANSPORT)
+    if outcome is Outcome.FAIL:
+        assert j.reason is Reason.PROTOCOL_VIOLATION and "text/html" in j.evidence
 
 
 NOW = datetime(2026, 11, 1, 10, 0, 0, tzinfo=UTC)
@@ -171,13 +279,54 @@ def test_recorder_stops_at_done() -> None:
     assert a.text == "a" and a.chunk_count == 1
 
 
-def test_recorder_first_fault_wins_but_a_bad_frame_yields() -> None:
-    bad = BadFrame(FrameProblem.NOT_JSON, "x")
+def test_recorder_first_fault_wins() -> None:
     err = Chunk({"error": {"code": 502, "message": "boom"}})
-    a = _recorded([bad, err, Chunk({"error": {"code": 400, "message": "later"}})])
+    a = _recorded([err, Chunk({"error": {"code": 400, "message": "later"}})])
     assert (a.error_class, a.error_code, a.error_detail) == (ErrorClass.MIDSTREAM_ERROR, 502, "boom")
-    a = _recorded([err, bad])
+    a = _recorded([err, BadFrame(FrameProblem.NOT_JSON, "x", head=b"x", size=1)])
     assert a.error_class is ErrorClass.MIDSTREAM_ERROR
+
+
+@pytest.mark.parametrize(
+    ("frame", "says"),
+    [
+        (BadFrame(FrameProblem.NOT_JSON, "{nope", head=b"{nope", size=5), "not JSON: '{nope' (5 bytes)"),
+        (BadFrame(FrameProblem.NOT_OBJECT, "[1]", head=b"[1]", size=3), "not an object: '[1]' (3 bytes)"),
+        (
+            BadFrame(FrameProblem.INVALID_UTF8, "\ufffd", head=b"\xff\n", size=2),
+            "not valid UTF-8: '\\xff\\n'",
+        ),
+        (BadFrame(FrameProblem.LINE_TOO_LONG, "x", head=b"data: xx", size=2_000_000), "cap: stopped reading"),
+    ],
+    ids=lambda v: v.problem.value if isinstance(v, BadFrame) else "",
+)
+def test_an_undecodable_frame_is_a_protocol_violation_and_ends_the_stream(frame: BadFrame, says: str) -> None:
+    a = _recorded([_text("Hello"), frame, _text(" there", finish_reason="stop"), Done()])
+    assert a.error_class is ErrorClass.PROTOCOL and a.error_code is None
+    assert says in (a.error_detail or "") and "after chunks (1)" in (a.error_detail or "")
+    assert a.text == "Hello" and a.finish_reason is None  # reading stopped at the violation
+    assert "\n" not in (a.error_detail or "")
+
+
+def test_a_body_that_is_no_event_stream_is_a_protocol_violation() -> None:
+    a = _recorded([BadFrame(FrameProblem.NOT_SSE, "<html>", head=b"<!DOCTYPE html>", size=15), _text("x")])
+    assert a.error_class is ErrorClass.PROTOCOL and a.text == ""
+    assert "not an event stream, first line '<!DOCTYPE html>' (15 bytes)" in (a.error_detail or "")
+
+
+def test_a_frame_with_invalid_utf8_that_still_parsed_keeps_its_text() -> None:
+    frame = BadFrame(FrameProblem.INVALID_UTF8, "x", chunk=_text("caf\ufffd").data, head=b"caf\xc3", size=4)
+    a = _recorded([frame])
+    assert a.error_class is ErrorClass.PROTOCOL and a.text == "caf\ufffd" and a.ttft_ms is not None
+
+
+def test_a_stray_non_sse_line_after_data_began_is_ignored_and_a_cut_line_is_a_cut() -> None:
+    a = _recorded(
+        [_text("Hi"), BadFrame(FrameProblem.NOT_SSE, "x", head=b"x", size=1), _text("", finish_reason="stop")]
+    )
+    assert a.error_class is None and a.finish_reason == "stop"
+    a = _recorded([_text("Hi"), BadFrame(FrameProblem.INCOMPLETE, "data: {", head=b"data: {", size=7)])
+    assert a.error_class is ErrorClass.STREAM_CUT
 
 
 def test_recorder_redacts_the_secret_from_details() -> None:
@@ -203,3 +352,75 @@ def test_recorder_tolerates_odd_usage_and_missing_fields() -> None:
         None,
     )
     assert a.served_provider is None and a.chunk_count == 3
+
+
+# --- whatever the wire sends, a round is judged, never crashed ---------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+_CHOICE = st.fixed_dictionaries(
+    {},
+    optional={
+        "delta": st.dictionaries(st.sampled_from(["content", "role", "reasoning"]), _JSON, max_size=3),
+        "finish_reason": _JSON,
+        "native_finish_reason": _JSON,
+    },
+)
+_CHUNKISH = st.fixed_dictionaries(
+    {},
+    optional={
+        "choices": st.lists(_CHOICE, max_size=2) | _JSON,
+        "error": _JSON,
+        "provider": _JSON,
+        "usage": _JSON,
+    },
+)
+_FRAME = st.one_of(
+    _CHUNKISH.map(lambda c: b"data: " + json.dumps(c).encode() + b"\n\n"),
+    st.binary(max_size=60).map(lambda b: b"data: " + b + b"\n\n"),
+    st.binary(max_size=60),
+    st.sampled_from(
+        [b": OPENROUTER PROCESSING\n\n", b"data: [DONE]\n\n", b"\r\n", b"<html>\n", b"\xff\xfe\n"]
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_FRAME, max_size=12), st.sampled_from(list(PROBED_CONTRACTS)))
+def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
+    frames: list[bytes], contract: Contract
+) -> None:
+    parser = SSEParser(max_line_bytes=256)
+    rec = AttemptRecorder(cap_bytes=200, t0=0.0)
+    rec.http_status = 200
+    over = False
+    for i, frame in enumerate(frames):
+        rec.bytes_read += len(frame)
+        if any(rec.on_event(e, float(i)) for e in parser.feed(frame)):
+            over = True
+            break
+    if not over:
+        for e in parser.close():
+            if rec.on_event(e, 99.0):
+                break
+    endpoint = Endpoint(model="m/x", tag="t", provider_name="T")
+    a = rec.to_attempt(
+        round_id="r",
+        endpoint=endpoint,
+        contract=contract,
+        attempt_no=1,
+        started_at=NOW,
+        language="en",
+        end=100.0,
+    )
+    assert a.error_detail is None or "\n" not in a.error_detail
+    cfg = CanaryConfig()
+    judged = CONTRACTS[contract]([a], cfg)
+    assert judged.outcome in set(Outcome)
+    if a.error_class is ErrorClass.PROTOCOL:
+        assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
+    results = judge_round([a], [endpoint], cfg)
+    assert {r.contract for r in results} == {contract, Contract.OPENING}

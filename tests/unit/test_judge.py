@@ -13,7 +13,15 @@ from attempt_factory import attempt  # noqa: E402
 
 from tasks.config import CanaryConfig  # noqa: E402
 from tasks.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
-from tasks.types import Contract, ContractResult, Endpoint, ErrorClass, Outcome  # noqa: E402
+from tasks.types import (  # noqa: E402
+    PROBED_CONTRACTS,
+    Contract,
+    ContractResult,
+    Endpoint,
+    ErrorClass,
+    Outcome,
+    Reason,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -180,3 +188,65 @@ def test_corrupted_openings_fail_only_the_faulty_endpoint() -> None:
         "corrupted_opening",
     )
     assert all(rows[(t, "opening")].outcome is Outcome.PASS for t in ("alpha", "beta", "gamma"))
+
+
+HTML = dict(
+    http_status=200,
+    error_class=ErrorClass.PROTOCOL,
+    error_detail="HTTP 200 content-type (text/html) is not an event stream: '<!DOCTYPE html>' (4096 bytes)",
+    ttft_ms=None,
+    finish_reason=None,
+    served_provider=None,
+    text="",
+)
+
+
+def test_an_endpoint_serving_html_fails_every_probed_contract_and_the_round() -> None:
+    broken = [attempt(c, tag="beta", provider_name="Beta", **HTML) for c in PROBED_CONTRACTS]
+    out = judge_round(healthy("alpha") + broken, [ep("alpha"), ep("beta")], CanaryConfig())
+    rows = by_key(out)
+    for c in PROBED_CONTRACTS:
+        assert (rows[("beta", str(c))].outcome, rows[("beta", str(c))].reason) == (
+            Outcome.FAIL,
+            Reason.PROTOCOL_VIOLATION,
+        )
+    assert rows[("beta", "opening")].outcome is Outcome.INCONCLUSIVE  # no trustworthy reply to look at
+    assert all(rows[("alpha", str(c))].outcome is Outcome.PASS for c in PROBED_CONTRACTS)
+
+
+def test_a_control_that_breaks_the_protocol_is_neither_caught_nor_missed() -> None:
+    cfg = CanaryConfig(refusal_controls=("filterhost",))
+    attempts = healthy("alpha") + healthy("filterhost")
+    attempts[-3] = attempt(Contract.REFUSAL, tag="filterhost", provider_name="Filterhost", **HTML)
+    out = judge_round(attempts, [ep("alpha"), ep("filterhost")], cfg)
+    rows = by_key(out)
+    assert rows[("filterhost", "refusal")].reason == "control_protocol_violation"
+    assert rows[("filterhost", "refusal")].outcome is Outcome.INCONCLUSIVE
+    assert not out.probe_weak and rows[("alpha", "refusal")].outcome is Outcome.PASS
+
+
+def _row(tag: str, reason: str, evidence: str = "e") -> ContractResult:
+    return ContractResult("r1", "m/x", tag, Contract.REFUSAL, Outcome.INCONCLUSIVE, reason, evidence)
+
+
+def test_findings_from_stored_results_compare_reason_codes_not_text() -> None:
+    cfg = CanaryConfig(refusal_controls=("ctl", "ctl2"))
+    rows = [
+        _row("ctl", "control_missed"),
+        _row("ctl2", "control_pin_mismatch", "served_provider (X) != Ctl2"),  # a control's pin: not a finding
+        _row("a", "pin_mismatch", "served_provider (Other) != A"),
+        _row("b", "probe_weak", "controls passed (ctl); was pass ok; pin_mismatch elsewhere"),
+        _row("c", "control_missed"),  # not a control: a stored oddity, not a weak probe
+        _row("d", "not a reason pin_mismatch"),
+    ]
+    found = findings_from_results(rows, cfg)
+    assert found.weak_controls == ("ctl",) and found.probe_weak
+    assert found.pin_mismatches == ("a",) and found.pin_evidence == {"a": "served_provider (Other) != A"}
+
+
+def test_every_fixed_reason_a_judge_writes_is_a_reason_member() -> None:
+    cfg = CanaryConfig(refusal_controls=("filterhost",))
+    attempts = healthy("alpha") + healthy("beta", text="") + healthy("filterhost")
+    dynamic = ("http_", "midstream_", "control_")
+    for r in judge_round(attempts, [ep("alpha"), ep("beta"), ep("filterhost")], cfg):
+        assert r.reason in set(Reason) or r.reason.startswith(dynamic), r.reason

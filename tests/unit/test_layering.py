@@ -18,6 +18,7 @@ PURE = [
     "tasks/plan.py",
     "tasks/rotation.py",
     "tasks/judge.py",
+    "tasks/classify.py",
     "tasks/verdicts.py",
     "tasks/policy.py",
     "tasks/exclusions.py",

@@ -25,6 +25,7 @@ from tasks.sse import (
     chunk_has_text,
     chunk_provider,
     delta_text,
+    escape_bytes,
     first_text_chunk,
     is_first_text_chunk,
     one_line,
@@ -177,6 +178,63 @@ def test_memory_stays_bounded_under_a_huge_line_and_endless_keepalives() -> None
     assert flagged == 1
     assert comments == 20_000
     assert high_water <= 2 * 4096
+
+
+def test_invalid_utf8_frame_keeps_its_first_bytes_as_evidence() -> None:
+    wire = b'data: {"choices":[{"delta":{"content":"\xff\xfe"}}]}\n\n'
+    [event] = parse_all(wire)
+    assert isinstance(event, BadFrame) and event.problem == FrameProblem.INVALID_UTF8
+    assert event.head.startswith(b'{"choices"') and event.size == len(wire) - len(b"data: \n\n")
+    assert "\\xff\\xfe" in escape_bytes(event.head)
+
+
+def test_a_twenty_megabyte_line_is_flagged_as_soon_as_it_passes_the_cap() -> None:
+    """The reader can stop at the first LINE_TOO_LONG: it comes one piece past the cap, not at the end."""
+    cap, piece = 64 * 1024, b"x" * 65536
+    parser = SSEParser(max_line_bytes=cap)
+    fed = len(b'data: {"a":"')
+    events = parser.feed(b'data: {"a":"')
+    while not events and fed < 20_000_000:
+        events = parser.feed(piece)
+        fed += len(piece)
+        assert parser.buffered_bytes <= cap
+    [event] = events
+    assert isinstance(event, BadFrame) and event.problem == FrameProblem.LINE_TOO_LONG
+    assert fed <= cap + len(piece) and event.size == fed and event.head.startswith(b'data: {"a":"xx')
+    more = [parser.feed(piece) for _ in range(10)] + [parser.feed(b'"}\n\n' + _frame({"b": 1}))]
+    assert [e for batch in more for e in batch] == [Chunk({"b": 1})]  # the rest of the line is dropped
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n</html>\n", id="html"
+        ),
+        pytest.param(b"upstream connect error or disconnect/reset before headers\n", id="plain-text"),
+        pytest.param(b"<html><body>no newline at all</body></html>", id="html-unterminated"),
+    ],
+)
+def test_a_body_that_is_no_event_stream_is_flagged_once(body: bytes) -> None:
+    events = parse_all(body + body, list(range(0, 2 * len(body), 7)))
+    assert len(events) == 1
+    assert isinstance(events[0], BadFrame) and events[0].problem == FrameProblem.NOT_SSE
+    assert (body + body).startswith(events[0].head) and events[0].size > 0
+
+
+def test_known_sse_fields_comments_and_a_leading_bom_are_not_flagged() -> None:
+    wire = (
+        b"\xef\xbb\xbfevent: message\nid: 7\nretry: 100\ndata\n: ping\n"
+        + _frame({"a": 1})
+        + b"data: [DONE]\n\n"
+    )
+    assert parse_all(wire, list(range(0, len(wire), 2))) == [Comment(" ping"), Chunk({"a": 1}), Done()]
+    assert parse_all(b"\xef\xbb\xbf: ping\n") == [Comment(" ping")]
+
+
+def test_escape_bytes_is_one_printable_line() -> None:
+    assert escape_bytes(b"caf\xc3\xa9 \xc3( \n\x00 <b>") == "café \\xc3( \\n\\x00 <b>"
+    assert escape_bytes(b"y" * 100, limit=10) == "y" * 10 + "…"
 
 
 @settings(max_examples=150, deadline=None)
