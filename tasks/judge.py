@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, opening, structured
+from tasks.contracts import CONTRACTS, opening, structured, tools
 from tasks.types import PROBED_CONTRACTS, Attempt, Contract, ContractResult, Endpoint, Judgement, Outcome
 
 
@@ -147,6 +147,13 @@ def judge_round(
                     "probe_weak",
                     f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
                 )
+
+    for model in sorted({k[0] for k in keys}):  # tools: peer comparison (tasks/contracts/tools.py)
+        found = {t: judgements[(m, t)].get(Contract.TOOLS) for m, t in keys if m == model}
+        tagged = {t: j for t, j in found.items() if j is not None and j.reason != "pin_mismatch"}
+        attempts_by_tag = {t: groups[(model, t)][Contract.TOOLS] for t in tagged}
+        for tag, j in tools.compare_with_peers(attempts_by_tag, tagged).items():
+            judgements[(model, tag)][Contract.TOOLS] = j
 
     by_model: dict[str, dict[str, list[Attempt]]] = defaultdict(dict)
     for model, tag in keys:

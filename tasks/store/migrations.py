@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tasks.clock import utcnow
 from tasks.errors import StoreError
 from tasks.store.rows import Connection, fetch_first, transaction
-from tasks.store.schema import TABLES_SQL
+from tasks.store.schema import ATTEMPT_TOOL_CALLS_SQL, TABLES_SQL
 from tasks.store.views import RECORDED_STATUSES_SQL, VIEWS_SQL
 
 
@@ -27,6 +27,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", TABLES_SQL),
     Migration(2, "analyst views", VIEWS_SQL),
     Migration(3, "recorded endpoint round statuses", RECORDED_STATUSES_SQL),
+    Migration(4, "attempt tool calls", ATTEMPT_TOOL_CALLS_SQL),
 )
 
 #: The version a fully migrated file reports.

@@ -168,3 +168,9 @@ CREATE TABLE settings_history (
 );
 
 """
+
+#: Migration 4: the tool calls of an attempt (tasks.types.ToolCall), as a JSON array of
+#: ``{"index", "id", "name", "arguments"}`` in index order; NULL for attempts landed before it existed.
+ATTEMPT_TOOL_CALLS_SQL = """
+ALTER TABLE attempts ADD COLUMN tool_calls JSON
+"""
