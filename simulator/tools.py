@@ -21,6 +21,8 @@ from typing import Any
 from simulator import structured, text
 
 _WORD = re.compile(r"[a-z]{4,}")
+#: Faults whose reply replaces the call with prose (when a fleet applies them to tool requests too).
+PROSE_FAULTS = frozenset({"no_call", "refusal", "content_filter", "empty_reply", "truncated"})
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def plan_calls(
     wanted = wanted_tool(body, user_text)
     if wanted is None and kind == "call_when_none_needed" and tools:
         wanted = next(iter(tools))
-    elif wanted is not None and kind == "no_call":
+    elif kind in PROSE_FAULTS:
         wanted = None
     if wanted is None:
         return ()
