@@ -411,3 +411,18 @@ def test_turns_alternate_and_only_the_call_turn_names_the_dice() -> None:
     assert [tools_turn(n) for n in (1, 2, 3, 4)] == ["call", "control", "call", "control"]
     assert "dice" in CALL_USER.lower() and "roll" in CALL_USER.lower()
     assert not any(w in CONTROL_USER.lower() for w in ("dice", "roll", "rule", "inventory", "item"))
+
+
+def test_judge_round_applies_the_peer_comparison_per_model_and_skips_pin_mismatches() -> None:
+    from tasks.judge import judge_round
+    from tasks.types import Endpoint
+
+    fleet = {"a": endpoint("a", True), "b": endpoint("b", True), "c": endpoint("c", False)}
+    pinned = [turn(1, tag="p", served_provider="Elsewhere", provider_name="P")]
+    attempts = [a for rows in fleet.values() for a in rows] + pinned
+    eps = [Endpoint("m/x", t, "DeepInfra", supported_parameters=("tools",)) for t in fleet]
+    eps.append(Endpoint("m/x", "p", "P", supported_parameters=("tools",)))
+    results = {r.tag: r for r in judge_round(attempts, eps, CFG) if r.contract is Contract.TOOLS}
+    assert results["c"].reason == "no_call" and "(2 peers)" in results["c"].evidence
+    assert results["p"].reason == "pin_mismatch"
+    assert results["c"].attempt_ids == ("r1:c:tools:1", "r1:c:tools:2")
