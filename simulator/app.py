@@ -20,7 +20,7 @@ from simulator import wire
 from simulator.faults import PROTOCOL_KINDS, FaultCounters, select_fault
 from simulator.fleet import EndpointSpec, Fleet
 from simulator.language import detect_language
-from simulator.plan import Plan, is_structured, last_user_text, plan_reply, request_seed
+from simulator.plan import Plan, has_tools, is_structured, last_user_text, plan_reply, request_seed
 from simulator.protocol import protocol_response
 from simulator.routing import RoutingError, route, validate_provider
 from simulator.text import estimate_tokens
@@ -150,6 +150,7 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
             now=now,
             language=lang,
             counters=state.counters,
+            tools=has_tools(body),
         )
         plan = plan_reply(body, model, endpoint, fault, seed)
         if plan.http_error is None or not chosen.allow_fallbacks or i + 1 == len(chosen.candidates):
@@ -211,7 +212,18 @@ class _Player:
         return self.state.stopping.is_set() or await self.request.is_disconnected()
 
     def _usage(self, content: str) -> dict[str, Any]:
-        return wire.usage(self.prompt_tokens, estimate_tokens(content), self.ep)
+        produced = content + "".join(c.name + c.arguments for c in self.plan.tool_calls)
+        return wire.usage(self.prompt_tokens, estimate_tokens(produced), self.ep)
+
+    def _stream_frames(self) -> list[bytes]:
+        """The data frames between the first chunk and the finish chunk: text pieces or tool-call deltas."""
+        head, fp = self.head, self.ep.system_fingerprint
+        if self.plan.tool_calls:
+            return [
+                wire.sse(wire.tool_call_chunk(head, fp, d))
+                for d in wire.tool_call_deltas(self.plan.tool_calls)
+            ]
+        return [wire.sse(wire.chunk(head, fp, piece)) for piece in self.plan.pieces]
 
     async def _stall(self, simulated_s: float) -> None:
         deadline = time.monotonic() + simulated_s * self.state.time_scale
@@ -250,7 +262,8 @@ class _Player:
         async for comment in self._delay(plan.comments_before, wire.KEEPALIVE):
             yield comment
         sent = ""
-        for i, piece in enumerate(plan.pieces):
+        pieces = plan.pieces if not plan.tool_calls else ("",) * len(self._stream_frames())
+        for i, (piece, frame) in enumerate(zip(pieces, self._stream_frames(), strict=True)):
             if plan.cut_after is not None and i >= plan.cut_after:
                 raise CutConnection("die_after_tokens")
             if plan.error_after is not None and i >= plan.error_after:
@@ -259,7 +272,7 @@ class _Player:
                 await self._sleep(plan.chunk_interval_s)
             if i % 4 == 3 and await self._gone():
                 return
-            yield wire.sse(wire.chunk(head, fp, piece))
+            yield frame
             sent += piece
         if plan.cut_after is not None:
             raise CutConnection("die_after_tokens")
@@ -291,6 +304,7 @@ class _Player:
                 plan.finish_reason,
                 plan.native_finish_reason,
                 self._usage(plan.content),
+                tool_calls=wire.message_tool_calls(plan.tool_calls),
             )
         return wire.dumps(obj).encode("utf-8")
 

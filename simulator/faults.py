@@ -16,7 +16,7 @@ from typing import Any
 
 from tasks.config import ALL_LANGUAGES
 
-REQUEST_KINDS = frozenset({"text", "structured", "stream", "all"})
+REQUEST_KINDS = frozenset({"text", "structured", "stream", "tools", "all"})
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,32 @@ FAULT_KINDS: dict[str, KindSpec] = {
         {"size_bytes": Param(int, 20_000_000, minimum=1)},
         "the first data line (non-streaming: the body) carries size_bytes of content, generated lazily",
     ),
+    # tool calling (requests with `tools`; simulator/tools.py decides which turn needs a call)
+    "no_call": KindSpec("tools", {}, "a turn that needs a tool call is answered in prose, finish stop"),
+    "bad_json_args": KindSpec(
+        "tools",
+        {"mode": Param(str, "truncated", choices=("truncated", "trailing_comma", "single_quotes"))},
+        "the tool call's arguments do not parse as JSON",
+    ),
+    "unknown_tool": KindSpec(
+        "tools",
+        {"name": Param(str, "")},
+        "the call names a tool that was not offered (default functions.<tool>)",
+    ),
+    "schema_violating_args": KindSpec(
+        "tools",
+        {
+            "mode": Param(
+                str,
+                "missing_required",
+                choices=("missing_required", "wrong_enum", "wrong_type", "extra_key", "nested"),
+            )
+        },
+        "valid JSON arguments that break the tool's parameters schema",
+    ),
+    "call_when_none_needed": KindSpec(
+        "tools", {}, "a turn that needs no tool calls the first offered tool anyway"
+    ),
 }
 
 #: The kinds simulator/protocol.py plays instead of the usual reply.
@@ -197,12 +223,13 @@ class Fault:
     def is_active(self, now: datetime) -> bool:
         return not self.windows or any(w.is_active(now) for w in self.windows)
 
-    def applies(self, *, structured: bool, stream: bool) -> bool:
+    def applies(self, *, structured: bool, stream: bool, tools: bool = False) -> bool:
         return {
             "all": True,
-            "text": not structured,
+            "text": not structured and not tools,
             "structured": structured,
             "stream": stream,
+            "tools": tools,
         }[self.applies_to]
 
 
@@ -239,12 +266,13 @@ def select_fault(
     now: datetime,
     language: str,
     counters: FaultCounters,
+    tools: bool = False,
 ) -> Fault | None:
     """The fault this request gets, if any. Every applicable active fault's counter advances, so each
     fault keeps its own exact rate; the first one that fires wins."""
     chosen: Fault | None = None
     for i, fault in enumerate(faults):
-        if not fault.is_active(now) or not fault.applies(structured=structured, stream=stream):
+        if not fault.is_active(now) or not fault.applies(structured=structured, stream=stream, tools=tools):
             continue
         if fault.kind == "language_mix" and not _mixes(fault, language):
             continue

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator import structured, text
+from simulator import structured, text, tools
 from simulator.faults import Fault
 from simulator.fleet import EndpointSpec, ModelSpec
 from simulator.language import detect_language
@@ -38,6 +38,7 @@ class Plan:
     http_error: int | None = None
     retry_after_s: float = 0.0
     fault: str = "healthy"
+    tool_calls: tuple[tools.PlannedCall, ...] = ()  # when set: no text, finish tool_calls
 
 
 def last_user_text(messages: Any) -> str:
@@ -71,6 +72,11 @@ def request_seed(body: Mapping[str, Any]) -> int:
 
 def is_structured(body: Mapping[str, Any]) -> bool:
     return structured.schema_of(body.get("response_format")) is not None
+
+
+def has_tools(body: Mapping[str, Any]) -> bool:
+    """A request offering function tools (fault kind `tools`; simulator/tools.py)."""
+    return bool(tools.offered_tools(body))
 
 
 def plan_reply(
@@ -121,6 +127,13 @@ def plan_reply(
             content = _cut_to_tokens(content, max_tokens)
             finish, native = "length", "length"
 
+    calls: tuple[tools.PlannedCall, ...] = ()
+    if schema is None and has_tools(body):
+        user = last_user_text(body.get("messages"))
+        calls = tools.plan_calls(body, user, kind, p, lang, seed)
+        if calls:
+            content, finish, native = "", "tool_calls", "tool_calls"
+
     unspaced = text.is_unspaced(lang) and schema is None
     pieces = (
         text.split_json(content, seed)
@@ -141,6 +154,7 @@ def plan_reply(
         first_delay_s=endpoint.ttft_s,
         chunk_interval_s=endpoint.chunk_interval_s,
         fault=kind,
+        tool_calls=calls,
     )
     return _transport(plan, kind, p)
 

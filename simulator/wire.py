@@ -97,6 +97,45 @@ def chunk(
     return out
 
 
+def tool_call_chunk(head: dict[str, Any], fingerprint: str | None, entry: dict[str, Any]) -> dict[str, Any]:
+    """A stream chunk carrying one `delta.tool_calls` entry, as [REC-OC openrouter-streams-tool-call]:
+    `{"content":null,"role":"assistant","tool_calls":[entry]}`, finish_reason null."""
+    out = dict(head)
+    if fingerprint:
+        out["system_fingerprint"] = fingerprint
+    out["choices"] = [
+        {
+            "index": 0,
+            "delta": {"content": None, "role": "assistant", "tool_calls": [entry]},
+            "finish_reason": None,
+            "native_finish_reason": None,
+        }
+    ]
+    return out
+
+
+def tool_call_deltas(calls: Any) -> list[dict[str, Any]]:
+    """The `delta.tool_calls` entries of planned calls (simulator.tools.PlannedCall), in stream order:
+    per call a head `{"index","id","type":"function","function":{"name","arguments":""}}`, then
+    `{"index","function":{"arguments":piece}}` per piece, starting with an empty one as the recording does."""
+    out: list[dict[str, Any]] = []
+    for i, call in enumerate(calls):
+        out.append(
+            {"index": i, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        )
+        for piece in ("", *call.pieces):
+            out.append({"index": i, "function": {"arguments": piece}})
+    return out
+
+
+def message_tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """Whole calls for a non-streamed `message.tool_calls` (OpenAI's shape plus `index`; unconfirmed)."""
+    return [
+        {"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for i, c in enumerate(calls)
+    ]
+
+
 def midstream_error_chunk(head: dict[str, Any], code: int, message: str) -> dict[str, Any]:
     out = dict(head)
     out["error"] = {
@@ -141,14 +180,19 @@ def chat_result(
     native: str,
     usage_obj: dict[str, Any],
     error: dict[str, Any] | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Non-streaming ChatResult in the 2026 order; `error` embeds a mid-generation failure in the choice."""
+    """Non-streaming ChatResult in the 2026 order; `error` embeds a mid-generation failure in the choice;
+    `tool_calls` (message_tool_calls) follow `reasoning` in the message."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None, "reasoning": None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
     choice: dict[str, Any] = {
         "index": 0,
         "logprobs": None,
         "finish_reason": finish,
         "native_finish_reason": native,
-        "message": {"role": "assistant", "content": content, "refusal": None, "reasoning": None},
+        "message": message,
     }
     if error is not None:
         choice["error"] = error

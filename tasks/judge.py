@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, opening, structured
+from tasks.contracts import CONTRACTS, opening, structured, tools
 from tasks.types import (
     PROBED_CONTRACTS,
     Attempt,
@@ -161,6 +161,13 @@ def judge_round(
                     Reason.PROBE_WEAK,
                     f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
                 )
+
+    for model in sorted({k[0] for k in keys}):  # tools: peer comparison (tasks/contracts/tools.py)
+        found = {t: judgements[(m, t)].get(Contract.TOOLS) for m, t in keys if m == model}
+        tagged = {t: j for t, j in found.items() if j is not None and j.reason != "pin_mismatch"}
+        attempts_by_tag = {t: groups[(model, t)][Contract.TOOLS] for t in tagged}
+        for tag, j in tools.compare_with_peers(attempts_by_tag, tagged).items():
+            judgements[(model, tag)][Contract.TOOLS] = j
 
     by_model: dict[str, dict[str, list[Attempt]]] = defaultdict(dict)
     for model, tag in keys:

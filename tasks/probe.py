@@ -121,7 +121,7 @@ def probe_once(
     clock: Clock,
 ) -> Attempt:
     """Send one pinned probe to `endpoint` and record everything the wire showed."""
-    body = build_request(contract, endpoint.model, endpoint.tag, language, cfg)
+    body = build_request(contract, endpoint.model, endpoint.tag, language, cfg, attempt_no=attempt_no)
     headers = {
         "Authorization": f"Bearer {api_key}",
         "Accept": "text/event-stream",

@@ -12,6 +12,9 @@
   reading). A line cut by the end of the stream is a `stream_cut`. A stray non-SSE line after data began is
   ignored, as the SSE spec ignores unknown fields.
 * Error details are one line and pass through `tasks.secrets.redact` with the API key: never a secret.
+* Tool calls are assembled by ``index``: the first non-empty ``id`` and ``name`` of an index win, its
+  ``arguments`` fragments are concatenated in arrival order (capped like the text; a cut sets
+  ``text_truncated``). Tool-call deltas carry no text, so they never set TTFT.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from tasks.sse import (
     escape_bytes,
     one_line,
 )
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Usage
+from tasks.sse_tools import delta_tool_calls
+from tasks.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
 
 
 class AttemptRecorder:
@@ -60,6 +64,7 @@ class AttemptRecorder:
         self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
         self._text = _CappedText(cap_bytes)
         self._reasoning = _CappedText(cap_bytes)
+        self._tool_calls = _ToolCallAssembler(cap_bytes)
 
     def elapsed_ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -121,6 +126,8 @@ class AttemptRecorder:
             self.ttft_ms = self.elapsed_ms(now)
         self._text.add(content)
         self._reasoning.add(reasoning)
+        for fragment in delta_tool_calls(chunk):
+            self._tool_calls.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
         finish, native = chunk_finish(chunk)
         self.finish_reason = finish or self.finish_reason
         self.native_finish_reason = native or self.native_finish_reason
@@ -144,9 +151,10 @@ class AttemptRecorder:
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=self.finish_reason, native_finish_reason=self.native_finish_reason,
             served_provider=self.provider, usage=self.usage, text=self._text.value(),
-            text_truncated=self._text.truncated or self._reasoning.truncated,
+            text_truncated=self._text.truncated or self._reasoning.truncated or self._tool_calls.truncated,
             reasoning=self._reasoning.value(), error_class=self.error_class, error_code=self.error_code,
             error_detail=self.error_detail, retry_after_s=self.retry_after_s,
+            tool_calls=self._tool_calls.value(),
         )
 
 
@@ -174,6 +182,35 @@ class _CappedText:
 
     def value(self) -> str:
         return "".join(self._parts)
+
+
+class _ToolCallAssembler:
+    """Tool-call fragments folded by index; arguments share one byte cap (`truncated` when it cut)."""
+
+    def __init__(self, cap: int) -> None:
+        self._ids: dict[int, str | None] = {}
+        self._names: dict[int, str] = {}
+        self._args: dict[int, _CappedText] = {}
+        self._cap = cap
+
+    @property
+    def truncated(self) -> bool:
+        return any(a.truncated for a in self._args.values())
+
+    def add(self, index: int, call_id: str | None, name: str | None, arguments: str) -> None:
+        if index not in self._args:
+            self._args[index] = _CappedText(self._cap)
+        if call_id and not self._ids.get(index):
+            self._ids[index] = call_id
+        if name and not self._names.get(index):
+            self._names[index] = name
+        self._args[index].add(arguments)
+
+    def value(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(i, self._ids.get(i), self._names.get(i, ""), self._args[i].value())
+            for i in sorted(self._args)
+        )
 
 
 def _int(value: object) -> int | None:

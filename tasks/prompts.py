@@ -8,6 +8,8 @@ roleplay traffic does, so the opening contract can judge their first characters.
 * refusal     one fixed tense-but-tasteful fantasy tavern scene (supported traffic), 3-5 paragraphs
 * structured  a character card under STRUCTURED_SCHEMA (strict json_schema, parameters required)
 * language    one roleplay turn per language, written wholly in that language (system and user alike)
+* tools       a game master's assistant with three function tools: a turn that needs one, a control turn
+              that needs none (tasks/tool_prompts.py; the attempt number picks the turn)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import copy
 from typing import Any
 
 from tasks.config import ALL_LANGUAGES, CanaryConfig
+from tasks.tool_prompts import TOOLS_MAX_TOKENS, tools_body_fields
 from tasks.types import Contract
 
 #: Completion budget per contract (tokens). Generous so that reasoning models, whose thinking counts against
@@ -25,6 +28,7 @@ MAX_TOKENS: dict[Contract, int] = {
     Contract.REFUSAL: 1200,
     Contract.STRUCTURED: 500,
     Contract.LANGUAGE: 600,
+    Contract.TOOLS: TOOLS_MAX_TOKENS,
 }
 #: Roleplay sampling temperature (not sent with structured output: require_parameters filters on it).
 ROLEPLAY_TEMPERATURE = 0.8
@@ -266,12 +270,19 @@ def _messages(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
 
 
 def build_request(
-    contract: Contract, model: str, tag: str, language: str | None, cfg: CanaryConfig
+    contract: Contract,
+    model: str,
+    tag: str,
+    language: str | None,
+    cfg: CanaryConfig,
+    *,
+    attempt_no: int = 1,
 ) -> dict[str, Any]:
     """The JSON body of one pinned, streamed probe request (a fresh dict: callers may mutate it).
 
-    `language` is required for the language contract and ignored elsewhere. `cfg` is accepted so that
-    per-deployment prompt knobs have one place to land; no current knob changes the body.
+    `language` is required for the language contract and ignored elsewhere. `attempt_no` picks the tools
+    contract's turn (tasks/tool_prompts.py: odd = the call turn, even = the control turn) and is ignored
+    elsewhere. `cfg` is accepted so that per-deployment prompt knobs have one place to land.
     """
     provider: dict[str, Any] = {"only": [tag], "allow_fallbacks": False}
     body: dict[str, Any] = {"model": model}
@@ -293,10 +304,12 @@ def build_request(
     elif contract is Contract.LANGUAGE:
         system, user = LANGUAGE_PROMPTS[prompt_language(contract, language)]
         body["messages"] = _messages((("system", system), ("user", user)))
+    elif contract is Contract.TOOLS:
+        body.update(tools_body_fields(attempt_no))
     else:
         raise ValueError(f"contract {contract!s} sends no request of its own")
     body["max_tokens"] = MAX_TOKENS[contract]
-    if contract is not Contract.STRUCTURED:
+    if contract not in (Contract.STRUCTURED, Contract.TOOLS):  # tools: the model's default sampling
         body["temperature"] = ROLEPLAY_TEMPERATURE
     body["stream"] = True
     body["usage"] = {"include": True}

@@ -145,6 +145,7 @@ def warm_up() -> None:
 def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
     """Send the pinned probe; for the language contract, confirm a first failure with two more attempts."""
     from tasks.contracts.language import needs_confirmation
+    from tasks.plan import attempts_for
     from tasks.probe import probe_once
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
@@ -168,7 +169,7 @@ def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
                                    attempt_no=n, started_at=started, language=probe.language,
                                    error_class=ErrorClass.BAD_FRAME, error_detail=detail)
 
-        attempts = [once(1)]
+        attempts = [once(n) for n in attempts_for(probe.contract)]
         if probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0]):
             attempts.extend([once(2), once(3)])
     return attempts

@@ -17,6 +17,7 @@ class Contract(StrEnum):
     STRUCTURED = "structured"
     LANGUAGE = "language"
     OPENING = "opening"  # judged over the round's text replies; never probed on its own
+    TOOLS = "tools"  # function calling; probed only where `supported_parameters` include "tools"
 
 
 #: The contracts that send requests (opening is judged from the others' replies).
@@ -25,6 +26,7 @@ PROBED_CONTRACTS: tuple[Contract, ...] = (
     Contract.REFUSAL,
     Contract.STRUCTURED,
     Contract.LANGUAGE,
+    Contract.TOOLS,  # tasks/plan.py sends it only to endpoints that list "tools"
 )
 
 
@@ -103,6 +105,20 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a reply, assembled by `index` from streamed `delta.tool_calls` fragments.
+
+    ``arguments`` is the raw text the model produced (JSON by contract, not parsed here): the tools contract
+    judges whether it parses and validates.
+    """
+
+    index: int
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """One HTTP request to one endpoint for one contract, with everything the wire showed.
 
@@ -135,6 +151,7 @@ class Attempt:
     error_code: int | None = None  # HTTP status of the error, or a mid-stream error.code
     error_detail: str | None = None  # one line, never containing a secret
     retry_after_s: float | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # in index order; empty when the reply called no tool
 
     @property
     def attempt_id(self) -> str:

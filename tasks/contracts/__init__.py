@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tasks.config import CanaryConfig
-from tasks.contracts import language, opening, refusal, structured, ttft
+from tasks.contracts import language, opening, refusal, structured, tools, ttft
 from tasks.types import Attempt, Contract, Judgement
 
 Judge = Callable[[Sequence[Attempt], CanaryConfig], Judgement]
@@ -23,6 +23,7 @@ CONTRACTS: dict[Contract, Judge] = {
     Contract.STRUCTURED: structured.judge,
     Contract.LANGUAGE: language.judge,
     Contract.OPENING: opening.judge,
+    Contract.TOOLS: tools.judge,
 }
 
 __all__ = ["CONTRACTS", "Judge"]

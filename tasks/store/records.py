@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tasks.store.rows import one_line, redact, utc
-from tasks.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, Usage
+from tasks.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage
 
 #: Defensive cap on stored reply text, characters (probes already cap at text_cap_bytes of UTF-8).
 MAX_TEXT_CHARS = 64 * 1024
@@ -56,7 +57,35 @@ def attempt_row(a: Attempt) -> dict[str, Any]:
         "error_code": a.error_code,
         "error_detail": one_line(a.error_detail),
         "retry_after_s": a.retry_after_s,
+        "tool_calls": tool_calls_json(a.tool_calls),
     }
+
+
+def tool_calls_json(calls: tuple[ToolCall, ...]) -> str:
+    """The `attempts.tool_calls` value: a JSON array (arguments redacted and capped like the text)."""
+    return json.dumps(
+        [
+            {"index": c.index, "id": c.id, "name": c.name, "arguments": redact(c.arguments[:MAX_TEXT_CHARS])}
+            for c in calls
+        ],
+        ensure_ascii=False,
+    )
+
+
+def tool_calls_from_json(value: Any) -> tuple[ToolCall, ...]:
+    """Back from the column (NULL, from a row landed before migration 4, is no call)."""
+    if value is None:
+        return ()
+    items = json.loads(value) if isinstance(value, str) else value
+    return tuple(
+        ToolCall(
+            index=int(c["index"]),
+            id=c.get("id"),
+            name=c.get("name") or "",
+            arguments=c.get("arguments") or "",
+        )
+        for c in items
+    )
 
 
 def attempt_from_row(r: dict[str, Any]) -> Attempt:
@@ -85,6 +114,7 @@ def attempt_from_row(r: dict[str, Any]) -> Attempt:
         error_code=r["error_code"],
         error_detail=r["error_detail"],
         retry_after_s=r["retry_after_s"],
+        tool_calls=tool_calls_from_json(r.get("tool_calls")),
     )
 
 

@@ -169,7 +169,13 @@ CREATE TABLE settings_history (
 
 """
 
-#: Migration 4. ``rounds.step``: the step a round reached (``probe`` while it runs, ``saved`` once landed,
+#: Migration 4: the tool calls of an attempt (tasks.types.ToolCall), as a JSON array of
+#: ``{"index", "id", "name", "arguments"}`` in index order; NULL for attempts landed before it existed.
+ATTEMPT_TOOL_CALLS_SQL = """
+ALTER TABLE attempts ADD COLUMN tool_calls JSON
+"""
+
+#: Migration 5. ``rounds.step``: the step a round reached (``probe`` while it runs, ``saved`` once landed,
 #: the step it died in for a ``crashed`` round); ``landed_at``: when its save committed; ``deferred``: it was
 #: settled but spooled because the write window could not be had, and landed later by another process.
 #: ``alerts.sending_since``: a post may be in flight (set before the post, cleared when its result is known);

@@ -143,7 +143,7 @@ def test_each_faulty_endpoint_fails_the_right_contract_for_the_right_reason(
 @pytest.mark.parametrize("tag", HEALTHY)
 def test_every_healthy_endpoint_passes_every_contract(two_rounds: dict[str, Any], tag: str) -> None:
     mine = {c: (o, r) for t, c, o, r in two_rounds["outcomes"] if t == tag}
-    assert set(mine) == {"ttft", "refusal", "structured", "language", "opening"}
+    assert set(mine) == {"ttft", "refusal", "structured", "language", "opening", "tools"}
     assert all(o == "pass" for o, _ in mine.values()), mine
 
 
