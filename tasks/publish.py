@@ -2,6 +2,11 @@
 
 Published after every round and after every admin change. The JSON file is written atomically (temp file +
 rename), so the router and the application never read half a list.
+
+A publish directory belongs to one database: the first one to publish there records its resolved path in
+`<publish_dir>/.canary-db`, and any other database is refused (`StoreError`, one line) while that database
+still exists. So a command run against a mistyped or scratch database can never overwrite the ignore lists
+production traffic reads; such a database needs its own `publish_dir`.
 """
 
 from __future__ import annotations
@@ -16,9 +21,37 @@ from typing import Any
 
 from tasks import store
 from tasks.config import CanaryConfig
+from tasks.errors import StoreError
 from tasks.exclusions import load_builtin, merge_ignore_list
 from tasks.plan import model_slug
 from tasks.types import IgnoreList, Mode
+
+#: The file in a publish directory that names the database owning it.
+OWNER_FILE = ".canary-db"
+
+
+def claim_publish_dir(cfg: CanaryConfig) -> Path:
+    """The publish directory of `cfg`, claimed for `cfg.db_path`; StoreError if another database owns it."""
+    directory = Path(cfg.publish_dir).expanduser()
+    db = str(Path(cfg.db_path).expanduser().resolve())
+    marker = directory / OWNER_FILE
+    try:
+        owner = marker.read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        owner = ""
+    if owner == db:
+        return directory
+    if owner and Path(owner).exists():
+        raise StoreError(
+            f"publish: {directory.resolve()} holds the ignore lists of {owner}, not of {db};"
+            " give this database its own publish_dir (config key) or use --db to name the right one"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".owner-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(db + "\n")
+    os.replace(tmp, marker)
+    return directory
 
 
 def ignore_file(cfg: CanaryConfig, model: str) -> Path:
@@ -51,8 +84,8 @@ def current_ignore_list(
 
 
 def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:
+    claim_publish_dir(cfg)
     path = ignore_file(cfg, ignore.model)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".ignore-", suffix=".json", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(ignore.as_json(), fh, indent=2)

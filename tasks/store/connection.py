@@ -67,6 +67,8 @@ def open_store(
     try:
         outermost = _depths.get(key, 0) == 0
         _depths[key] = _depths.get(key, 0) + 1
+        if read_only and not path.exists():  # a read never creates a database (or its directory)
+            raise StoreError(f"store: no database at {path}")
         if read_only and not _is_migrated(path, lock_timeout_s, sleep, monotonic):
             with open_store(
                 path, snapshot=False, lock_timeout_s=lock_timeout_s, sleep=sleep, monotonic=monotonic
