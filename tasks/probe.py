@@ -1,4 +1,4 @@
-"""One pinned, streamed probe request → one `Attempt` (DESIGN.md "Contracts"; openrouter-api.md 2-4, 7).
+"""One pinned, streamed probe request → one `Attempt` (docs/design.md; docs/openrouter-api.md 2-4, 7).
 
 `probe_once` never raises for a provider fault: whatever the wire does (refuses, stalls, cuts, sends garbage,
 errors mid-stream) becomes data on the attempt (`error_class`, `error_code`, `error_detail`), and a partial
@@ -32,7 +32,7 @@ from tasks.prompts import build_request, prompt_language
 from tasks.sse import SSEParser, chunk_error, one_line
 from tasks.types import Attempt, Contract, Endpoint, ErrorClass
 
-#: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
+#: Attribution headers (docs/openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
 ATTRIBUTION_REFERER = "https://github.com/provider-canary"
 ATTRIBUTION_TITLE = "provider-canary"
 #: Bytes of a non-200 (or non-SSE 200) body read for its error message; the rest is never read.
@@ -61,10 +61,10 @@ TRANSPORT_ERRORS: dict[type[httpx.HTTPError], ErrorClass] = {
     httpx.UnsupportedProtocol: ErrorClass.CONNECT,
     httpx.DecodingError: ErrorClass.BAD_FRAME,  # a body whose Content-Encoding does not decode
 }
-#: STYLE.md's name for the same map.
+#: The same map under the name older code used.
 TRANSPORT_REASONS = TRANSPORT_ERRORS
 
-#: HTTP statuses that mean "could not serve", not "served badly" (DESIGN.md "transport").
+#: HTTP statuses that mean "could not serve", not "served badly" (docs/design.md "transport").
 TRANSPORT_STATUSES = frozenset({408, 429})
 
 
@@ -80,7 +80,7 @@ def is_transport_status(code: int | None) -> bool:
 
 
 def probe_attempt_is_transport(attempt: Attempt) -> bool:
-    """Whether the attempt says nothing about output quality (DESIGN.md "transport").
+    """Whether the attempt says nothing about output quality (docs/design.md "transport").
 
     Connect errors, a timeout before any response (or after the text began: a stall mid-reply is a cut),
     HTTP 408/429/5xx (529 included), a cut stream, a mid-stream error with code 408/429/5xx. A 200 whose
@@ -258,7 +258,7 @@ def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: da
 
 
 def _read_json_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
-    """A 200 that is not SSE: an error body (openrouter-api.md 4c) or a whole non-streamed completion."""
+    """A 200 that is not SSE: an error body (docs/openrouter-api.md 4c) or a whole non-streamed completion."""
     raw = _read_capped(response, ERROR_BODY_CAP_BYTES + 4 * rec.cap_bytes)
     try:
         payload: Any = json.loads(raw.decode("utf-8", "replace"))

@@ -1,10 +1,10 @@
 """What every contract judge shares: the transport rule and how several attempts combine (pure).
 
-DESIGN.md "Vocabulary": `transport` = the provider could not be reached or refused service: connect error,
+docs/design.md "Vocabulary": `transport` = the provider could not be reached or refused it: connect error,
 timeout before any response, HTTP 408/429/5xx/529, a stream cut before completion, a mid-stream `error`
 chunk whose code is 408/429/5xx. Transport never counts as quality.
 
-Decided here (DESIGN.md is silent):
+Decided here (docs/design.md is silent):
 * Any other HTTP error (400, 401, 402, 403, 404, ...) is `inconclusive` (`http_<code>`): the model produced
   nothing, so the output contracts hold no evidence, and such codes are mostly about our request or key.
 * A mid-stream error with another code (or none) is `inconclusive` (`midstream_error`), except that the

@@ -4,7 +4,7 @@
         land_round(con, info, attempts, endpoints=endpoints)
 
 DuckDB allows one writing process per file and then refuses every other open, read-only included
-(stack-notes.md). So nothing in the canary keeps the file open between windows; a window that finds the
+(docs/design.md "Platform notes"). So nothing keeps the file open between windows; a window that finds the
 lock held by another process retries with a short backoff up to ``lock_timeout_s`` and then raises
 ``StoreError`` with one line. Inside one process, windows on the same file are serialised by a lock
 (nesting in one thread is allowed). At the end of the outermost successful write window the file is

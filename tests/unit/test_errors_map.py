@@ -1,4 +1,4 @@
-"""The probe's one boundary for httpx exceptions, and what counts as transport (DESIGN.md "Vocabulary").
+"""The probe's one boundary for httpx exceptions, and what counts as transport (docs/design.md "Vocabulary").
 
 Like httpx's test_httpcore_all_exceptions_mapped: when httpx grows a TransportError subclass, this fails until
 TRANSPORT_ERRORS says what it means for an attempt.
