@@ -26,7 +26,7 @@ from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig, parse_duration
-from tasks.errors import ConfigError
+from tasks.errors import CanaryError, ConfigError
 from tasks.exclusions import is_valid_tag, matches
 from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, known_tags, write_ignore_file
 from tasks.types import Decision, EndpointState, IgnoreList, Mode, OperationalExclusion
@@ -108,9 +108,13 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     """
     from tasks.alerts import SlackSettings, flush_outbox
 
-    settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
-    with store.open_store(cfg.db_path) as con:
-        summary = flush_outbox(con, settings, utcnow())
+    try:
+        settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
+        with store.open_store(cfg.db_path) as con:
+            summary = flush_outbox(con, settings, utcnow())
+    except CanaryError as exc:  # the change is made and its alert queued: the next round delivers it
+        typer.echo(f"canary: warning: alert kept in the outbox ({exc})", err=True)
+        return
     if summary.failed or summary.not_attempted:
         typer.echo(
             f"alerts: {summary.sent} sent, {summary.failed + summary.not_attempted} kept in the outbox"
