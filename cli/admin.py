@@ -1,8 +1,13 @@
 """Admin commands: status, ignore-list, exclude add/remove/list, lift, mode, export-history.
 
-Every change is effective at once: it is written to DuckDB in one short window, the ignore list of each
-affected model is republished (JSON file; the Prefect artifact too when a Prefect API is configured), and the
-operational Variable is re-synced.
+Every command works on an existing database only (a missing one is one line naming the path, exit 2), and
+read commands open it read-only: they never create a file, a directory or a snapshot.
+
+Every change is effective at once: it is written to DuckDB in one transaction together with the alerts it
+raises (the outbox), the ignore list of each affected model is republished as JSON, the window is closed,
+and only then are the alerts delivered (`_deliver_after_close`: never Slack while the database is open).
+With a Prefect API configured (PREFECT_API_URL) the keyed artifact and the operational Variable are refreshed
+too; without one no temporary Prefect server is started: the next round refreshes them.
 """
 
 from __future__ import annotations
@@ -11,19 +16,20 @@ import getpass
 import json
 import os
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from cli.runs import resolve_cli_config
+from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig, parse_duration
-from tasks.errors import ConfigError
-from tasks.exclusions import is_valid_tag
-from tasks.publish import current_ignore_list, known_tags, write_ignore_file
+from tasks.errors import CanaryError, ConfigError
+from tasks.exclusions import is_valid_tag, matches
+from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, known_tags, write_ignore_file
+from tasks.store.state import load_policy_states, replace_policy_states
 from tasks.types import Decision, IgnoreList, Mode, OperationalExclusion
 
 
@@ -73,8 +79,17 @@ def republish(
 
 
 def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime) -> None:
-    """With a Prefect API configured: sync the operational Variable and refresh the keyed artifacts."""
+    """Refresh what lives in Prefect (the keyed artifacts, the operational Variable).
+
+    Only with a Prefect API configured: without one this would start a temporary server (~10 s) for an
+    artifact nobody can see afterwards, so the command says how the refresh happens instead.
+    """
     if not os.environ.get("PREFECT_API_URL"):
+        keys = ", ".join(artifact_key(il.model) for il in lists) or "none"
+        typer.echo(
+            f"Prefect artifact(s) {keys}: refreshed by the next round "
+            "(set PREFECT_API_URL to a Prefect server to refresh them at once)"
+        )
         return
     from flows.publish import publish_ignore_artifacts
     from tasks import variable_sync
@@ -86,70 +101,53 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime) -> N
         typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
 
 
+def _deliver_after_close(cfg: CanaryConfig) -> None:
+    """Deliver the alerts queued in the outbox, called once the command's write window is closed.
+
+    The one place admin commands send alerts. Slack settings come from the environment; Prefect Secret blocks
+    are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
+    """
+    from tasks.alerts import SlackSettings
+    from tasks.delivery import deliver_outbox
+
+    try:
+        settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
+        summary = deliver_outbox(cfg.db_path, settings, utcnow())
+    except CanaryError as exc:  # the change is made and its alert queued: the next round delivers it
+        typer.echo(f"canary: warning: alert kept in the outbox ({exc})", err=True)
+        return
+    if summary.skipped:
+        typer.echo("alerts: kept in the outbox (the database is busy); the next round delivers them")
+    elif summary.failed or summary.not_attempted or summary.unknown:
+        kept = summary.failed + summary.not_attempted + summary.unknown
+        typer.echo(
+            f"alerts: {summary.sent} sent, {kept} kept in the outbox"
+            f" ({'; '.join(summary.errors) or 'not yet due'}); the next round retries them"
+        )
+    elif summary.sent:
+        typer.echo(f"alerts: {summary.sent} sent ({summary.transport})")
+
+
 def _print_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, default=str))
 
 
-def ignore_list_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
-    m = _model(cfg, model)
-    now = utcnow()
-    with store.open_store(cfg.db_path) as con:
-        ignore = current_ignore_list(con, cfg, m, None, now)
-    if json_out:
-        _print_json(ignore.as_json())
-        return
-    typer.echo(f"{m}: provider.ignore = {json.dumps(list(ignore.ignore))}")
-    for e in ignore.entries:
-        until = f" until {e.until:%Y-%m-%d %H:%M UTC}" if e.until else ""
-        typer.echo(f"  {e.tag:<24} {e.layer:<12} {e.reason}{until}")
+def _unseen_warning(con: store.Connection, cfg: CanaryConfig, tag: str, model: str | None) -> str | None:
+    """Why `tag` looks like a typo: no endpoint of the last discovery (of `model`, or any model) matches."""
+    models = [model] if model else list(cfg.models)
+    seen = {t for m in models for t in known_tags(con, m)}
+    if any(matches(tag, t) for t in seen):
+        return None
+    if not seen:
+        return f"no discovery is recorded yet for {', '.join(models)}, so {tag!r} cannot be checked"
+    seen_list = ", ".join(sorted(seen))
+    return f"the last discovery of {', '.join(models)} saw no endpoint {tag!r} (seen: {seen_list})"
 
 
-def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datetime) -> list[dict[str, Any]]:
-    ignore: IgnoreList = current_ignore_list(con, cfg, model, None, now)
-    layers: dict[str, list[str]] = {}
-    for e in ignore.entries:
-        layers.setdefault(e.tag, []).append(str(e.layer))
-    mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
-    states = {**store.load_states(con, model, Mode.OBSERVE), **store.load_states(con, model, Mode.ENFORCE)}
-    tags = sorted(set(known_tags(con, model)) | set(states) | set(layers))
-    rows = []
-    for tag in tags:
-        st = states.get(tag)
-        rows.append(
-            {
-                "model": model,
-                "tag": tag,
-                "mode": str(st.mode) if st else str(mode),
-                "state": ("suspended" if st and st.is_suspended else "ok") if st else "unknown",
-                "fail_streak": st.fail_streak if st else 0,
-                "clean_streak": st.clean_streak if st else 0,
-                "suspended_until": st.suspended_until.isoformat() if st and st.suspended_until else None,
-                "ladder_step": st.ladder_step if st else 0,
-                "excluded_by": layers.get(tag, []),
-            }
-        )
-    return rows
-
-
-def status_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
-    models = [_model(cfg, model)] if model else list(cfg.models)
-    now = utcnow()
-    with store.open_store(cfg.db_path) as con:
-        mode = store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value
-        rows = [r for m in models for r in status_rows(con, cfg, m, now)]
-    if json_out:
-        _print_json({"mode": mode, "endpoints": rows})
-        return
-    typer.echo(f"mode: {mode}")
-    typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} excluded by")
-    for r in rows:
-        until = r["suspended_until"][:16].replace("T", " ") if r["suspended_until"] else "-"
-        typer.echo(
-            f"{r['model']:<36} {r['tag']:<22} {r['state']:<10} {r['fail_streak']:>4} "
-            f"{r['clean_streak']:>5}  {until:<17} {', '.join(r['excluded_by']) or '-'}"
-        )
+def _begin_change(cfg: CanaryConfig) -> None:
+    """Before any write: the database exists and the publish directory is its own (else exit 2, no change)."""
+    require_database(cfg)
+    claim_publish_dir(cfg)
 
 
 def exclude_add_command(
@@ -161,6 +159,7 @@ def exclude_add_command(
     who: str | None,
     config: Path | None,
     db: str | None,
+    force: bool = False,
 ) -> None:
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model) if model else None
@@ -173,15 +172,21 @@ def exclude_add_command(
     excl = OperationalExclusion(
         tag=_tag(tag), reason=reason, who=_who(who), added_at=now, model=m, until=until_ts
     )
+    _begin_change(cfg)
     with store.open_store(cfg.db_path) as con:
+        unseen = _unseen_warning(con, cfg, excl.tag, m)
+        if unseen and not force:
+            raise ConfigError(f"exclude: {unseen}; check the tag (`canary status`) or add --force")
         store.add_exclusion(con, excl)
         lists = republish(con, cfg, now, [m] if m else None)
-    after_change(cfg, lists, now)
+    if unseen:
+        typer.echo(f"canary: warning: {unseen} (added anyway: --force)", err=True)
     typer.echo(
         f"excluded {excl.tag}"
         + (f" for {m}" if m else " for every model")
         + (f" until {until_ts:%Y-%m-%d %H:%M UTC}" if until_ts else "")
     )
+    after_change(cfg, lists, now)
 
 
 def exclude_remove_command(
@@ -190,98 +195,65 @@ def exclude_remove_command(
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model) if model else None
     now = utcnow()
+    _begin_change(cfg)
     with store.open_store(cfg.db_path) as con:
         closed = store.remove_exclusion(con, _tag(tag), m, _who(who), reason, now)
+        if not closed:
+            raise ConfigError(
+                f"exclude: no active operational exclusion of {tag!r}"
+                + (f" for {m}" if m else " for every model (try --model)")
+            )
         lists = republish(con, cfg, now, [m] if m else None)
-    after_change(cfg, lists, now)
-    if not closed:
-        raise ConfigError(
-            f"exclude: no active operational exclusion of {tag!r}"
-            + (f" for {m}" if m else " for every model (try --model)")
-        )
     typer.echo(f"removed the operational exclusion of {tag}")
+    after_change(cfg, lists, now)
 
 
-def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
-    now = utcnow()
-    with store.open_store(cfg.db_path) as con:
-        if history:
-            frame = store.exclusion_history(con)
-            rows = json.loads(frame.to_json(orient="records", date_format="iso"))
-        else:
-            rows = [
-                {
-                    "tag": e.tag,
-                    "model": e.model,
-                    "reason": e.reason,
-                    "who": e.who,
-                    "added_at": e.added_at.isoformat(),
-                    "until": e.until.isoformat() if e.until else None,
-                }
-                for e in store.active_exclusions(con, now)
-            ]
-    if json_out:
-        _print_json(rows)
-        return
-    if not rows:
-        typer.echo("no operational exclusions" + (" in the history" if history else " in force"))
-    for r in rows:
-        typer.echo("  ".join(f"{k}={v}" for k, v in r.items() if v is not None))
-
-
-def _apply_admin_decisions(
-    con: store.Connection, cfg: CanaryConfig, model: str, decisions: list[Decision], now: datetime
-) -> list[IgnoreList]:
-    """Record admin decisions, republish, and queue their alerts (delivered after the window closes)."""
-    from tasks.render import render_decision_alerts
-
-    store.append_decisions(con, decisions)
-    lists = republish(con, cfg, now, [model])
-    store.enqueue_alerts(con, render_decision_alerts(decisions, {model: lists[0]}, None))
-    return lists
-
-
-def _deliver_after_close(cfg: CanaryConfig) -> None:
-    """Post queued alerts with the database closed (never call Slack while holding the lock)."""
-    from tasks.alerts import SlackSettings
-    from tasks.delivery import deliver_outbox
-
-    deliver_outbox(cfg.db_path, SlackSettings.from_env(), utcnow())
+def _until(ts: datetime | None) -> str:
+    return f"{ts:%Y-%m-%d %H:%M UTC}" if ts else "-"
 
 
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
     from tasks.policy import PolicyConfig, lift
-    from tasks.store.state import load_policy_states, replace_policy_states
+    from tasks.render import render_decision_alerts
 
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model)
     now = utcnow()
+    _begin_change(cfg)
     with store.open_store(cfg.db_path) as con:
-        mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
-        states = load_policy_states(con, m, mode)
-        new_states, decisions = lift(
-            states,
-            tag.strip().lower(),
-            now,
-            _who(who),
-            reason,
-            replace(PolicyConfig.from_config(cfg), mode=mode),
-        )
-        if not decisions:
-            raise ConfigError(f"lift: {tag!r} is not suspended on {m} (see `canary status`)")
-        replace_policy_states(con, m, mode, list(new_states.values()))
-        lists = _apply_admin_decisions(con, cfg, m, decisions, now)
+        with store.transaction(con):  # the change, its decision and its alert land together or not at all
+            mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
+            new_states, decisions = lift(
+                load_policy_states(con, m, mode),
+                tag.strip().lower(),
+                now,
+                _who(who),
+                reason,
+                replace(PolicyConfig.from_config(cfg), mode=mode),
+            )
+            if not decisions:
+                raise ConfigError(f"lift: {tag!r} is not suspended on {m} (see `canary status`)")
+            replace_policy_states(con, m, mode, list(new_states.values()))
+            store.append_decisions(con, decisions)
+            lists = [current_ignore_list(con, cfg, m, None, now)]
+            store.enqueue_alerts(con, render_decision_alerts(decisions, {m: lists[0]}, None))
+        for ignore in lists:
+            write_ignore_file(cfg, ignore)
+    d = decisions[0]
+    typer.echo(
+        f"lifted {d.tag} on {m} ({mode} mode; was suspended until {_until(d.until)}, ladder step "
+        f"{d.ladder_step}): " + ("back in routing now" if mode is Mode.ENFORCE else "shadow suspension ended")
+    )
+    typer.echo(f"{m}: provider.ignore = {json.dumps(list(lists[0].ignore))}; alert queued")
     _deliver_after_close(cfg)
     after_change(cfg, lists, now)
-    typer.echo(f"lifted {tag} on {m}: back in routing now")
 
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
+    from cli.mode_switch import mode_switch_alert, mode_switch_lines
     from tasks.policy import carry_over
-    from tasks.store.state import load_policy_states, replace_policy_states
 
     try:
         target = Mode(new_mode)
@@ -289,33 +261,31 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
         raise ConfigError(f"mode: must be 'observe' or 'enforce' (got {new_mode!r})") from None
     cfg = resolve_cli_config(config, db=db)
     now = utcnow()
+    who = _who(None)
     lists: list[IgnoreList] = []
+    dropped: list[Decision] = []
+    _begin_change(cfg)
     with store.open_store(cfg.db_path) as con:
-        store.set_setting(con, store.MODE_KEY, target.value, at=now, who=_who(None))
-        for m in cfg.models:
-            states, decisions = carry_over(load_policy_states(con, m, target), target, now)
-            replace_policy_states(con, m, target, list(states.values()))
-            lists += _apply_admin_decisions(con, cfg, m, decisions, now)
+        with store.transaction(con):  # the switch, its decisions and its alert land together
+            previous = store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value
+            store.set_setting(con, store.MODE_KEY, target.value, at=now, who=who)
+            for m in cfg.models:
+                states, decisions = carry_over(load_policy_states(con, m, target), target, now)
+                replace_policy_states(con, m, target, list(states.values()))
+                store.append_decisions(con, decisions)
+                dropped += decisions
+                lists.append(current_ignore_list(con, cfg, m, None, now))
+            lines = mode_switch_lines(target, previous, dropped)
+            if previous != target.value or dropped:
+                store.enqueue_alerts(con, [mode_switch_alert(target, who, lines, list(cfg.models), now)])
+        for ignore in lists:
+            write_ignore_file(cfg, ignore)
+    for line in lines:
+        typer.echo(line)
+    for ignore in lists:
+        typer.echo(f"{ignore.model}: provider.ignore = {json.dumps(list(ignore.ignore))}")
     _deliver_after_close(cfg)
     after_change(cfg, lists, now)
-    typer.echo(
-        f"mode is now {target.value}"
-        + (" (suspensions reach the ignore list)" if target is Mode.ENFORCE else " (would_* decisions only)")
-    )
 
 
-def export_history_command(*, out: Path, config: Path | None, model: str | None, db: str | None) -> None:
-    from tasks.replay import build_replay_lines
-
-    cfg = resolve_cli_config(config, db=db)
-    with store.open_store(cfg.db_path) as con:
-        frame = store.round_status_history(con, model=_model(cfg, model) if model else None)
-    n = 0
-    with open(out, "w", encoding="utf-8") as fh:
-        for line in build_replay_lines(frame):
-            fh.write(json.dumps(line, default=str) + "\n")
-            n += 1
-    typer.echo(f"wrote {n} lines to {out}")
-
-
-__all__ = ["parse_until", "republish", "status_rows", "timedelta"]
+__all__ = ["parse_until", "republish"]

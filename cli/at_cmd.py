@@ -16,7 +16,7 @@ import pandas as pd
 import typer
 
 from tasks.at import Report, build_report, parse_time, parse_window
-from tasks.errors import CanaryError, ConfigError
+from tasks.errors import ConfigError
 
 #: How far before the window `failing_since` looks for the start of a failing run.
 LOOKBACK = timedelta(days=7)
@@ -153,14 +153,13 @@ def format_report(r: Report) -> str:
 
 
 def _report(model: str, time: str, window: str, config: Path | None, db: str | None) -> Report:
-    from cli.runs import resolve_cli_config
+    from cli.runs import require_database, resolve_cli_config
     from tasks import store
     from tasks.exclusions import load_builtin
 
     t, w = parse_time(time), parse_window(window)
     cfg = resolve_cli_config(config, db=db)
-    if not Path(cfg.db_path).exists():
-        raise ConfigError(f"at: no database at {cfg.db_path} (--db or CANARY_DB)")
+    require_database(cfg)
     builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
     with store.open_store(cfg.db_path, read_only=True) as con:
         return report_from_connection(con, model, t, w, builtin)
@@ -169,11 +168,7 @@ def _report(model: str, time: str, window: str, config: Path | None, db: str | N
 def at_command(
     *, model: str, time: str, window: str, config: Path | None, json_out: bool, db: str | None
 ) -> None:
-    try:
-        report = _report(model, time, window, config, db)
-    except CanaryError as exc:
-        typer.echo(f"canary: {exc}", err=True)
-        raise typer.Exit(2) from None
+    report = _report(model, time, window, config, db)  # a CanaryError is one line, exit 2 (cli/main.py)
     if json_out:
         typer.echo(json.dumps(report.as_json(), indent=2))
     else:

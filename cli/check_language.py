@@ -3,8 +3,8 @@
 stdin is read as bytes (at most MAX_INPUT_BYTES) and decoded as UTF-8 with replacement, so invalid UTF-8
 shows up as U+FFFD and is judged `encoding_corruption` rather than crashing. stdout: one JSON object with
 --json (`{"outcome", "reason", "detected", "confidence", "mixed_share", "sentences", ...}`), else one line.
-The exit code is 0 whatever the verdict (the verdict is data); an unknown language is one stderr line and
-exit 2 (a CanaryError, printed by cli/main.py).
+Exit code: 0 for `pass` and `inconclusive`, 1 for `fail` (so a script can `if ! canary check-language ...`);
+an unknown language is one stderr line and exit 2 (a CanaryError, printed by cli/main.py).
 
     echo "Ela olhou pela janela. Ella miró por la ventana." | canary check-language --expected pt --json
 """
@@ -34,7 +34,8 @@ def check_language_command(
     *,
     stdin: BinaryIO | None = None,
     out: TextIO | None = None,
-) -> None:
+) -> int:
+    """Print the verdict; return the exit code (1 when the text fails, else 0)."""
     from tasks.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     lang = expected.strip().lower()
@@ -45,11 +46,13 @@ def check_language_command(
     out = out or sys.stdout
     text = read_text(stdin or sys.stdin.buffer)
     verdict = judge_text(text, lang)
+    code = 1 if str(verdict.outcome) == "fail" else 0
     if json_out:
         out.write(json.dumps(verdict.as_json(), ensure_ascii=False) + "\n")
-        return
+        return code
     out.write(
         f"{verdict.outcome} {verdict.reason} detected={verdict.detected or '-'} "
         f"confidence={verdict.confidence:.2f} mixed_share={verdict.mixed_share:.2f} "
         f"sentences={verdict.sentences}: {verdict.evidence}\n"
     )
+    return code

@@ -1,20 +1,22 @@
-"""`canary`: the command line (DESIGN.md "Outside interfaces").
+"""`canary`: the command line (docs/design.md "Outside interfaces").
 
 Every command is a thin shell over a function elsewhere; heavy imports happen inside the command so that
-`--help` is instant. A `CanaryError` becomes one line on stderr and exit code 2; no traceback reaches a user
-(set CANARY_DEBUG=1 to see one).
+`--help` is instant. Exit codes: 0 done; 1 a finding (`check-language` judged `fail`) or an internal error;
+2 a `CanaryError` (bad config, missing key or database, unreachable URL...), printed as one line on stderr;
+130 interrupted. No traceback reaches a user unless CANARY_DEBUG=1 (then every error shows one).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-# Prefect offline defaults (stack-notes.md), set before anything imports prefect.
+# Prefect offline defaults (docs/design.md "Platform notes"), set before anything imports prefect.
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -94,7 +96,7 @@ def status(
     config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
 ) -> None:
     """Per endpoint: state, streaks, suspension end, the layer that excludes it."""
-    from cli.admin import status_command
+    from cli.admin_read import status_command
 
     status_command(config=config, model=model, json_out=json_out, db=db)
 
@@ -104,7 +106,7 @@ def ignore_list(
     config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
 ) -> None:
     """The merged ignore list to put into OpenRouter's provider.ignore."""
-    from cli.admin import ignore_list_command
+    from cli.admin_read import ignore_list_command
 
     ignore_list_command(config=config, model=model, json_out=json_out, db=db)
 
@@ -116,13 +118,18 @@ def exclude_add(
     model: ModelOpt = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO time or duration like 12h")] = None,
     who: Annotated[str | None, typer.Option("--who", help="who (default: $USER)")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="add it even if the last discovery saw no such endpoint")
+    ] = False,
     config: ConfigOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Exclude an endpoint tag (or a provider slug) now."""
+    """Exclude an endpoint tag (or a provider slug) now (a tag the last discovery did not see: --force)."""
     from cli.admin import exclude_add_command
 
-    exclude_add_command(tag=tag, reason=reason, model=model, until=until, who=who, config=config, db=db)
+    exclude_add_command(
+        tag=tag, reason=reason, model=model, until=until, who=who, config=config, db=db, force=force
+    )
 
 
 @exclude_app.command("remove")
@@ -145,7 +152,7 @@ def exclude_list(
     config: ConfigOpt = None, json_out: JsonOpt = False, history: bool = False, db: DbOpt = None
 ) -> None:
     """Active operational exclusions (--history: every change)."""
-    from cli.admin import exclude_list_command
+    from cli.admin_read import exclude_list_command
 
     exclude_list_command(config=config, json_out=json_out, history=history, db=db)
 
@@ -182,10 +189,12 @@ def check_language(
     expected: Annotated[str, typer.Option("--expected", help="language code, e.g. pt")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Judge the text on stdin: outcome, reason, detected language, confidence."""
+    """Judge the text on stdin: outcome, reason, detected language, confidence (exit 1 on fail)."""
     from cli.check_language import check_language_command
 
-    check_language_command(expected=expected, json_out=json_out)
+    code = check_language_command(expected=expected, json_out=json_out)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -215,7 +224,7 @@ def export_history(
     db: DbOpt = None,
 ) -> None:
     """Write the DuckDB round-status history as replay JSONL."""
-    from cli.admin import export_history_command
+    from cli.admin_read import export_history_command
 
     export_history_command(out=out, config=config, model=model, db=db)
 
@@ -246,18 +255,25 @@ def router(
     router_command(port=port, routes=routes)
 
 
+def debug_enabled() -> bool:
+    """CANARY_DEBUG set to anything but empty, 0, false or no."""
+    return os.environ.get("CANARY_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def main() -> None:
     from tasks.errors import CanaryError
 
     try:
         app(standalone_mode=True)
     except CanaryError as exc:
+        if debug_enabled():
+            traceback.print_exc()
         typer.echo(f"canary: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # never a traceback for a user; CANARY_DEBUG=1 shows it
-        if os.environ.get("CANARY_DEBUG"):
+        if debug_enabled():
             raise
         typer.echo(
             f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)", err=True

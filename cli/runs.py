@@ -22,6 +22,17 @@ def resolve_cli_config(config: Path | None, *, db: str | None = None, **override
     return cfg.with_overrides(extra) if extra else cfg
 
 
+def require_database(cfg: CanaryConfig) -> None:
+    """Admin and read commands work on an existing database only: a mistyped --db or CANARY_DB must not
+    quietly create an empty one (and then publish its empty ignore list)."""
+    path = Path(cfg.db_path).expanduser()
+    if not path.is_file():
+        raise ConfigError(
+            f"no database at {path.resolve()}: create one with `canary run` (or `canary demo`, which leaves"
+            " demo.duckdb), or point --db / CANARY_DB at an existing file"
+        )
+
+
 def preflight(cfg: CanaryConfig, models: list[str]) -> None:
     """Fail fast, in one line, before a flow run starts."""
     from tasks.discover import fetch_endpoints

@@ -96,7 +96,15 @@ def _run_rounds(rounds: int, db_path: str) -> None:
             clock.advance(timedelta(minutes=30))
     console.print(
         f"\nDuckDB left at [bold]{db_path}[/] (analysts: {store.snapshot_path(db_path)}); "
-        f"ignore list JSON in {publish_dir}/"
+        f"ignore list JSON in {publish_dir}/\n"
+        f"The other commands read canary.toml's database unless told otherwise: add [bold]--db {db_path}[/]"
+        f" (or export CANARY_DB={db_path}), e.g.\n"
+        f"  canary status --db {db_path}\n"
+        f"  canary ignore-list --db {db_path} --json\n"
+        f"  canary at --model {DEMO_MODEL} --db {db_path}"
+        f" --time {clock.now() - timedelta(minutes=30):%Y-%m-%dT%H:%M}Z\n"
+        f"  canary exclude add groq --reason 'trying it' --db {db_path}   (writes {publish_dir}/ only)\n"
+        f"Router against the simulator: examples/routes-simulator.toml (how-to at its top)"
     )
 
 

@@ -150,7 +150,7 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
     env = {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "false" for n in IDLE_SERVER_SERVICES} if lean else {}
     if lean:
         env["SSL_CERT_FILE"] = str(_one_cert_bundle())
-    env |= {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # offline (stack-notes.md)
+    env |= {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # offline (docs/design.md)
     saved = {n: os.environ.get(n) for n in env}
     os.environ.update(env)
     current = get_current_settings()

@@ -6,9 +6,26 @@ against a Prefect API publishes through this small flow. The JSON file is alread
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from prefect import flow
+
+from tasks.types import IgnoreEntry, IgnoreList, Layer
+
+
+def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:
+    """The inverse of `IgnoreList.as_json` (flow parameters are JSON): every field, `until` included."""
+    entries = tuple(
+        IgnoreEntry(
+            tag=e["tag"],
+            layer=Layer(e["layer"]),
+            reason=e["reason"],
+            until=datetime.fromisoformat(e["until"]) if e.get("until") else None,
+        )
+        for e in raw["entries"]
+    )
+    return IgnoreList(model=raw["model"], ignore=tuple(raw["ignore"]), entries=entries)
 
 
 @flow(name="publish-ignore-list", flow_run_name="publish-ignore-list")
@@ -16,15 +33,10 @@ def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
     from prefect.artifacts import create_markdown_artifact
 
     from tasks.publish import artifact_key, render_ignore_markdown
-    from tasks.types import IgnoreEntry, IgnoreList, Layer
 
     keys = []
     for raw in lists:
-        entries = tuple(
-            IgnoreEntry(tag=e["tag"], layer=Layer(e["layer"]), reason=e["reason"], until=None)
-            for e in raw["entries"]
-        )
-        il = IgnoreList(model=raw["model"], ignore=tuple(raw["ignore"]), entries=entries)
+        il = ignore_list_from_json(raw)
         create_markdown_artifact(
             key=artifact_key(il.model),
             markdown=render_ignore_markdown(il),

@@ -1,4 +1,4 @@
-"""The router's shell: an OpenAI-compatible Starlette app in front of the tiers (MISSION.md section 6).
+"""The router's shell: an OpenAI-compatible Starlette app in front of the tiers (docs/requirements.md 6).
 
 `POST /v1/chat/completions` (streaming and not) walks the route's tiers in key order (router/tiers.py),
 runs the savers (router/savings.py), merges the canary's ignore list (router/ignore.py, payload.py), and

@@ -282,7 +282,7 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
 
 
 def error_chunk(gate: Gate, reason: str, now_s: int) -> bytes:
-    """OpenRouter's mid-stream error shape (openrouter-api.md 3e), as one SSE event."""
+    """OpenRouter's mid-stream error shape (docs/openrouter-api.md 3e), as one SSE event."""
     code, error_type = (504, "timeout") if "timeout" in reason else (502, "provider_unavailable")
     chunk = {
         "id": gate.chunk_id or f"gen-router-{now_s}",

@@ -1,4 +1,4 @@
-"""Transport or quality: the one home of the rule (DESIGN.md "Vocabulary"; pure, imports no I/O library).
+"""Transport or quality: the one home of the rule (docs/design.md "Vocabulary"; pure, imports no I/O library).
 
 `transport` = the provider could not be reached or refused service: a connect error, a timeout, HTTP
 408/429/5xx (529 included), a stream cut before completion, a mid-stream `error` chunk whose code is
@@ -16,7 +16,7 @@ retry predicate of the round's I/O tasks (`is_retryable_exception`):
 * `ERROR_OUTCOMES`: `ErrorClass` → the outcome it forces; `exchange_judgement(attempt)` applies it with the
   conditional cases (HTTP and mid-stream codes) and Gatus-style evidence.
 
-Decided here (DESIGN.md is silent):
+Decided here (docs/design.md is silent):
 * Any other HTTP error (400, 401, 402, 403, 404, ...) is `inconclusive` (`http_<code>`): the model produced
   nothing, and such codes are mostly about our request or key.
 * A mid-stream error with another code (or none) is `inconclusive` (`midstream_error`).

@@ -1,7 +1,7 @@
-"""Configuration: one TOML file, every default in one place (DESIGN.md "Configuration").
+"""Configuration: one TOML file, every default in one place (docs/design.md "Configuration").
 
 The file is `canary.toml` at the repo root by default (`--config` or `CANARY_CONFIG` override it). Keys are
-flat and named as in DESIGN.md. Environment: OPENROUTER_BASE_URL overrides `base_url`, CANARY_DB overrides
+flat, named as in docs/design.md. Env: OPENROUTER_BASE_URL overrides `base_url`, CANARY_DB overrides
 `db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config: they are read by the I/O tasks.
 
 Every knob below: meaning, unit, default, why.

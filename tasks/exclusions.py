@@ -1,4 +1,4 @@
-"""Exclusion layers and the merged ignore list (DESIGN.md "Exclusions and the ignore list").
+"""Exclusion layers and the merged ignore list (docs/design.md "Exclusions and the ignore list").
 
     builtin       exclusions.toml, reviewed in the repo: load_builtin(path)
     operational   an admin's runtime entries (OperationalExclusion; stored by the shell)
@@ -44,7 +44,7 @@ __all__ = [
     "provider_preferences",
 ]
 
-#: Endpoint variants OpenRouter does not match with a base slug (openrouter-api.md, "Endpoint tags").
+#: Endpoint variants OpenRouter does not match with a base slug (docs/openrouter-api.md, "Endpoint tags").
 SERVICE_TIER_VARIANTS: frozenset[str] = frozenset({"priority", "flex"})
 
 _TAG = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)?$")

@@ -1,6 +1,6 @@
 """What a round sends (pure): one probe per endpoint x probed contract, each with its language.
 
-The tools contract goes only to endpoints whose `supported_parameters` include "tools" (DESIGN.md "tools"):
+The tools contract goes only to endpoints whose `supported_parameters` include "tools" (docs/design.md "tools"):
 a provider that does not claim tool calling is never judged on it. Its probe stands for two requests, the
 call turn (attempt 1) and the control turn (attempt 2): `attempts_for` says how many the probe sends.
 """

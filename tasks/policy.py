@@ -1,4 +1,4 @@
-"""The quarantine policy (DESIGN.md "The quarantine policy"): a pure function of history.
+"""The quarantine policy (docs/design.md "The quarantine policy"): a pure function of history.
 
     decide(states, rnd, cfg) -> (new_states, decisions)     one round of one model
     lift(states, tag, now, who, reason, cfg)                rule 7, an admin's lift
@@ -13,9 +13,9 @@ the caller stores what comes back. One small function per rule; `decide` only or
 4./5. suspend (ladder with decay) or `floor_blocked`, endpoint by endpoint in tag order, so the floor counts
    the suspensions made earlier in the same round.
 
-Ends of suspensions (1, 6) run before new ones (4) across endpoints; per endpoint the order is DESIGN.md's
+Ends of suspensions (1, 6) run before new ones (4) across endpoints; per endpoint it is docs/design.md's
 (an endpoint can be expired and suspended again in one round, never suspended and restored).
-Choices where DESIGN.md is silent are listed in tasks/policy.md; in short: expiry and restore leave the
+Choices where docs/design.md is silent are listed in tasks/policy.md; in short: expiry and restore leave the
 streaks as they are (they carry on), a suspension spends both, a lift spends both; `last_suspension_end` is
 the time of the decision that ended it (expire/restore: round_ts, lift: now); `floor_blocked` is the same
 in both modes and is raised once per episode (an episode ends with a clean round or a suspension); tags

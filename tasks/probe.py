@@ -1,4 +1,4 @@
-"""One pinned, streamed probe request → one `Attempt` (DESIGN.md "Contracts"; openrouter-api.md 2-4, 7).
+"""One pinned, streamed probe request → one `Attempt` (docs/design.md "Contracts"; openrouter-api.md 2-4, 7).
 
 `probe_once` never raises for a provider fault: whatever the wire does (refuses, stalls, cuts, sends garbage,
 errors mid-stream) becomes data on the attempt (`error_class`, `error_code`, `error_detail`), and a partial

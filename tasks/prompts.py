@@ -1,4 +1,4 @@
-"""The synthetic probe prompts (MISSION.md 1.3: fixed prompts shipped with the project, never user data).
+"""The synthetic probe prompts (docs/requirements.md 1.3: fixed prompts shipped with the project).
 
 Every request is pinned to one endpoint (`provider.only = [tag]`, no fallbacks) and streamed. The roleplay
 prompts invite replies that open with text or a Markdown emphasis action (``*She smiles*``), as real

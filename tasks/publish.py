@@ -2,6 +2,15 @@
 
 Published after every round and after every admin change. The JSON file is written atomically (temp file +
 rename), so the router and the application never read half a list.
+
+The publish directory belongs to its database. Left at its default (`publish_dir = "published"`), it is
+derived from the database: `published/` next to `canary.duckdb`, `<stem>-published/` next to any other
+file (`demo.duckdb` -> `demo-published/`), so admin commands on the demo or a scratch database never touch
+production's lists. Any other `publish_dir` value is used as configured. In both cases the first database
+to publish into a directory to publish there records its resolved path in
+`<publish_dir>/.canary-db`, and any other database is refused (`StoreError`, one line) while that database
+still exists. So a command run against a mistyped or scratch database can never overwrite the ignore lists
+production traffic reads; such a database needs its own `publish_dir`.
 """
 
 from __future__ import annotations
@@ -15,14 +24,51 @@ from pathlib import Path
 from typing import Any
 
 from tasks import store
-from tasks.config import CanaryConfig
+from tasks.config import DEFAULT_DB_PATH, DEFAULT_PUBLISH_DIR, CanaryConfig
+from tasks.errors import StoreError
 from tasks.exclusions import load_builtin, merge_ignore_list
 from tasks.plan import model_slug
 from tasks.types import IgnoreList, Mode
 
+#: The file in a publish directory that names the database owning it.
+OWNER_FILE = ".canary-db"
+
+
+def publish_dir(cfg: CanaryConfig) -> Path:
+    """Where `cfg`'s ignore lists go: `publish_dir` as configured, or derived from the database (above)."""
+    if cfg.publish_dir != DEFAULT_PUBLISH_DIR:
+        return Path(cfg.publish_dir).expanduser()
+    db = Path(cfg.db_path).expanduser()
+    own = DEFAULT_PUBLISH_DIR if db.stem == Path(DEFAULT_DB_PATH).stem else f"{db.stem}-published"
+    return db.parent / own
+
+
+def claim_publish_dir(cfg: CanaryConfig) -> Path:
+    """The publish directory of `cfg`, claimed for `cfg.db_path`; StoreError if another database owns it."""
+    directory = publish_dir(cfg)
+    db = str(Path(cfg.db_path).expanduser().resolve())
+    marker = directory / OWNER_FILE
+    try:
+        owner = marker.read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        owner = ""
+    if owner == db:
+        return directory
+    if owner and Path(owner).exists():
+        raise StoreError(
+            f"publish: {directory.resolve()} holds the ignore lists of {owner}, not of {db};"
+            " give this database its own publish_dir (config key) or use --db to name the right one"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".owner-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(db + "\n")
+    os.replace(tmp, marker)
+    return directory
+
 
 def ignore_file(cfg: CanaryConfig, model: str) -> Path:
-    return Path(cfg.publish_dir) / f"{model_slug(model)}.json"
+    return publish_dir(cfg) / f"{model_slug(model)}.json"
 
 
 def artifact_key(model: str) -> str:
@@ -51,8 +97,8 @@ def current_ignore_list(
 
 
 def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:
+    claim_publish_dir(cfg)
     path = ignore_file(cfg, ignore.model)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".ignore-", suffix=".json", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(ignore.as_json(), fh, indent=2)

@@ -1,6 +1,6 @@
 """Replay: fold the policy's `decide` over recorded round statuses (CLI `canary replay`, what-if runs).
 
-Input (DESIGN.md "Outside interfaces"), JSON Lines, one object a line, blank lines skipped:
+Input (docs/design.md "Outside interfaces"), JSON Lines, one object a line, blank lines skipped:
 
     {"round_ts": "2026-11-01T10:00:00Z", "model": "m", "tag": "x", "status": "clean"}
     {"round_ts": "2026-11-01T10:00:00Z", "model": "m", "builtin": ["deepinfra"], "operational": []}

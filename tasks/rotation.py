@@ -1,6 +1,6 @@
 """Which language each endpoint is probed in this round (pure).
 
-DESIGN.md: the endpoint keeps the same language next round whenever this round's language outcome was not
+docs/design.md: the endpoint keeps the same language next round whenever this round's language outcome was not
 `pass`; otherwise it moves to the next language of the rotation. Endpoints start at different offsets so one
 round covers many languages across the fleet.
 """

@@ -280,7 +280,7 @@ def chunk_has_text(chunk: Mapping[str, Any]) -> bool:
 
 
 def is_first_text_chunk(event: SSEEvent) -> bool:
-    """Whether this event can be the stream's first token (DESIGN.md "ttft").
+    """Whether this event can be the stream's first token (docs/design.md "ttft").
 
     Only a chunk with non-empty content or reasoning counts: comments (keep-alives), role-only or empty
     deltas, the end marker and unparseable frames do not. A frame with invalid UTF-8 that still parsed counts

@@ -1,6 +1,6 @@
-"""The canary's vocabulary as types (DESIGN.md "Vocabulary").
+"""The canary's vocabulary as types (docs/design.md "Vocabulary").
 
-Enum values are exactly DESIGN.md's strings; they are what lands in DuckDB, JSON and Slack.
+Enum values are exactly docs/design.md's strings; they are what lands in DuckDB, JSON and Slack.
 Records are frozen dataclasses: the pure core passes them around, the shell stores them.
 """
 
@@ -196,7 +196,7 @@ class RoundInfo:
 
 @dataclass(frozen=True, slots=True)
 class EndpointState:
-    """Policy state of one endpoint (DESIGN.md "The quarantine policy"); one per (model, tag, mode).
+    """Policy state of one endpoint (docs/design.md "The quarantine policy"); one per (model, tag, mode).
 
     In observe mode the same machine runs on a shadow copy (mode="observe"), so switching modes never
     mixes real and shadow suspensions.

@@ -1,4 +1,4 @@
-"""Verdict aggregation (DESIGN.md "round status"): contract outcomes -> one status per endpoint and round.
+"""Verdict aggregation (docs/design.md "round status"): contract outcomes -> a status per endpoint and round.
 
     fail           if any contract failed;
     transport      else if any contract was transport;

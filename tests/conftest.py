@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-# Prefect offline: no telemetry, a generous start-up budget for the temporary server (stack-notes.md).
+# Prefect offline: no telemetry, a generous start-up budget for the temporary server (docs/design.md).
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")

@@ -1,4 +1,4 @@
-"""Language integrity (MISSION.md 2.4): each reply judged by tasks/langdetect.py; majority of three.
+"""Language integrity (docs/requirements.md 2.4): each reply judged by tasks/langdetect.py; majority of three.
 
 The caller (the probe task) runs one attempt; when `needs_confirmation(attempt)` says it failed, it runs two
 more at once, and `judge` takes the majority of the three:

@@ -1,4 +1,4 @@
-"""Corrupted openings (MISSION.md incident a): stray punctuation or a fragment of an unrelated token first.
+"""Corrupted openings (docs/requirements.md incident a): stray punctuation or a token fragment first.
 
 One endpoint corrupted the start of 19 of 20 replies (`",*She`, `ing *He`, `;`, `.The`) while 14 other hosts
 of the same model did so 0 times in 49. In roleplay the first character is often a Markdown emphasis marker,

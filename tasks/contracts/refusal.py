@@ -1,4 +1,4 @@
-"""Silent filters and refusals (MISSION.md 2.2), judged on one fixed roleplay continuation.
+"""Silent filters and refusals (docs/requirements.md 2.2), judged on one fixed roleplay continuation.
 
 `fail` reasons, in the order checked:
 * `content_filter`: finish_reason `content_filter` (checked before transport: the filter spoke);

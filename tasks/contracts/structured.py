@@ -1,4 +1,4 @@
-"""Structured output (MISSION.md 2.3): the WHOLE reply parses as JSON and validates against the schema asked.
+"""Structured output (docs/requirements.md 2.3): the WHOLE reply parses as JSON and validates.
 
 Reasons: `fenced_json` (a ```json fence around it: fail, the client would choke too), `invalid_json` (does not
 parse, prose around it, empty), `schema_violation` (with the failing path, e.g. `$.age: '40' is not of type

@@ -1,6 +1,6 @@
 """Pure text scanning shared by the language and opening contracts: encoding corruption, sentences, weights.
 
-Encoding corruption is checked BEFORE any language detection (stack-notes.md: lingua reads Cyrillic
+Encoding corruption is checked BEFORE any language detection (docs/design.md, lingua: it reads Cyrillic
 mojibake as Turkish with confidence 1.0 and Japanese mojibake as Portuguese). Three signs count:
 
 * U+FFFD REPLACEMENT CHARACTER (a decoder already gave up on some bytes);

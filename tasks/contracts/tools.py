@@ -1,4 +1,4 @@
-"""Tool calling (issue 13; DESIGN.md "tools"): a call where one is needed, none where none is, and calls a
+"""Tool calling (issue 13; docs/design.md "tools"): a call where one is needed, none where none is, and calls a
 client can execute.
 
 The request (tasks/tool_prompts.py) has two turns, one attempt each: odd attempt numbers are the **call

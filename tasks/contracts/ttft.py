@@ -1,4 +1,4 @@
-"""Time to first token (MISSION.md 2.1): the first *text* delta, not headers, keep-alives or role-only chunks.
+"""Time to first token (docs/requirements.md 2.1): the first *text* delta, not headers or keep-alives.
 
 * HTTP 200, and no text within `cfg.ttft_s` -> `fail` `ttft_exceeded`, even if keep-alives kept arriving and
   even if the stream was later cut or timed out: the user already waited past the threshold.

@@ -133,7 +133,7 @@ def settle_policy(
 
 
 def round_statuses(results: Sequence[ContractResult]) -> dict[str, RoundStatus]:
-    """Round status per tag (pandas; DESIGN.md "round status")."""
+    """Round status per tag (pandas; docs/design.md "round status")."""
     return status_map(round_status(results_frame(results)))
 
 

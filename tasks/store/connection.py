@@ -4,7 +4,7 @@
         land_round(con, info, attempts, endpoints=endpoints)
 
 DuckDB allows one writing process per file and then refuses every other open, read-only included
-(stack-notes.md). So nothing in the canary keeps the file open between windows; a window that finds the
+(docs/design.md "Platform notes"). So nothing keeps the file open between windows; a window that finds the
 lock held by another process retries with a short backoff up to ``lock_timeout_s`` and then raises
 ``StoreError`` with one line. Inside one process, windows on the same file are serialised by a lock
 (nesting in one thread is allowed). At the end of the outermost successful write window the file is
@@ -67,6 +67,8 @@ def open_store(
     try:
         outermost = _depths.get(key, 0) == 0
         _depths[key] = _depths.get(key, 0) + 1
+        if read_only and not path.exists():  # a read never creates a database (or its directory)
+            raise StoreError(f"store: no database at {path}")
         if read_only and not _is_migrated(path, lock_timeout_s, sleep, monotonic):
             with open_store(
                 path, snapshot=False, lock_timeout_s=lock_timeout_s, sleep=sleep, monotonic=monotonic

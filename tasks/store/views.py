@@ -6,7 +6,7 @@ change to a view is a new migration that runs ``CREATE OR REPLACE VIEW`` again: 
 
 from __future__ import annotations
 
-#: Migration 2's version (superseded by V_ENDPOINT_ROUNDS_3 below). An endpoint's round status, DESIGN.md:
+#: Migration 2's version (superseded by V_ENDPOINT_ROUNDS_3 below). Round status (docs/design.md):
 #: fail if any contract failed; else transport if any contract was transport; else clean if one passed;
 #: else inconclusive (also for an endpoint discovered but never judged).
 V_ENDPOINT_ROUNDS = """

@@ -1,4 +1,4 @@
-"""Bad input never costs a round the other endpoints' results (DESIGN.md: "a crashed round is never judged",
+"""Bad input never costs the other endpoints' results (docs/design.md "a crashed round is never judged",
 Standards: "never lose the other providers' results")."""
 
 from __future__ import annotations

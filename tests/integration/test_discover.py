@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 MODEL = "moonshotai/kimi-k3"
 
-#: [CAP-K3] trimmed (openrouter-api.md §1a), plus the degraded Alibaba endpoint of the same capture.
+#: [CAP-K3] trimmed (docs/openrouter-api.md §1a), plus the degraded Alibaba endpoint of the same capture.
 CAP_K3: dict[str, Any] = {
     "data": {
         "id": MODEL,

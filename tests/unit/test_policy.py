@@ -1,4 +1,4 @@
-"""DESIGN.md "The quarantine policy", rule by rule, with whole-state asserts (h11 style).
+"""docs/design.md "The quarantine policy", rule by rule, with whole-state asserts (h11 style).
 
 A history is written as one string per tag, one character per round (30 minutes apart from T0):
 F fail, C clean, T transport, I inconclusive, "." discovered but no status, "-" not discovered at all.

@@ -1,4 +1,4 @@
-"""Round status aggregation (DESIGN.md "round status"), table-driven."""
+"""Round status aggregation (docs/design.md "round status"), table-driven."""
 
 from __future__ import annotations
 

@@ -1,0 +1,73 @@
+"""Exit codes and debugging as documented (README "Command line"): `check-language` exits 1 on `fail`,
+CANARY_DEBUG=1 shows the traceback behind a one-line error, and the admin republish keeps `until`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from flows.publish import ignore_list_from_json
+from tasks.publish import render_ignore_markdown
+from tasks.types import IgnoreEntry, IgnoreList, Layer
+
+ROOT = Path(__file__).resolve().parents[2]
+PT = (
+    "Ela abriu a porta devagar e olhou para o corredor escuro. Não havia ninguém ali, "
+    "mas o cheiro de chuva ainda pairava no ar. Respirou fundo e seguiu em frente."
+)
+ES = (
+    "Ella abrió la puerta despacio y miró hacia el pasillo oscuro. No había nadie allí, "
+    "pero el olor a lluvia todavía flotaba en el aire. Respiró hondo y siguió adelante."
+)
+
+
+def cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "CANARY_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, **(env or {})},
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("text", "code"), [(PT, 0), (ES, 1)], ids=["pass", "fail"])
+def test_check_language_exits_1_on_fail(text: str, code: int) -> None:
+    proc = cli("check-language", "--expected", "pt", "--json", stdin=text)
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert ('"outcome": "fail"' in proc.stdout) is (code == 1)
+
+
+def test_canary_debug_shows_the_traceback_behind_the_one_line(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none" / "x.duckdb")
+    quiet = cli("status", "--db", missing)
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
+    assert len(quiet.stderr.strip().splitlines()) == 1
+    loud = cli("status", "--db", missing, env={"CANARY_DEBUG": "1"})
+    assert loud.returncode == 2 and "Traceback" in loud.stderr and "require_database" in loud.stderr
+    assert loud.stderr.strip().splitlines()[-1] == quiet.stderr.strip()
+    off = cli("status", "--db", missing, env={"CANARY_DEBUG": "0"})
+    assert "Traceback" not in off.stderr
+
+
+def test_the_admin_republish_keeps_until() -> None:
+    until = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
+    il = IgnoreList(
+        "m/x",
+        ("groq", "novita"),
+        (
+            IgnoreEntry(tag="groq", layer=Layer.OPERATIONAL, reason="429 storm", until=until),
+            IgnoreEntry(tag="novita", layer=Layer.CANARY, reason="suspended", until=None),
+        ),
+    )
+    back = ignore_list_from_json(il.as_json())
+    assert back == il
+    assert "2026-12-03 09:30 UTC" in render_ignore_markdown(back)

@@ -1,0 +1,81 @@
+"""The repository stands alone: no tracked file points outside it, and every docs/ file or Markdown link
+it names exists (a fresh clone has no sibling `shared/` directory)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTSIDE = re.compile(r"\.\./" + "shared")  # split so that this file does not name it
+GONE = re.compile(r"(?<![\w/.-])(" + "|".join(["MISSION", "DESIGN", "STYLE", "stack-notes"]) + r")\.md\b")
+DOCS_PATH = re.compile(r"(?<![\w.-])docs/([\w.-]+\.md)")
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def tracked_texts() -> list[tuple[str, str]]:
+    names = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode().split("\0")
+    out = []
+    for name in filter(None, names):
+        path = ROOT / name
+        if not path.is_file():
+            continue
+        try:
+            out.append((name, path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:
+            continue  # binary (images, databases)
+    return out
+
+
+def test_no_tracked_file_points_outside_the_repository() -> None:
+    bad = [
+        f"{n}:{i}" for n, t in tracked_texts() for i, ln in enumerate(t.splitlines(), 1) if OUTSIDE.search(ln)
+    ]
+    assert bad == []
+
+
+def test_no_tracked_file_names_the_old_requirement_files() -> None:
+    bad = [
+        f"{n}:{i}: {m.group(0)}"
+        for n, t in tracked_texts()
+        for i, ln in enumerate(t.splitlines(), 1)
+        for m in GONE.finditer(ln)
+    ]
+    assert bad == [], "use docs/requirements.md or docs/design.md"
+
+
+def test_every_docs_file_named_exists() -> None:
+    missing = sorted(
+        {f"{n}: docs/{m.group(1)}" for n, t in tracked_texts() for m in DOCS_PATH.finditer(t)
+         if not (ROOT / "docs" / m.group(1)).is_file()}
+    )
+    assert missing == []
+
+
+def test_every_relative_markdown_link_resolves() -> None:
+    missing = []
+    for name, text in tracked_texts():
+        if not name.endswith(".md"):
+            continue
+        for m in MD_LINK.finditer(text):
+            target = m.group(1).split("#")[0]
+            if not target or re.match(r"^[a-z]+:", target):
+                continue  # an anchor, http(s):, mailto:
+            if not ((ROOT / name).parent / target).exists():
+                missing.append(f"{name}: {m.group(1)}")
+    assert missing == []
+
+
+def test_the_checks_can_fail() -> None:
+    assert OUTSIDE.search("see ../" + "shared/docs/x")
+    assert GONE.search("read " + "DESIGN" + ".md first") and not GONE.search("docs/design.md")
+    found = DOCS_PATH.search("see " + "docs" + "/nothing-here.md")
+    assert found is not None and found.group(1) == "nothing-here.md"
+    assert not (ROOT / "docs" / "nothing-here.md").exists()
