@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -83,17 +84,19 @@ class Journal:
     path: Path
     info: RoundInfo
     started_at: datetime
+    flow_run_id: str | None = None  # the Prefect flow run holding the model's round slot
     step_name: str = "start"
 
     @classmethod
-    def start(cls, db_path: str, info: RoundInfo, started_at: datetime) -> Journal:
-        journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at)
+    def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None) -> Journal:
+        journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id)
         journal.step("start")
         return journal
 
     def step(self, name: str) -> None:
         self.step_name = name
-        _write_atomic(self.path, {**_info_json(self.info), "pid": os.getpid(), "step": name,
+        _write_atomic(self.path, {**_info_json(self.info), "pid": os.getpid(), "host": socket.gethostname(),
+                                  "flow_run_id": self.flow_run_id, "step": name,
                                   "started_at": self.started_at.isoformat()})
 
     def finish(self) -> None:
@@ -106,6 +109,7 @@ class DeadRound:
     step: str
     started_at: datetime
     journal: Path
+    flow_run_id: str | None = None
 
 
 def dead_journals(db_path: str, model: str, *, besides: str) -> list[DeadRound]:
@@ -122,10 +126,12 @@ def dead_journals(db_path: str, model: str, *, besides: str) -> list[DeadRound]:
             continue
         if info.model != model or info.round_id == besides:
             continue
+        if obj.get("host", socket.gethostname()) != socket.gethostname():
+            continue  # another machine's round: its liveness cannot be read from here
         if int(obj.get("pid", 0)) != os.getpid() and pid_alive(int(obj.get("pid", 0))):
             continue
         out.append(DeadRound(info, str(obj.get("step", "unknown")), datetime.fromisoformat(obj["started_at"]),
-                             path))
+                             path, obj.get("flow_run_id")))
     return sorted(out, key=lambda d: d.info.round_ts)
 
 
