@@ -6,7 +6,8 @@
 * TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning.
 * Text and reasoning are capped at `cap_bytes` of UTF-8, cut on a character boundary (`text_truncated`).
 * The first wire fault wins (`fail`), except that a bad frame yields to anything worse that follows.
-* Error details are one line and pass through `tasks.secrets.redact` with the API key: never a secret.
+* Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact` (with the
+  API key) before anything judges or cuts them: evidence excerpts are cut from redacted text, never a secret.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from tasks.secrets import redact
+from tasks.secrets import redact, redact_opt
 from tasks.sse import (
     BadFrame,
     Chunk,
@@ -113,10 +114,10 @@ class AttemptRecorder:
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=self.finish_reason, native_finish_reason=self.native_finish_reason,
-            served_provider=self.provider, usage=self.usage, text=self._text.value(),
+            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._text.value()),
             text_truncated=self._text.truncated or self._reasoning.truncated,
-            reasoning=self._reasoning.value(), error_class=self.error_class, error_code=self.error_code,
-            error_detail=self.error_detail, retry_after_s=self.retry_after_s,
+            reasoning=redact(self._reasoning.value()), error_class=self.error_class,
+            error_code=self.error_code, error_detail=self.error_detail, retry_after_s=self.retry_after_s,
         )
 
 

@@ -1,16 +1,47 @@
-"""Secrets: read inside I/O tasks from the environment or a Prefect Secret block; never printed.
+"""Secrets: read inside I/O tasks, known to ONE redactor, never printed.
 
-`SecretStr` keeps the value out of reprs, logs and flow parameters (the Prefect UI shows parameters).
+Every sink (DuckDB rows, rendered text, alerts, artifacts, logs, stderr, route events) calls `redact`, which
+removes secrets in two ways:
+
+1. **By value.** Every secret value the process knows: the environment variables in `ENV_SECRETS`, the
+   userinfo of `OPENROUTER_BASE_URL`, and every value `register`ed: each `SecretStr` (so every value read from
+   the environment or a Prefect Secret block by `read_secret`, and the routes files' key variables), and the
+   userinfo of a configured `base_url` (tasks.config registers it). The exact value is masked, also in its
+   JSON-escaped and URL-quoted forms, and so is any run of `FRAGMENT_CHARS` or more consecutive characters of
+   a value (what is left of a key cut by a length cap: a 15-character prefix, a tail). Values shorter than
+   `MIN_VALUE_CHARS` are not redacted by value (they would erase ordinary words); URL userinfo is still
+   removed by shape. For a secret that is a URL (a Slack webhook) only the part after the host counts for
+   fragments, so an unrelated URL on the same host is left alone.
+2. **By shape** (`SHAPES`, the one documented list): Slack webhook URLs, URL userinfo (`scheme://user:pass@`),
+   `Authorization:` / `Proxy-Authorization:` / `X-Api-Key:` / `api_key=` values, `bearer <token>` in any case,
+   OpenRouter keys `sk-or-…`, OpenAI-style keys `sk-` + 8 or more, Slack tokens `xox?-…` and `xapp-…`.
+
+`MASK` ("***") replaces what is removed. `SecretStr` keeps a value out of reprs, logs and flow parameters.
+`RedactingFilter` / `install_log_redaction()` apply `redact` to log records (message, arguments, traceback).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from tasks.errors import ConfigError
+
+MASK = "***"
+#: Secret environment variables, read afresh at every `redact` (a test or an admin may change them).
+ENV_SECRETS = ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
+#: Environment variables holding URLs whose userinfo (user:password@) is a secret.
+ENV_URLS = ("OPENROUTER_BASE_URL",)
+#: Values shorter than this are not redacted by value (shape rules still apply).
+MIN_VALUE_CHARS = 6
+#: A run of at least this many consecutive characters of a known secret is masked (truncated copies).
+FRAGMENT_CHARS = 12
 
 #: Prefect Secret block names consulted when the environment variable is not set.
 SECRET_BLOCKS = {
@@ -19,17 +50,43 @@ SECRET_BLOCKS = {
     "SLACK_WEBHOOK_URL": "slack-webhook-url",
 }
 
-_SECRET_PATTERNS = re.compile(
-    r"(sk-or-v1-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|xox[abpr]-[A-Za-z0-9\-]+|"
-    r"hooks\.slack\.com/services/[A-Za-z0-9/]+|Bearer\s+[A-Za-z0-9._\-]+)"
+_TOKEN = r"[A-Za-z0-9._~+/=\-]"
+#: The shape list: (name, pattern, replacement). Order matters: URLs first, `sk-or-` before `sk-`.
+#: Replacements keep the kind visible ("sk-or-***", "Bearer ***") so a reader knows what was there.
+SHAPES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    (
+        "slack webhook URL",
+        re.compile(r"(?i)(https?://hooks\.slack(?:-gov)?\.com/)[^\s\"'<>|\\]+"),
+        r"\1" + MASK,
+    ),
+    ("URL userinfo", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@\"'<>]+@"), r"\1" + MASK + "@"),
+    (
+        "authorization header",
+        re.compile(
+            r"(?i)\b((?:proxy-)?authorization|x-api-key|api[_-]key)([\"']?\s*[:=]\s*[\"']?)"
+            r"(?:(?:bearer|basic|token|bot)\s+)?[^\s\"',;&*]+"
+        ),
+        r"\1\2" + MASK,
+    ),
+    ("bearer token", re.compile(rf"(?i)\b(bearer)\s+{_TOKEN}+"), r"\1 " + MASK),
+    ("openrouter key", re.compile(r"\bsk-or-[A-Za-z0-9_\-]+"), "sk-or-" + MASK),
+    ("openai-style key", re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), "sk-" + MASK),
+    ("slack token", re.compile(r"\bxox[a-z]-[A-Za-z0-9\-]{3,}"), "xox?-" + MASK),
+    ("slack app token", re.compile(r"\bxapp-[A-Za-z0-9\-]{3,}"), "xapp-" + MASK),
 )
+
+_registered: set[str] = set()
+_lock = threading.Lock()
 
 
 class SecretStr:
+    """A secret value: shown as '***', and known to the redactor from the moment it exists."""
+
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
         self._value = value
+        register(value)
 
     def get(self) -> str:
         return self._value
@@ -43,13 +100,174 @@ class SecretStr:
         return bool(self._value)
 
 
-def redact(text: str, *secrets: str | SecretStr | None) -> str:
-    """Remove known secret values and anything shaped like a key or token from `text`."""
-    for s in secrets:
-        value = s.get() if isinstance(s, SecretStr) else s
-        if value:
-            text = text.replace(value, "***")
-    return _SECRET_PATTERNS.sub("***", text)
+def register(*values: str | SecretStr | None) -> None:
+    """Make values known to `redact` for the life of the process (a URL: its userinfo too)."""
+    found = {v for value in values for v in _derived(value)}
+    if found - _registered:
+        with _lock:
+            _registered.update(found)
+
+
+def _derived(value: str | SecretStr | None) -> set[str]:
+    raw = value.get() if isinstance(value, SecretStr) else value
+    if not raw or not isinstance(raw, str):
+        return set()
+    out = {raw}
+    out.update(_userinfo_secrets(raw))
+    return out
+
+
+def _userinfo_secrets(url: str) -> set[str]:
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return set()
+    if "@" not in parts.netloc:
+        return set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    out = {userinfo}
+    if parts.password:
+        out.add(parts.password)
+    return out
+
+
+def url_userinfo_secrets(url: str) -> set[str]:
+    """The secret parts of a URL's userinfo ('user:pass' and 'pass'); empty when it has none."""
+    return _userinfo_secrets(url)
+
+
+def strip_userinfo(url: str) -> str:
+    """`url` without its `user:pass@` part (what may be shown, logged or passed as a flow parameter)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def with_known_userinfo(url: str) -> str:
+    """Put back the registered userinfo of a URL that `strip_userinfo` removed (same scheme, host, path).
+
+    How the real `base_url` reaches a flow whose parameter holds only the stripped form (see README)."""
+    if "@" in urlsplit(url).netloc:
+        return url
+    target = url.rstrip("/")
+    with _lock:
+        candidates = sorted(v for v in _registered if "://" in v and "@" in v)
+    for value in candidates:
+        if strip_userinfo(value).rstrip("/") == target:
+            return value.rstrip("/")
+    return url
+
+
+def known_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every secret value the process knows now (registered ones, the environment's), longest first."""
+    env = os.environ if env is None else env
+    values = set(_registered)
+    for name in ENV_SECRETS:
+        if env.get(name):
+            values.update(_derived(env[name]))
+    for name in ENV_URLS:
+        if env.get(name):
+            values.update(_userinfo_secrets(env[name]))
+    return tuple(sorted((v for v in values if len(v) >= MIN_VALUE_CHARS), key=lambda v: (-len(v), v)))
+
+
+class _ValueMatcher:
+    """Compiled patterns for one set of values: exact forms, then fragments of FRAGMENT_CHARS or more."""
+
+    def __init__(self, values: tuple[str, ...]) -> None:
+        forms: set[str] = set()
+        for v in values:
+            forms.add(v)
+            forms.add(json.dumps(v)[1:-1])
+            forms.add(quote(v, safe=""))
+        ordered = sorted(forms, key=lambda f: (-len(f), f))
+        self.exact = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.sources = tuple(_fragment_source(v) for v in values)
+        grams = {s[i : i + FRAGMENT_CHARS] for s in self.sources for i in range(len(s) - FRAGMENT_CHARS + 1)}
+        self.grams = re.compile("|".join(map(re.escape, sorted(grams)))) if grams else None
+
+    def sub(self, text: str) -> str:
+        if self.exact is not None:
+            text = self.exact.sub(MASK, text)
+        if self.grams is None:
+            return text
+        out: list[str] = []
+        pos = 0
+        while m := self.grams.search(text, pos):
+            start, end = self._extend(text, m.start(), m.end())
+            out.append(text[pos:start] + MASK)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def _extend(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """Grow a fragment match to the longest run of the same secret around it."""
+        gram = text[start:end]
+        best = (start, end)
+        for s in self.sources:
+            i = s.find(gram)
+            while i >= 0:
+                a, j = start, i
+                while a > 0 and j > 0 and text[a - 1] == s[j - 1]:
+                    a, j = a - 1, j - 1
+                b, k = end, i + len(gram)
+                while b < len(text) and k < len(s) and text[b] == s[k]:
+                    b, k = b + 1, k + 1
+                best = (min(best[0], a), max(best[1], b))
+                i = s.find(gram, i + 1)
+        return best
+
+
+def _fragment_source(value: str) -> str:
+    """The part of a value whose fragments are secret: for a URL, what follows the host."""
+    if "://" in value:
+        parts = urlsplit(value)
+        return urlunsplit(("", "", parts.path, parts.query, parts.fragment))
+    return value
+
+
+_matcher_cache: tuple[tuple[str, ...], _ValueMatcher] | None = None
+
+
+def _matcher(values: tuple[str, ...]) -> _ValueMatcher:
+    global _matcher_cache
+    cached = _matcher_cache
+    if cached is not None and cached[0] == values:
+        return cached[1]
+    matcher = _ValueMatcher(values)
+    _matcher_cache = (values, matcher)
+    return matcher
+
+
+def redact_shapes(text: str) -> str:
+    """Only the shape rules (for text that must not depend on the process's secrets, e.g. a unit test)."""
+    for _name, pattern, replacement in SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact(text: str, *extra: str | SecretStr | None) -> str:
+    """`text` with every known secret value (and `extra` values), its long fragments and every secret shape
+    replaced by `MASK`. Text without secrets comes back unchanged."""
+    if not text:
+        return text
+    if extra:
+        register(*extra)
+    return redact_shapes(_matcher(known_values()).sub(text))
+
+
+def redact_opt(text: str | None) -> str | None:
+    return None if text is None else redact(text)
+
+
+def redact_values(text: str, values: Iterable[str]) -> str:
+    """Only the value rules, for exactly `values` (pure: no registry, no environment)."""
+    chosen = tuple(sorted({v for v in values if len(v) >= MIN_VALUE_CHARS}, key=lambda v: (-len(v), v)))
+    return _ValueMatcher(chosen).sub(text) if chosen else text
 
 
 def _from_block(block_name: str) -> str | None:
@@ -78,3 +296,65 @@ def read_secret(
             )
         return None
     return SecretStr(value)
+
+
+# --- logs ---------------------------------------------------------------------------------------------------
+#: Loggers whose records are redacted at creation (their children's records go through the handlers' filter
+#: and the record factory installed by `install_log_redaction`).
+REDACTED_LOGGERS = (
+    "canary", "tasks", "flows", "router", "prefect", "prefect.flow_runs", "prefect.task_runs",
+    "httpx", "httpcore",
+)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message (arguments merged in) and traceback text through `redact`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_canary_redacted", False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: keep what we can show
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = redact(message), ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        record._canary_redacted = True
+        return True
+
+
+_FILTER = RedactingFilter()
+_factory_installed = False
+
+
+def install_log_redaction(extra_loggers: Iterable[str] = ()) -> None:
+    """Install `RedactingFilter` on the canary/prefect/httpx loggers, on their handlers and the root's, and in
+    the log record factory (so a record of any logger is redacted before any handler sees it). Idempotent;
+    call it again after logging is reconfigured (Prefect's dictConfig replaces handlers)."""
+    global _factory_installed
+    names = (*REDACTED_LOGGERS, *extra_loggers)
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in names)]
+    for logger in loggers:
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+        for handler in logger.handlers:
+            if _FILTER not in handler.filters:
+                handler.addFilter(_FILTER)
+    if not _factory_installed:
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _FILTER.filter(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _factory_installed = True
+
+
+install_log_redaction()  # from the first import on, in every process that can hold a secret
