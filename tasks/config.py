@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tasks.errors import ConfigError
-from tasks.secrets import redact, register, strip_userinfo, with_known_userinfo
+from tasks.secrets import redact, register_url, strip_userinfo, with_known_userinfo
 from tasks.types import Mode
 
 #: All 17 interface languages, in rotation order.
@@ -185,7 +185,7 @@ def _str_list(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
 def validate_base_url(url: str, key: str = "base_url") -> str:
     """An http(s) URL without a trailing slash. Userinfo is registered as a secret (never shown); a URL given
     without it gets back the userinfo registered for the same URL (the flow-parameter form)."""
-    register(url)
+    register_url(url)
     try:
         parsed = urlparse(url)
         ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)

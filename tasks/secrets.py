@@ -76,6 +76,7 @@ SHAPES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 _registered: set[str] = set()
+_credentialed_urls: set[str] = set()
 _lock = threading.Lock()
 
 
@@ -106,6 +107,16 @@ def register(*values: str | SecretStr | None) -> None:
     if found - _registered:
         with _lock:
             _registered.update(found)
+
+
+def register_url(url: str) -> None:
+    """A URL that is not itself secret (a base URL): only its userinfo becomes known, and the URL is kept
+    so that `with_known_userinfo` can give the userinfo back to its stripped form."""
+    found = _userinfo_secrets(url)
+    if found:
+        with _lock:
+            _registered.update(found)
+            _credentialed_urls.add(url.strip().rstrip("/"))
 
 
 def _derived(value: str | SecretStr | None) -> set[str]:
@@ -155,10 +166,10 @@ def with_known_userinfo(url: str) -> str:
         return url
     target = url.rstrip("/")
     with _lock:
-        candidates = sorted(v for v in _registered if "://" in v and "@" in v)
+        candidates = sorted(_credentialed_urls)
     for value in candidates:
-        if strip_userinfo(value).rstrip("/") == target:
-            return value.rstrip("/")
+        if strip_userinfo(value) == target:
+            return value
     return url
 
 
