@@ -16,6 +16,7 @@ from tasks import round_steps as steps
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
 from tasks.plan import make_round_id, plan_probes
+from tasks.secrets import preload_secrets
 
 #: Probe requests in flight at once (I/O bound: threads mostly wait on sockets).
 PROBE_WORKERS = 32
@@ -48,6 +49,7 @@ def canary_round(
     """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list."""
     logger = get_run_logger()
     cfg = steps.resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
+    preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model = model or cfg.models[0]
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)

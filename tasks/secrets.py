@@ -309,6 +309,13 @@ def read_secret(
     return SecretStr(value)
 
 
+def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
+    """Read every secret the process may use (environment, else its Prefect Secret block) so that each is
+    known to `redact` before the first reply is recorded, not only once the task that needs it runs."""
+    for name in names:
+        read_secret(name)
+
+
 # --- logs ---------------------------------------------------------------------------------------------------
 #: Loggers whose records are redacted at creation (their children's records go through the handlers' filter
 #: and the record factory installed by `install_log_redaction`).
