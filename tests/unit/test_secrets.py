@@ -120,7 +120,11 @@ def test_redaction_is_idempotent() -> None:
 
 # --- properties -----------------------------------------------------------------------------------
 TOKEN_CHARS = string.ascii_letters + string.digits
-secret_values = st.text(TOKEN_CHARS, min_size=16, max_size=64)
+token_secrets = st.text(TOKEN_CHARS, min_size=16, max_size=64)
+# Any characters but the mask's own (a secret made of "*" could be rebuilt from masks around it).
+odd_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="*\x00")  # \x00: not in env
+odd_secrets = st.text(odd_chars, min_size=16, max_size=40)
+secret_values = st.one_of(token_secrets, odd_secrets)
 # Text of any characters, or text built from pieces of the secret itself (the hardest surroundings).
 surroundings = st.text(max_size=80)
 
@@ -152,7 +156,7 @@ PROSE = string.ascii_letters + string.digits + " .,;!?'\"()[]{}\n\téèüßçñ�
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(PROSE, max_size=300), secret=secret_values)
+@given(text=st.text(PROSE, max_size=300), secret=token_secrets)
 def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
     lowered = text.lower()
     assume(not any(w in lowered for w in ("bearer", "authorization", "api_key", "api-key", "x-api-key")))
