@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from tasks.config_preflight import preflight
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo, with_known_userinfo
 from tasks.types import Mode
@@ -327,40 +328,4 @@ def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None
     return replace(cfg, **overrides)
 
 
-# --- preflight: the file system, before anything starts ---------------------------------------------------
-def preflight(cfg: CanaryConfig) -> None:
-    """Check what the round will need from the file system, without creating anything: the database's
-    directory and `publish_dir` can be written (or created), the exclusions file (when present) reads and
-    parses. Raises ConfigError naming the key."""
-    db = Path(cfg.db_path)
-    if db.is_dir():
-        raise ConfigError(f"config: db_path {cfg.db_path!r} is a directory, not a database file")
-    if db.exists() and not os.access(db, os.R_OK | os.W_OK):
-        raise ConfigError(f"config: db_path {cfg.db_path!r} is not writable")
-    _check_writable_dir(db.parent, "db_path", cfg.db_path, "is not in a writable directory")
-    _check_writable_dir(Path(cfg.publish_dir), "publish_dir", cfg.publish_dir, "is not a writable directory")
-    if os.path.exists(cfg.exclusions_file):
-        from tasks.exclusions import load_builtin
-
-        try:
-            load_builtin(cfg.exclusions_file)
-        except ConfigError as exc:
-            raise ConfigError(f"config: exclusions_file {cfg.exclusions_file!r}: {exc}") from None
-
-
-def _check_writable_dir(path: Path, key: str, shown: str, problem: str) -> None:
-    """`path` is (or can be created as) a directory we can write in: its nearest existing ancestor must be a
-    directory that accepts a file (tried with a temporary file, which also catches read-only file systems)."""
-    import tempfile
-
-    existing = path if str(path) else Path(".")
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"config: {key} {shown!r} {problem} ({existing} is a file)")
-    try:
-        with tempfile.TemporaryFile(dir=existing, prefix=".canary-preflight-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"config: {key} {shown!r} {problem} ({existing}: {reason})") from None
+__all__ = ["CanaryConfig", "config_from_mapping", "load_config", "preflight", "public_base_url"]
