@@ -23,7 +23,9 @@ REDACTED_LOGGERS = (
 
 
 class RedactingFilter(logging.Filter):
-    """Rewrites a record's message (arguments merged in) and traceback text through `redact`."""
+    """Rewrites a record's message and traceback text through `redact`. A message that held a secret is
+    replaced by its redacted text with the arguments merged in; other records keep `msg` and `args` as they
+    were (formatters such as uvicorn's access log read `args`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "_canary_redacted", False):
@@ -32,7 +34,9 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string: keep what we can show
             message = f"{record.msg} {record.args!r}"
-        record.msg, record.args = redact(message), ()
+        redacted = redact(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
