@@ -52,4 +52,5 @@ def _check_writable_dir(path: Path, key: str, shown: str, problem: str) -> None:
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"config: {key} {shown!r} {problem} ({existing}: {reason})") from None
+        detail = f"cannot create a file in {existing}: {reason}"
+        raise ConfigError(f"config: {key} {shown!r} {problem} ({detail})") from None
