@@ -242,7 +242,7 @@ def toml_text(values: dict[str, Any]) -> str:
 
 def print_table(places: dict[str, list[str]], found: dict[str, dict[str, int]]) -> None:
     names = list(SHAPES)
-    print("\nsecret scan: leaks per sink (value or its 15-char prefix); texts scanned in brackets")
+    print("\nsecret scan: leaks per sink and secret (its value or 15-char prefix); texts: how many scanned")
     print("| sink | texts | " + " | ".join(names) + " |")
     print("| --- | --- |" + " --- |" * len(names))
     for where, texts in places.items():
