@@ -51,7 +51,9 @@ def demo(
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
     from flows.demo import run_demo
+    from tasks.config import CanaryConfig, preflight
 
+    preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
     run_demo(rounds=rounds, days=days, db_path=db)
 
 
@@ -73,7 +75,9 @@ def run(
 def serve(config: ConfigOpt = None) -> None:
     """Serve the `canary-round` deployment on its 30-minute schedule (one schedule per model)."""
     from flows.serve import serve_deployment
+    from tasks.config import load_config, preflight
 
+    preflight(load_config(config))
     serve_deployment(config)
 
 
@@ -262,22 +266,23 @@ def debug_enabled() -> bool:
 
 def main() -> None:
     from tasks.errors import CanaryError
+    from tasks.secrets import install_log_redaction, redact
 
+    install_log_redaction()
     try:
         app(standalone_mode=True)
     except CanaryError as exc:
         if debug_enabled():
             traceback.print_exc()
-        typer.echo(f"canary: {exc}", err=True)
+        typer.echo(redact(f"canary: {exc}"), err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # never a traceback for a user; CANARY_DEBUG=1 shows it
         if debug_enabled():
             raise
-        typer.echo(
-            f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)", err=True
-        )
+        line = f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)"
+        typer.echo(redact(line), err=True)
         sys.exit(1)
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import typer
 
-from tasks.config import CanaryConfig, load_config
+from tasks.config import CanaryConfig, load_config, public_base_url
+from tasks.config import preflight as preflight_paths
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret
 
@@ -42,7 +43,7 @@ def preflight(cfg: CanaryConfig, models: list[str]) -> None:
     with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
         for model in models:
             if not fetch_endpoints(client, cfg.base_url, key.get(), model):
-                raise ConfigError(f"config: model {model!r} has no endpoints at {cfg.base_url}")
+                raise ConfigError(f"config: model {model!r} has no endpoints at {public_base_url(cfg)}")
 
 
 def run_once(
@@ -50,6 +51,7 @@ def run_once(
 ) -> None:
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
     models = [model] if model else list(cfg.models)
+    preflight_paths(cfg)
     preflight(cfg, models)
     from flows.round import canary_round
 
@@ -58,7 +60,7 @@ def run_once(
             model=m,
             mode=mode,
             config_path=str(config) if config else None,
-            base_url=cfg.base_url,
+            base_url=public_base_url(cfg),  # never the userinfo: the flow restores it (tasks.config)
             db_path=cfg.db_path,
         )
         typer.echo(

@@ -20,6 +20,7 @@ from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
 from tasks.failpoints import failpoint
 from tasks.plan import make_round_id, plan_probes
+from tasks.secrets import preload_secrets
 from tasks.spool import Journal
 from tasks.types import RoundInfo
 
@@ -54,6 +55,7 @@ def canary_round(
     """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list."""
     logger = get_run_logger()
     cfg = steps.resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
+    preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model = model or cfg.models[0]
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)

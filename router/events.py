@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from tasks.secrets import redact
 from tasks.types import RouteEvent
 
 log = logging.getLogger("router.events")
@@ -41,12 +42,13 @@ class RecordSink(Protocol[T_contra]):
 
 
 def event_to_json(event: RouteEvent) -> dict[str, Any]:
+    """One JSONL record; free-text fields pass through the redactor (a key or URL password never lands)."""
     return {
         "at": event.at.isoformat(),
-        "key": event.key,
+        "key": redact(event.key),
         "tier": event.tier,
-        "upstream": event.upstream,
-        "reason": event.reason,
+        "upstream": redact(event.upstream),
+        "reason": redact(event.reason),
         "latency_ms": event.latency_ms,
         "model": event.model,
     }
@@ -153,7 +155,7 @@ class Batcher(Generic[T]):
                     "%s sink failed (%s: %s); %d records kept for the next window",
                     self.name,
                     type(exc).__name__,
-                    str(exc)[:200],
+                    redact(str(exc))[:200],
                     len(batch),
                 )
                 with self._lock:

@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -29,7 +29,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
 from tasks.errors import ConfigError
-from tasks.render.text import redact as redact_shapes
 from tasks.secrets import SecretStr, read_secret, redact
 from tasks.types import Alert
 
@@ -87,7 +86,7 @@ class SlackSettings:
 
     def scrub(self, text: str) -> str:
         """Remove our secrets' values and anything shaped like a secret."""
-        return redact_shapes(redact(text, self.bot_token, self.webhook_url))
+        return redact(text, self.bot_token, self.webhook_url)
 
 
 def _is_http_url(value: str) -> bool:
@@ -116,6 +115,7 @@ def deliver(
 ) -> list[DeliveryResult]:
     """Send each alert once, in order; stop the batch on 429, network errors or bad credentials."""
     log = logger or _log
+    alerts = [_scrubbed(settings, a) for a in alerts]  # stored redacted already; this is the last gate
     if settings.transport == "log":
         for a in alerts:
             log.info("Slack not configured; alert %s (%s):\n%s", a.key, a.kind, settings.scrub(a.text))
@@ -137,6 +137,10 @@ def deliver(
         if out.stop:
             stopped = out.result
     return results
+
+
+def _scrubbed(settings: SlackSettings, alert: Alert) -> Alert:
+    return replace(alert, text=settings.scrub(alert.text), blocks_json=settings.scrub(alert.blocks_json))
 
 
 def _blocks(alert: Alert) -> list[dict[str, Any]] | None:

@@ -5,10 +5,24 @@ flat, named as in docs/design.md. Env: OPENROUTER_BASE_URL overrides `base_url`,
 `db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config: they are read by the I/O tasks.
 
 Every knob below: meaning, unit, default, why.
+
+Validation names the problem before anything starts (`config: <key> ...`, one line): numbers are finite and
+positive; `ttft_s < probe_budget_s`, `connect_timeout_s <= probe_budget_s`, `read_timeout_s <= probe_budget_s`
+(the two timeouts, when not set, default to the smaller of their default and `probe_budget_s`),
+`probe_budget_s <= interval_min` minutes (an attempt fits in a round interval); every ladder step is at least
+one round interval; paths are non-empty. `preflight(cfg)` then checks the file system (writable database
+directory and publish_dir, readable exclusions file); the CLI runs it before `run`, `serve` and `demo`.
+
+A `base_url` with userinfo (`https://user:pass@host/...`): the password is registered with the redactor
+(tasks.secrets) and never shown; `public_base_url(cfg)` is the form without it, which is what a flow-run
+parameter may carry. Given that stripped form back (a `--base-url` or flow parameter), `config_from_mapping`
+restores the registered userinfo of the same URL (same process), and a flow process of its own (`serve`)
+reads it again from the config file or OPENROUTER_BASE_URL.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -19,7 +33,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from tasks.config_preflight import preflight
 from tasks.errors import ConfigError
+from tasks.secrets import redact, register_url, strip_userinfo, with_known_userinfo
 from tasks.types import Mode
 
 #: All 17 interface languages, in rotation order.
@@ -59,6 +75,8 @@ DEFAULT_PUBLISH_DIR = "published"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: Longest duration accepted (about 27 years): beyond it timedelta arithmetic overflows.
+_MAX_DAYS = 10_000
 
 
 def parse_duration(value: object, key: str) -> timedelta:
@@ -66,9 +84,14 @@ def parse_duration(value: object, key: str) -> timedelta:
     if isinstance(value, bool):
         raise ConfigError(f"config: {key} must be a duration like '1d' or '12h' (got {value!r})")
     if isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) > _MAX_DAYS:
+            raise ConfigError(f"config: {key} must be a finite duration like '1d' or '12h' (got {value!r})")
         return timedelta(days=float(value))
     if isinstance(value, str) and (m := _DURATION.match(value)):
-        return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+        if seconds > _MAX_DAYS * 86400:
+            raise ConfigError(f"config: {key} must be a finite duration like '1d' or '12h' (got {value!r})")
+        return timedelta(seconds=seconds)
     raise ConfigError(f"config: {key} must be a duration like '1d' or '12h' (got {value!r})")
 
 
@@ -104,14 +127,21 @@ class CanaryConfig:
     interval_min: int = DEFAULT_INTERVAL_MIN
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
-        """Apply `--set key=value` style overrides (values may be strings) with full validation."""
-        raw = {f.name: getattr(self, f.name) for f in fields(self)}
-        raw["ladder"] = [format_duration(t) for t in self.ladder]
-        raw["ladder_decay"] = format_duration(self.ladder_decay)
+        """Apply `--set key=value` style overrides (values may be strings) with full validation.
+
+        Keys still at their default are left out of the re-validation, so that a default follows the rules
+        again (a smaller `probe_budget_s` also lowers the unset timeouts)."""
+        defaults = CanaryConfig()
+        current = {f.name: getattr(self, f.name) for f in fields(self)}
+        raw = {k: v for k, v in current.items() if v != getattr(defaults, k)}
+        if "ladder" in raw:
+            raw["ladder"] = [format_duration(t) for t in self.ladder]
+        if "ladder_decay" in raw:
+            raw["ladder_decay"] = format_duration(self.ladder_decay)
         for key, value in overrides.items():
-            if key not in raw:
+            if key not in current:
                 raise ConfigError(f"config: unknown key {key!r}")
-            raw[key] = _coerce_cli_value(value, raw[key])
+            raw[key] = _coerce_cli_value(value, current[key])
         return config_from_mapping(raw)
 
 
@@ -154,10 +184,22 @@ def _str_list(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
 
 
 def validate_base_url(url: str, key: str = "base_url") -> str:
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(f"config: {key} must be an http(s) URL (got {url!r})")
-    return url.rstrip("/")
+    """An http(s) URL without a trailing slash. Userinfo is registered as a secret (never shown); a URL given
+    without it gets back the userinfo registered for the same URL (the flow-parameter form)."""
+    register_url(url)
+    try:
+        parsed = urlparse(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"config: {key} must be an http(s) URL (got {redact(url)!r})")
+    return with_known_userinfo(url.rstrip("/"))
+
+
+def public_base_url(cfg: CanaryConfig) -> str:
+    """`cfg.base_url` without userinfo: what a flow-run parameter, a log line or an error message may show."""
+    return strip_userinfo(cfg.base_url)
 
 
 def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
@@ -185,6 +227,8 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     for key in ("db_path", "publish_dir", "exclusions_file"):
         if key in raw:
             values[key] = _expect(raw, key, str, "a path")
+            if not values[key].strip():
+                raise ConfigError(f"config: {key} must be a non-empty path (got {values[key]!r})")
     if "refusal_controls" in raw:
         values["refusal_controls"] = _str_list(raw, "refusal_controls") if raw["refusal_controls"] else ()
     if "languages" in raw:
@@ -197,8 +241,8 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     for key in ("ttft_s", "connect_timeout_s", "read_timeout_s", "probe_budget_s"):
         if key in raw:
             v = float(_expect(raw, key, (int, float), "a number of seconds"))
-            if v <= 0:
-                raise ConfigError(f"config: {key} must be > 0 (got {v})")
+            if not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"config: {key} must be a finite number of seconds > 0 (got {v})")
             values[key] = v
     for key, minimum in (
         ("text_cap_bytes", 256),
@@ -218,9 +262,44 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         if not isinstance(steps, list | tuple) or not steps:
             raise ConfigError(f"config: ladder must be a non-empty list of durations (got {steps!r})")
         values["ladder"] = tuple(parse_duration(s, "ladder") for s in steps)
+        interval = timedelta(minutes=values.get("interval_min", cfg.interval_min))
+        for raw_step, step in zip(steps, values["ladder"], strict=True):
+            if step < interval:
+                raise ConfigError(
+                    f"config: ladder steps must be at least one round interval "
+                    f"(interval_min = {format_duration(interval)}) (got {raw_step!r})"
+                )
     if "ladder_decay" in raw:
         values["ladder_decay"] = parse_duration(raw["ladder_decay"], "ladder_decay")
-    return replace(cfg, **values)
+        if values["ladder_decay"] < timedelta(0):
+            raise ConfigError(f"config: ladder_decay must be >= 0 (got {raw['ladder_decay']!r})")
+    budget = values.get("probe_budget_s", cfg.probe_budget_s)
+    for key in ("connect_timeout_s", "read_timeout_s"):  # unset timeouts follow a smaller budget
+        values.setdefault(key, min(getattr(cfg, key), budget))
+    return _check_relations(replace(cfg, **values))
+
+
+def _check_relations(cfg: CanaryConfig) -> CanaryConfig:
+    """The rules between keys (each message names the key to change and both values)."""
+    budget = cfg.probe_budget_s
+    if not cfg.ttft_s < budget:
+        raise ConfigError(f"config: ttft_s ({cfg.ttft_s:g}) must be < probe_budget_s ({budget:g})")
+    for key in ("connect_timeout_s", "read_timeout_s"):
+        if not getattr(cfg, key) <= budget:
+            raise ConfigError(f"config: {key} ({getattr(cfg, key):g}) must be <= probe_budget_s ({budget:g})")
+    interval = timedelta(minutes=cfg.interval_min)
+    if budget > interval.total_seconds():
+        raise ConfigError(
+            f"config: probe_budget_s ({budget:g}) must be <= interval_min ({cfg.interval_min} min = "
+            f"{interval.total_seconds():g} s): an attempt must end before the next round starts"
+        )
+    for step in cfg.ladder:
+        if step < interval:
+            raise ConfigError(
+                f"config: ladder steps must be at least one round interval "
+                f"(interval_min = {format_duration(interval)}) (got {format_duration(step)!r})"
+            )
+    return cfg
 
 
 def default_config_path() -> Path:
@@ -247,3 +326,6 @@ def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None
     if env.get("CANARY_DB"):
         overrides["db_path"] = env["CANARY_DB"]
     return replace(cfg, **overrides)
+
+
+__all__ = ["CanaryConfig", "config_from_mapping", "load_config", "preflight", "public_base_url"]

@@ -17,6 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from tasks.errors import CanaryError, ConfigError
+from tasks.secrets import strip_userinfo
 from tasks.types import Endpoint
 
 #: Default timeout for the discovery request when the client has none of its own (seconds).
@@ -92,8 +93,8 @@ def fetch_endpoints(
     timeout_s: float | None = None,
 ) -> list[Endpoint]:
     """GET the model's endpoints. The key is optional for OpenRouter (it only adds latency stats)."""
-    base = base_url.rstrip("/")
-    url = base + endpoints_path(model)
+    url = base_url.rstrip("/") + endpoints_path(model)
+    base = strip_userinfo(base_url.rstrip("/"))  # what messages show: never the URL's password
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"

@@ -11,10 +11,11 @@
   seen, its first bytes escaped, byte counts) and the stream is over (`on_event` returns True: stop
   reading). A line cut by the end of the stream is a `stream_cut`. A stray non-SSE line after data began is
   ignored, as the SSE spec ignores unknown fields.
-* Error details are one line and pass through `tasks.secrets.redact` with the API key: never a secret.
 * Tool calls are assembled by ``index``: the first non-empty ``id`` and ``name`` of an index win, its
   ``arguments`` fragments are concatenated in arrival order (capped like the text; a cut sets
   ``text_truncated``). Tool-call deltas carry no text, so they never set TTFT.
+* Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact` (with the
+  API key) before anything judges or cuts them: evidence excerpts are cut from redacted text, never a secret.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from tasks.secrets import redact
+from tasks.secrets import redact, redact_opt
 from tasks.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
@@ -150,9 +151,9 @@ class AttemptRecorder:
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=self.finish_reason, native_finish_reason=self.native_finish_reason,
-            served_provider=self.provider, usage=self.usage, text=self._text.value(),
+            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._text.value()),
             text_truncated=self._text.truncated or self._reasoning.truncated or self._tool_calls.truncated,
-            reasoning=self._reasoning.value(), error_class=self.error_class, error_code=self.error_code,
+            reasoning=redact(self._reasoning.value()), error_class=self.error_class, error_code=self.error_code,
             error_detail=self.error_detail, retry_after_s=self.retry_after_s,
             tool_calls=self._tool_calls.value(),
         )

@@ -1,16 +1,45 @@
-"""Secrets: read inside I/O tasks from the environment or a Prefect Secret block; never printed.
+"""Secrets: read inside I/O tasks, known to ONE redactor, never printed.
 
-`SecretStr` keeps the value out of reprs, logs and flow parameters (the Prefect UI shows parameters).
+Every sink (DuckDB rows, rendered text, alerts, artifacts, logs, stderr, route events) calls `redact`, which
+removes secrets in two ways:
+
+1. **By value.** Every secret value the process knows: the environment variables in `ENV_SECRETS`, the
+   userinfo of `OPENROUTER_BASE_URL`, and every value `register`ed: each `SecretStr` (so every value read from
+   the environment or a Prefect Secret block by `read_secret`, and the routes files' key variables), and the
+   userinfo of a configured `base_url` (tasks.config calls `register_url`). The value, its escaped forms and
+   any run of `FRAGMENT_CHARS` or more of its characters (a key cut by a cap: a 15-character prefix) are
+   masked. Values shorter than `MIN_VALUE_CHARS` are not redacted by value (URL userinfo still is, by shape).
+2. **By shape**: the one documented list, `tasks.redaction.SHAPES` (keys `sk-…`, Slack tokens and webhooks,
+   URL userinfo, `bearer <token>` in any case, Authorization headers).
+
+The rules themselves are pure (tasks/redaction.py); this module owns which values are secret. `MASK`
+("***") replaces what is removed. `SecretStr` keeps a value out of reprs, logs and flow parameters.
+tasks/log_redaction.py applies `redact` to every log record; it is installed when this module is imported.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from tasks.errors import ConfigError
+from tasks.redaction import (
+    FRAGMENT_CHARS,
+    MASK,
+    MIN_VALUE_CHARS,
+    SHAPES,
+    matcher_for,
+    redact_shapes,
+    redact_values,
+)
+
+#: Secret environment variables, read afresh at every `redact` (a test or an admin may change them).
+ENV_SECRETS = ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
+#: Environment variables holding URLs whose userinfo (user:password@) is a secret.
+ENV_URLS = ("OPENROUTER_BASE_URL",)
 
 #: Prefect Secret block names consulted when the environment variable is not set.
 SECRET_BLOCKS = {
@@ -19,17 +48,19 @@ SECRET_BLOCKS = {
     "SLACK_WEBHOOK_URL": "slack-webhook-url",
 }
 
-_SECRET_PATTERNS = re.compile(
-    r"(sk-or-v1-[A-Za-z0-9_\-]+|sk-[A-Za-z0-9_\-]{16,}|xox[abpr]-[A-Za-z0-9\-]+|"
-    r"hooks\.slack\.com/services/[A-Za-z0-9/]+|Bearer\s+[A-Za-z0-9._\-]+)"
-)
+_registered: set[str] = set()
+_credentialed_urls: set[str] = set()
+_lock = threading.Lock()
 
 
 class SecretStr:
+    """A secret value: shown as '***', and known to the redactor from the moment it exists."""
+
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
         self._value = value
+        register(value)
 
     def get(self) -> str:
         return self._value
@@ -43,13 +74,113 @@ class SecretStr:
         return bool(self._value)
 
 
-def redact(text: str, *secrets: str | SecretStr | None) -> str:
-    """Remove known secret values and anything shaped like a key or token from `text`."""
-    for s in secrets:
-        value = s.get() if isinstance(s, SecretStr) else s
-        if value:
-            text = text.replace(value, "***")
-    return _SECRET_PATTERNS.sub("***", text)
+def register(*values: str | SecretStr | None) -> None:
+    """Make values known to `redact` for the life of the process (a URL: its userinfo too)."""
+    found = {v for value in values for v in _derived(value)}
+    if found - _registered:
+        with _lock:
+            _registered.update(found)
+
+
+def register_url(url: str) -> None:
+    """A URL that is not itself secret (a base URL): only its userinfo becomes known, and the URL is kept
+    so that `with_known_userinfo` can give the userinfo back to its stripped form."""
+    found = _userinfo_secrets(url)
+    if found:
+        with _lock:
+            _registered.update(found)
+            _credentialed_urls.add(url.strip().rstrip("/"))
+
+
+def _derived(value: str | SecretStr | None) -> set[str]:
+    raw = value.get() if isinstance(value, SecretStr) else value
+    if not raw or not isinstance(raw, str):
+        return set()
+    out = {raw}
+    out.update(_userinfo_secrets(raw))
+    return out
+
+
+def _userinfo_secrets(url: str) -> set[str]:
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return set()
+    if "@" not in parts.netloc:
+        return set()
+    userinfo = parts.netloc.rpartition("@")[0]
+    out = {userinfo}
+    if parts.password:
+        out.add(parts.password)
+    return out
+
+
+def url_userinfo_secrets(url: str) -> set[str]:
+    """The secret parts of a URL's userinfo ('user:pass' and 'pass'); empty when it has none."""
+    return _userinfo_secrets(url)
+
+
+def strip_userinfo(url: str) -> str:
+    """`url` without its `user:pass@` part (what may be shown, logged or passed as a flow parameter)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def with_known_userinfo(url: str) -> str:
+    """Put back the registered userinfo of a URL that `strip_userinfo` removed (same scheme, host, path).
+
+    How the real `base_url` reaches a flow whose parameter holds only the stripped form (see README)."""
+    if "@" in urlsplit(url).netloc:
+        return url
+    target = url.rstrip("/")
+    with _lock:
+        candidates = sorted(_credentialed_urls)
+    for value in candidates:
+        if strip_userinfo(value) == target:
+            return value
+    return url
+
+
+_known_cache: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+
+
+def known_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every secret value the process knows now (registered ones, the environment's), longest first."""
+    global _known_cache
+    env = os.environ if env is None else env
+    key = (len(_registered), *(env.get(n) for n in (*ENV_SECRETS, *ENV_URLS)))  # the registry only grows
+    cached = _known_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    values = set(_registered)
+    for name in ENV_SECRETS:
+        if env.get(name):
+            values.update(_derived(env[name]))
+    for name in ENV_URLS:
+        if env.get(name):
+            values.update(_userinfo_secrets(env[name]))
+    known = tuple(sorted((v for v in values if len(v) >= MIN_VALUE_CHARS), key=lambda v: (-len(v), v)))
+    _known_cache = (key, known)
+    return known
+
+
+def redact(text: str, *extra: str | SecretStr | None) -> str:
+    """`text` with every known secret value (and `extra` values), its long fragments and every secret shape
+    replaced by `MASK`. Text without secrets comes back unchanged."""
+    if not text:
+        return text
+    if extra:
+        register(*extra)
+    return redact_shapes(matcher_for(known_values()).sub(text))
+
+
+def redact_opt(text: str | None) -> str | None:
+    return None if text is None else redact(text)
 
 
 def _from_block(block_name: str) -> str | None:
@@ -78,3 +209,22 @@ def read_secret(
             )
         return None
     return SecretStr(value)
+
+
+def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
+    """Read every secret the process may use (environment, else its Prefect Secret block) so that each is
+    known to `redact` before the first reply is recorded, not only once the task that needs it runs."""
+    for name in names:
+        read_secret(name)
+
+
+from tasks.log_redaction import RedactingFilter, install_log_redaction  # noqa: E402  (needs `redact`)
+
+install_log_redaction()  # from the first import on, in every process that can hold a secret
+
+__all__ = [
+    "ENV_SECRETS", "ENV_URLS", "FRAGMENT_CHARS", "MASK", "MIN_VALUE_CHARS", "SECRET_BLOCKS", "SHAPES",
+    "RedactingFilter", "SecretStr", "install_log_redaction", "known_values", "preload_secrets", "read_secret",
+    "redact", "redact_opt", "redact_shapes", "redact_values", "register", "register_url", "strip_userinfo",
+    "url_userinfo_secrets", "with_known_userinfo",
+]

@@ -6,31 +6,21 @@ mrkdwn additionally escapes Slack's three control characters (& < >), Markdown t
 
 from __future__ import annotations
 
-import re
 import shlex
 from datetime import UTC, datetime
 
-EXCERPT_CAP = 200  # characters of a bad reply shown in an alert
+from tasks.secrets import redact as _redact
 
-_SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=\-]+"), "Bearer ***"),
-    (re.compile(r"\bsk-or-[A-Za-z0-9_\-]+"), "sk-or-***"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "sk-***"),
-    (re.compile(r"\bxox[a-z]-[A-Za-z0-9\-]+"), "xox?-***"),
-    (re.compile(r"\bxapp-[A-Za-z0-9\-]+"), "xapp-***"),
-    (re.compile(r"hooks\.slack\.com/\S+"), "hooks.slack.com/***"),
-)
+EXCERPT_CAP = 200  # characters of a bad reply shown in an alert
 
 
 def redact(text: str) -> str:
-    """Replace anything that looks like a secret (OpenRouter key, Slack token, Bearer header, webhook URL)."""
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
+    """Every known secret value and every secret shape masked (tasks.secrets: the one redactor)."""
+    return _redact(text)
 
 
 def clean(text: str, cap: int = EXCERPT_CAP) -> str:
-    """Redact, make newlines and invisible characters visible (⏎, \\uXXXX), cap at `cap` characters."""
+    """Redact (before any cut), make newlines and invisible characters visible (⏎, \\uXXXX), cap at `cap`."""
     out: list[str] = []
     for ch in redact(text):
         if ch == "\n":

@@ -6,7 +6,6 @@ back as UTC-aware datetimes. A naive datetime handed to the store is taken to be
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,17 +14,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from tasks.secrets import redact as _redact
+
 Connection = duckdb.DuckDBPyConnection
-
-#: Token shapes that must never land in a table: OpenRouter/OpenAI keys, Slack tokens and webhooks,
-#: bearer headers. Matching text is replaced by "***".
-_SECRET_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}"
-    r"|xox[abposre]-[A-Za-z0-9\-]{6,}"
-    r"|https://hooks\.slack\.com/\S+"
-    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{6,})"
-)
-
 
 def utc(value: datetime | None) -> datetime | None:
     """Return ``value`` as a UTC-aware datetime (naive input is taken to be UTC)."""
@@ -43,10 +34,10 @@ def utc_required(value: datetime) -> datetime:
 
 
 def redact(text: str | None) -> str | None:
-    """Replace anything shaped like a token with ``***`` (defence in depth: callers should not pass any)."""
+    """Every known secret value and secret shape masked (tasks.secrets), before anything is cut or stored."""
     if text is None:
         return None
-    return _SECRET_PATTERNS.sub("***", text)
+    return _redact(text)
 
 
 def one_line(text: str | None, limit: int = 1000) -> str | None:

@@ -1,17 +1,27 @@
-"""Planted secrets never leave the process: not in DuckDB, the published JSON, Prefect artifacts, logs, flow
-parameters or Slack messages.
+"""Planted secrets never leave the process: not in DuckDB, the snapshot, the published JSON, Prefect
+artifacts, flow-run parameters and states, logs, stdout/stderr, or the Slack double's messages.
 
-The simulator's API key and the Slack bot token are planted values. Rounds run with faults (slow starts,
-HTTP errors, a stream cut by an error chunk) so that failures, evidence excerpts and alerts are produced; then
-a round with a wrong OpenRouter key (every probe 401) and flushes with a wrong Slack token (invalid_auth), so
-that error paths are exercised too. Then every place is scanned. The scanner is tested first: it must find a
-planted value wherever it is put, or the whole test proves nothing.
+Secrets of several shapes are planted: an OpenRouter-shaped key (the simulator's), a shapeless wrong key, a
+shapeless and an `xoxb-` Slack token, a shapeless webhook URL known only from a Prefect Secret block, and a
+password in `base_url`'s userinfo. An echoing upstream (tests/support/echo_upstream.py, a proxy in front of
+the simulator) sends every one of them back in reply text, as 15-character prefixes cut with an ellipsis, in
+an HTTP error body, in a mid-stream error chunk, as the `provider` name and in response headers. Rounds also
+run with simulator faults (slow starts, HTTP errors, a stream cut by an error chunk) so that failures,
+evidence excerpts and alerts are produced; then a round with a wrong OpenRouter key (401s), flushes with a
+wrong Slack token (invalid_auth), a round through `canary run`'s code with the userinfo base URL, and two
+`canary run` processes whose discovery fails (refused; wrong credentials). Then every sink is scanned for
+every secret and its 15-character prefix; `-s` prints the sink x secret table. The scanner is tested first:
+it must find a planted value wherever it is put, or the whole test proves nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +33,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.echo_upstream import ECHO_TAGS, EchoUpstream, cut
 from tests.support.rounds import round_overrides
 from tests.support.slack_server import SlackServer
 
@@ -30,41 +41,47 @@ pytestmark = pytest.mark.e2e
 
 MODEL = "acme/secret-model"
 T0 = datetime(2026, 6, 1, 0, 0, tzinfo=UTC)
-#: Two are shaped like real secrets (what the redaction patterns know), two are shapeless (only their
-#: values are known), one of each kind per service, so neither kind of scrubbing alone passes the test.
+ROOT = Path(__file__).resolve().parents[2]
+#: The planted secrets by shape: shaped ones (the redaction shapes know them) and shapeless ones (only their
+#: values are known: environment, Secret block, URL userinfo), so neither kind of scrubbing alone passes.
 KEY = "sk-or-v1-PLANTED" + secrets.token_hex(16)
 TOKEN = "PLANTEDTOKEN" + secrets.token_hex(12)
 WRONG_KEY = "PLANTEDKEY" + secrets.token_hex(16)
 WRONG_TOKEN = "xoxb-PLANTED-" + secrets.token_hex(12)
-FLEET = parse_fleet(
-    {
-        "models": [
-            {
-                "id": MODEL,
-                "endpoints": [
-                    {"tag": "alpha", "provider_name": "Alpha"},
-                    {"tag": "beta", "provider_name": "Beta"},
-                    {"tag": "gamma", "provider_name": "Gamma"},
-                    {
-                        "tag": "slowco",
-                        "provider_name": "Slowco",
-                        "faults": [{"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}],
-                    },
-                    {
-                        "tag": "errco",
-                        "provider_name": "Errco",
-                        "faults": [{"kind": "http_error_before_stream", "status": 502}],
-                    },
-                    {
-                        "tag": "midco",
-                        "provider_name": "Midco",
-                        "faults": [{"kind": "midstream_error", "tokens": 2}],
-                    },
-                ],
-            }
+BLOCK_WEBHOOK = "http://127.0.0.1:9/services/PLANTEDBLOCK" + secrets.token_hex(12)
+PASSWORD = "PLANTEDPW" + secrets.token_hex(8)
+WRONG_PASSWORD = "PLANTEDWRONGPW" + secrets.token_hex(8)
+USER = "canary-gw"
+SHAPES = {
+    "sk-or key (env)": KEY,
+    "shapeless key (env)": WRONG_KEY,
+    "shapeless slack token (env)": TOKEN,
+    "xoxb token (env)": WRONG_TOKEN,
+    "webhook (Secret block)": BLOCK_WEBHOOK,
+    "base_url password": PASSWORD,
+    "wrong base_url password": WRONG_PASSWORD,
+}
+#: What the upstream echoes at first: the secrets the process holds from the start (an upstream can only
+#: echo what it was sent or what leaked to it; a value the process has never seen cannot be known to it).
+#: Each stage below adds the secret it introduces.
+ECHOED = [TOKEN, KEY, BLOCK_WEBHOOK]
+PLAIN = ("alpha", "beta", "gamma")
+
+
+def fleet(faulty: bool) -> Any:
+    tags = (*PLAIN, *ECHO_TAGS)
+    endpoints: list[dict[str, Any]] = [{"tag": t, "provider_name": t.capitalize()} for t in tags]
+    if faulty:
+        endpoints += [
+            {"tag": "slowco", "provider_name": "Slowco",
+             "faults": [{"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}]},
+            {"tag": "errco", "provider_name": "Errco",
+             "faults": [{"kind": "http_error_before_stream", "status": 502}]},
+            {"tag": "midco", "provider_name": "Midco", "faults": [{"kind": "midstream_error", "tokens": 2}]},
         ]
-    }
-)
+    else:
+        endpoints.append({"tag": "slowco", "provider_name": "Slowco"})
+    return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
 
 
 # --- the scanner -----------------------------------------------------------------------------------------
@@ -112,6 +129,8 @@ def prefect_texts(model: str) -> Iterator[str]:
         ids = [r.id for r in runs]
         for run in runs:
             yield f"flow run {run.name}: {json.dumps(run.parameters, default=str)}"
+            if run.state is not None:
+                yield f"flow run state {run.name}: {run.state.name} {run.state.message or ''}"
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=ids))
         )
@@ -180,43 +199,87 @@ def _capture_all_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 # --- the run ---------------------------------------------------------------------------------------------
 @pytest.fixture
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(FLEET, api_key=KEY) as handle:
-        yield handle
+def upstream() -> Iterator[tuple[SimulatorHandle, EchoUpstream]]:
+    with start_simulator(fleet(True), api_key=KEY) as sim:
+        with EchoUpstream(sim.base_url, KEY, list(ECHOED), basic=(USER, PASSWORD)).running() as echo:
+            yield sim, echo
 
 
-def _overrides(sim: SimulatorHandle, tmp_path: Path) -> dict[str, Any]:
-    return round_overrides(sim, tmp_path, MODEL, ttft_s=1, languages=["en", "de"], min_hosts=2)
+@pytest.fixture
+def webhook_block(prefect_harness: None) -> Iterator[None]:
+    """SLACK_WEBHOOK_URL known only from its Prefect Secret block (the bot token wins the transport)."""
+    from prefect.blocks.system import Secret
+
+    from tasks.secrets import SECRET_BLOCKS
+
+    name = SECRET_BLOCKS["SLACK_WEBHOOK_URL"]
+    Secret(value=BLOCK_WEBHOOK).save(name, overwrite=True)
+    try:
+        yield
+    finally:
+        Secret.delete(name)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cli_run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENROUTER_API_KEY": KEY, "PYTHONPATH": str(ROOT)}
+    env["PREFECT_API_URL"] = "http://127.0.0.1:9/api"  # discovery fails before anything reaches Prefect
+    env.pop("OPENROUTER_BASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", "run", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=120,
+    )
+
+
+def toml_text(values: dict[str, Any]) -> str:
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+
+
+def print_table(places: dict[str, list[str]], found: dict[str, dict[str, int]]) -> None:
+    names = list(SHAPES)
+    print("\nsecret scan: leaks per sink and secret (its value or 15-char prefix); texts: how many scanned")
+    print("| sink | texts | " + " | ".join(names) + " |")
+    print("| --- | --- |" + " --- |" * len(names))
+    for where, texts in places.items():
+        print(f"| {where} | {len(texts)} | " + " | ".join(str(found[where][n]) for n in names) + " |")
 
 
 def test_planted_secrets_appear_nowhere(
-    prefect_harness: None,
-    sim: SimulatorHandle,
+    upstream: tuple[SimulatorHandle, EchoUpstream],
+    webhook_block: None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from cli.runs import run_once
     from flows.round import canary_round
     from tasks.alerts import SlackSettings
     from tasks.delivery import deliver_outbox
 
-    key, token, wrong_key, wrong_token = KEY, TOKEN, WRONG_KEY, WRONG_TOKEN
-    needles = [key, token, wrong_key, wrong_token]
-    ov = _overrides(sim, tmp_path)
+    sim, echo = upstream
+    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=1, languages=["en", "de"], min_hosts=2)
+    ov["base_url"] = echo.base_url
     _capture_all_logs(caplog)
-    with SlackServer(token=token) as slack:
-        monkeypatch.setenv("OPENROUTER_API_KEY", key)
-        monkeypatch.setenv("SLACK_BOT_TOKEN", token)
+    raised: list[str] = []
+    with SlackServer(token=TOKEN) as slack:
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
         monkeypatch.setenv("SLACK_CHANNEL", "#canary-admins")
         monkeypatch.setenv("SLACK_API_URL", slack.api_url)
         for i in range(2):  # two failing rounds: suspensions with evidence excerpts go to Slack
             canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
         assert len(slack.messages) >= 1, "the faults must have produced alerts"
+        assert echo.echo_count >= 8, "the echo endpoints must have been probed"
 
-        monkeypatch.setenv("OPENROUTER_API_KEY", wrong_key)  # every probe: 401 "User not found."
+        monkeypatch.setenv("OPENROUTER_API_KEY", WRONG_KEY)  # every forwarded probe: 401 "User not found."
+        echo.echoed.insert(0, WRONG_KEY)
         wrong_ts = T0 + timedelta(minutes=60)
-        raised: list[str] = []
         try:
             canary_round(model=MODEL, round_ts=wrong_ts, overrides=ov)
         except Exception as e:  # whether the round fails or lands 401s, its error must not carry the key
@@ -226,30 +289,17 @@ def test_planted_secrets_appear_nowhere(
                 r[0]
                 for r in con.execute(
                     "SELECT DISTINCT a.http_status FROM attempts a JOIN rounds r USING (round_id)"
-                    " WHERE r.round_ts = ?",
+                    " WHERE r.round_ts = ? AND a.tag IN ('alpha', 'beta', 'gamma')",
                     [wrong_ts],
                 ).fetchall()
             }
         assert raised or statuses == {401}, (raised, statuses)
 
-        # A wrong Slack token: the alerts of a third round fail with invalid_auth and stay in the outbox.
-        monkeypatch.setenv("OPENROUTER_API_KEY", key)
-        monkeypatch.setenv("SLACK_BOT_TOKEN", wrong_token)
-        sim.set_fleet(
-            parse_fleet(
-                {
-                    "models": [
-                        {
-                            "id": MODEL,
-                            "endpoints": [
-                                {"tag": t, "provider_name": t.capitalize()}
-                                for t in ("alpha", "beta", "gamma", "slowco")
-                            ],
-                        }
-                    ]
-                }
-            )
-        )
+        # A wrong Slack token: the alerts of later rounds fail with invalid_auth and stay in the outbox.
+        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+        monkeypatch.setenv("SLACK_BOT_TOKEN", WRONG_TOKEN)
+        echo.echoed.append(WRONG_TOKEN)
+        sim.set_fleet(fleet(False))
         for i in (3, 4):  # slowco back to health: restore alerts, refused by Slack (wrong token)
             canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
         summary = deliver_outbox(ov["db_path"], SlackSettings.from_env(), T0 + timedelta(hours=3))
@@ -257,23 +307,49 @@ def test_planted_secrets_appear_nowhere(
             errors = list(store.alert_rows(con, status="pending")["last_error"].dropna())
         assert summary.failed >= 1 and any("invalid_auth" in e for e in errors), (summary, errors)
 
+        # `canary run` with a base URL whose userinfo is the gateway's password (HTTP Basic to the proxy).
+        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+        config = tmp_path / "canary.toml"
+        config.write_text(toml_text({k: v for k, v in ov.items() if k != "base_url"}), encoding="utf-8")
+        echo.echoed.append(PASSWORD)
+        run_once(config=config, model=MODEL, base_url=echo.base_url_with(USER, PASSWORD), mode=None, db=None)
         captured = capsys.readouterr()
-        places = {
-            "duckdb": list(duckdb_texts(Path(ov["db_path"]))),
-            "snapshot": list(duckdb_texts(store.snapshot_path(ov["db_path"]))),
-            "published": list(file_texts(Path(ov["publish_dir"]))),
-            "prefect": list(prefect_texts(MODEL)),
-            "slack": list(slack_texts(slack)),
-            "logs": [f"{r.name}: {r.getMessage()} {r.exc_text or ''}" for r in caplog.records],
-            "stdout/stderr": [captured.out, captured.err],
-            "errors": raised,
-        }
+        assert f"{MODEL}" in captured.out
+
+    # `canary run` processes whose discovery fails: refused, and wrong credentials (a 401 echoing them).
+    nowhere = f"http://{USER}:{PASSWORD}@127.0.0.1:{closed_port()}/api/v1"
+    refused = cli_run(["--config", str(config), "--base-url", nowhere], tmp_path)
+    wrong = echo.base_url_with(USER, WRONG_PASSWORD)
+    denied = cli_run(["--config", str(config), "--base-url", wrong], tmp_path)
+    assert refused.returncode == 2 and denied.returncode == 2, (refused.stderr, denied.stderr)
+
+    places = {
+        "duckdb": list(duckdb_texts(Path(ov["db_path"]))),
+        "snapshot": list(duckdb_texts(store.snapshot_path(ov["db_path"]))),
+        "published": list(file_texts(Path(ov["publish_dir"]))),
+        "prefect": list(prefect_texts(MODEL)),
+        "slack": list(slack_texts(slack)),
+        "logs": [f"{r.name}: {r.getMessage()} {r.exc_text or ''}" for r in caplog.records],
+        "stdout/stderr": [captured.out, captured.err],
+        "cli stderr": [refused.stdout, refused.stderr, denied.stdout, denied.stderr],
+        "errors": raised,
+    }
     for where, texts in places.items():
-        assert texts or where in ("stdout/stderr", "errors"), f"nothing was collected from {where}"
-    found = {where: leaks(needles, texts) for where, texts in places.items()}
-    assert found == {where: [] for where in places}
+        assert texts or where == "errors", f"nothing was collected from {where}"
+    found = {
+        where: {name: len(leaks([value, cut(value)], texts)) for name, value in SHAPES.items()}
+        for where, texts in places.items()
+    }
+    print_table(places, found)
+    needles = [*SHAPES.values(), *(cut(v) for v in SHAPES.values())]
+    assert {where: leaks(needles, texts) for where, texts in places.items()} == {w: [] for w in places}
     # The scan was not vacuous: what we collected is where such a secret would have shown up.
     assert any("suspend" in t for t in places["slack"])
     assert any("invalid_auth" in t for t in places["duckdb"])
+    assert any("echoco" in t and "Your key is" in t for t in places["duckdb"])  # the echoed reply text
+    assert any("errecho" in t for t in places["duckdb"])
+    assert any("Your key is" in t for t in places["snapshot"])
     assert any(t.startswith("artifact round-") for t in places["prefect"])
     assert any(t.startswith("log: ") for t in places["prefect"])
+    assert any("base_url" in t and f"127.0.0.1:{echo.port}" in t for t in places["prefect"])  # the parameter
+    assert any("config:" in t for t in places["cli stderr"])
