@@ -62,8 +62,9 @@ def canary_round(
     summary: dict[str, Any] = {"round_id": round_id, "model": model, "endpoints": 0, "attempts": 0,
                                "decisions": [], "ignore": []}
     try:
-        with steps.round_guard(model, logger):
-            journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts, cfg.mode), utcnow())
+        with steps.round_guard(model, logger, cfg.db_path):
+            journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts, cfg.mode), utcnow(),
+                                    steps.flow_run_id())
             prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, mode)
             journal.step("probe")
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)

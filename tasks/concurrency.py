@@ -11,6 +11,11 @@ skip every later round forever. So before skipping, a round asks the API whether
 run of the same model is running; if none is, it frees the slot, says so in the log, and tries once more.
 Works the same against `prefect server start`, the temporary server `canary run` starts, and the tests'
 `prefect_test_harness`.
+
+A slot held by a round whose process is gone heals at once, not after the lease or an hour: every round that
+holds a slot keeps a journal next to the database with its pid and flow run id (tasks/spool.py). When the
+slot is taken, the next round looks for holders whose journal names a dead process on this machine, marks
+their flow runs Crashed in Prefect and frees the slot before it waits.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ def live_holders(
     ]
 
 
-def ensure_limit(model: str) -> None:
+def ensure_limit(model: str) -> bool:
+    """Create `model`'s limit on first use; True when its slot is taken right now."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
     from prefect.exceptions import ObjectNotFound
@@ -73,10 +79,12 @@ def ensure_limit(model: str) -> None:
     name = limit_name(model)
     with get_client(sync_client=True) as client:
         try:
-            client.read_global_concurrency_limit_by_name(name)
+            limit = client.read_global_concurrency_limit_by_name(name)
+            return limit.active_slots >= limit.limit
         except ObjectNotFound:
             with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+            return False
 
 
 def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
@@ -138,11 +146,42 @@ def _acquire(model: str, wait_s: float) -> Iterator[None]:
         yield
 
 
+def heal_dead_holders(model: str, db_path: str | None, logger: Any) -> int:
+    """Free `model`'s slot from rounds whose process died (journal on this machine, pid gone): their flow
+    runs are marked Crashed and, when no live holder remains, the slot is freed. Returns how many."""
+    if not db_path:
+        return 0
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+    from prefect.states import Crashed
+
+    from tasks.spool import dead_journals
+
+    own = _own_flow_run_id()
+    dead = {d.flow_run_id for d in dead_journals(db_path, model, besides="") if d.flow_run_id}
+    dead.discard(str(own) if own else None)
+    if not dead:
+        return 0
+    running = _running_rounds()
+    zombies = [run_id for run_id, run_model, _ in running if str(run_id) in dead]
+    others = [r for r in live_holders(running, model, own, datetime.now(UTC)) if str(r) not in dead]
+    with get_client(sync_client=True) as client:
+        for run_id in zombies:
+            with contextlib.suppress(Exception):
+                client.set_flow_run_state(run_id, Crashed(message="the round's process died"), force=True)
+        if not others:
+            client.update_global_concurrency_limit(limit_name(model), GlobalConcurrencyLimitUpdate(active_slots=0))
+    logger.warning("Freed the round slot of %s: %d holder(s) whose process died (flow runs marked Crashed)",
+                   model, len(dead))
+    return len(dead)
+
+
 @contextlib.contextmanager
-def round_slot(model: str, logger: Any, wait_s: float | None = None) -> Iterator[None]:
+def round_slot(model: str, logger: Any, wait_s: float | None = None, db_path: str | None = None) -> Iterator[None]:
     """Hold `model`'s round slot for the body; raise RoundSkipped (after one log line) if it stays taken."""
     wait = wait_seconds() if wait_s is None else wait_s
-    ensure_limit(model)
+    if ensure_limit(model):  # taken: by a live round, or by one whose process died (healed at once)
+        heal_dead_holders(model, db_path, logger)
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_acquire(model, wait))

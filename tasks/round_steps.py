@@ -61,12 +61,20 @@ def retry_on_transport(task: Any, task_run: Any, state: Any) -> bool:
 
 
 @contextlib.contextmanager
-def round_guard(model: str, logger: Any) -> Iterator[None]:
-    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model."""
+def round_guard(model: str, logger: Any, db_path: str) -> Iterator[None]:
+    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model (a slot
+    left by a dead process heals at once: tasks/concurrency.py)."""
     from tasks.concurrency import round_slot
 
-    with round_slot(model, logger):
+    with round_slot(model, logger, db_path=db_path):
         yield
+
+
+def flow_run_id() -> str | None:
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    return str(ctx.flow_run.id) if ctx is not None and ctx.flow_run is not None else None
 
 
 @task(name="load-prior", cache_policy=NO_CACHE)

@@ -1,0 +1,129 @@
+"""Crash a real round at every step boundary (SIGKILL through a named failpoint), restart, check the invariants.
+
+For each failpoint of tasks/failpoints.py: round 1 runs normally (two broken endpoints fail once); round 2 runs
+in a subprocess armed with the failpoint and dies by SIGKILL where it says; round 3 runs normally. Then:
+
+* no landed attempt is lost: every complete round holds exactly the attempts it counted;
+* nothing is judged twice: each broken endpoint is suspended exactly once, by round 2 when its save committed
+  before the crash, else by round 3 (round 2's lost evidence freezes the streak, it does not break it);
+* every decision's alert reaches Slack exactly once (the Web API with a channel ID: a post whose fate the crash
+  left unknown is found in the channel history, not posted again), and the outbox says sent;
+* a round that died before its save is marked `crashed` with the step it reached; the next round is complete;
+* the published ignore list holds both suspensions; the killed run's round slot did not block round 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.fleet import Fleet, parse_fleet
+from simulator.server import SimulatorHandle, start_simulator
+from tasks import store
+from tasks.failpoints import ENV, FAILPOINTS
+from tests.support.rounds import round_overrides
+from tests.support.slack_server import CHANNEL_ID, SlackServer
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "acme/failpoint-model"
+TOKEN = "xoxb-failpoint-test-token"
+T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
+BROKEN = {"kind": "invalid_json"}
+#: The step a round killed at each failpoint is recorded with; None: the round was saved before it died.
+CRASH_STEP = {"after-probe": "probe", "inside-save": "save", "after-save": None, "after-publish": None,
+              "during-delivery": None}
+
+
+def fleet() -> Fleet:
+    endpoints: list[dict[str, Any]] = [{"tag": t, "provider_name": t.capitalize()}
+                                       for t in ("alpha", "beta", "gamma", "delta")]
+    endpoints += [{"tag": t, "provider_name": t.capitalize(), "faults": [BROKEN]} for t in ("broken1", "broken2")]
+    return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+
+
+@pytest.fixture
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(fleet()) as handle:
+        yield handle
+
+
+@pytest.fixture
+def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
+    with SlackServer(token=TOKEN) as server:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+        monkeypatch.setenv("SLACK_CHANNEL", CHANNEL_ID)
+        monkeypatch.setenv("SLACK_API_URL", server.api_url)
+        yield server
+
+
+def run_in_subprocess(model: str, at: datetime, overrides: dict[str, Any], failpoint: str) -> int:
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, ENV: failpoint, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    args = json.dumps({"model": model, "round_ts": at.isoformat(), "overrides": overrides})
+    proc = subprocess.run([sys.executable, "-m", "tests.support.round_proc", args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    return proc.returncode
+
+
+@pytest.mark.parametrize("failpoint", FAILPOINTS)
+def test_a_round_killed_at_each_step_loses_and_repeats_nothing(
+    prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, failpoint: str,
+) -> None:
+    from flows.round import canary_round
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2, languages=["en"], min_hosts=2, ladder=["1d"])
+    at = [T0 + timedelta(minutes=30 * i) for i in range(3)]
+
+    assert canary_round(model=MODEL, round_ts=at[0], overrides=ov)["status"] == "complete"
+    assert run_in_subprocess(MODEL, at[1], ov, failpoint) == -signal.SIGKILL
+    third = canary_round(model=MODEL, round_ts=at[2], overrides=ov)
+    assert third["status"] == "complete" and not third.get("skipped")
+
+    with store.open_store(ov["db_path"], read_only=True) as con:
+        rounds = {r["round_ts"]: r for r in store.round_rows(con, model=MODEL).to_dict("records")}
+        counted = dict(con.execute("SELECT round_id, count(*) FROM attempts GROUP BY 1").fetchall())
+        decisions = con.execute("SELECT tag, action, round_id FROM decisions ORDER BY tag").fetchall()
+        alerts = store.alert_rows(con).to_dict("records")
+        outcomes_twice = con.execute(
+            "SELECT count(*) FROM (SELECT round_id, tag, contract FROM outcomes GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchone()
+
+    r1, r2, r3 = (rounds[t] for t in at)
+    for r in (r1, r3) + ((r2,) if r2["status"] == "complete" else ()):
+        assert r["status"] == "complete" and r["attempt_count"] == counted[r["round_id"]] > 0, r
+    step = CRASH_STEP[failpoint]
+    if step is None:
+        assert r2["status"] == "complete", r2
+        decided_in = r2["round_id"]
+    else:
+        assert (r2["status"], r2["step"]) == ("crashed", step), r2
+        assert counted.get(r2["round_id"], 0) == 0
+        decided_in = r3["round_id"]
+    assert decisions == [("broken1", "suspend", decided_in), ("broken2", "suspend", decided_in)]
+    assert outcomes_twice == (0,)
+
+    decision_alerts = [a for a in alerts if a["kind"] == "suspend"]
+    assert len(decision_alerts) == 2 and all(a["status"] == "sent" for a in decision_alerts), decision_alerts
+    posted = Counter(m.alert_key for m in slack.messages)
+    assert all(posted[a["key"]] == 1 for a in decision_alerts), posted
+    assert all(n == 1 for n in posted.values()), posted
+    assert sum(int(a["possible_duplicates"] or 0) for a in alerts) == 0
+
+    published = json.loads((Path(ov["publish_dir"]) / "acme-failpoint-model.json").read_text())
+    assert published["ignore"] == ["broken1", "broken2"]
+    assert not list(Path(ov["db_path"] + ".spool").glob("*.journal.json"))  # every trail consumed
