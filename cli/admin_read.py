@@ -70,13 +70,27 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
     models = [_model(cfg, model)] if model else list(cfg.models)
     require_database(cfg)
     now = utcnow()
+    from tasks.spool import spooled_rounds
+
     with store.open_store(cfg.db_path, read_only=True) as con:
         mode = store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value
         rows = [r for m in models for r in status_rows(con, cfg, m, now)]
+        rounds = store.recent_rounds(con, models, per_model=3)
+        duplicates = store.possible_duplicate_alerts(con)
+    waiting = [r.info.round_id for r in spooled_rounds(cfg.db_path) if r.info.model in models]
     if json_out:
-        _print_json({"mode": mode, "endpoints": rows})
+        _print_json({"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
+                     "possible_duplicate_alerts": duplicates})
         return
     typer.echo(f"mode: {mode}")
+    for rd in rounds:
+        late = " (deferred: landed late)" if rd["deferred"] else ""
+        step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""
+        typer.echo(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts")
+    for rid in waiting:
+        typer.echo(f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)")
+    if duplicates:
+        typer.echo(f"alerts possibly posted twice (at-least-once delivery, see README): {duplicates}")
     typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} excluded by")
     for r in rows:
         until = r["suspended_until"][:16].replace("T", " ") if r["suspended_until"] else "-"

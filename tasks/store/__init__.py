@@ -17,6 +17,8 @@ from tasks.store.history import (
     last_language_outcomes,
     latest_outcomes,
     outcomes_of_round,
+    possible_duplicate_alerts,
+    recent_rounds,
     round_rows,
     round_status_history,
 )
@@ -65,6 +67,8 @@ __all__ = [
     "open_snapshot",
     "open_store",
     "outcomes_of_round",
+    "possible_duplicate_alerts",
+    "recent_rounds",
     "pending_alerts",
     "record_delivery",
     "remove_exclusion",

@@ -7,7 +7,7 @@ from datetime import datetime
 import pandas as pd
 
 from tasks.store.records import attempt_from_row, outcome_from_row
-from tasks.store.rows import Connection, fetch_dicts, utc
+from tasks.store.rows import Connection, fetch_dicts, fetch_first, utc
 from tasks.types import Attempt, Contract, ContractResult, Outcome
 
 
@@ -84,3 +84,24 @@ def _round_filter(
             clauses.append(f"AND {clause}")
             params.append(value)
     return " ".join(clauses), params
+
+
+def recent_rounds(con: Connection, models: list[str], *, per_model: int = 3) -> list[dict[str, object]]:
+    """The latest rounds of each model (newest first): id, status, the step a crashed one reached, whether it
+    was deferred (spooled and landed later), and its attempt count; timestamps as ISO strings."""
+    if not models:
+        return []
+    rows = fetch_dicts(
+        con,
+        "SELECT round_id, model, round_ts, status, step, coalesce(deferred, false) AS deferred, attempt_count"
+        " FROM rounds WHERE list_contains(?, model)"
+        " QUALIFY row_number() OVER (PARTITION BY model ORDER BY round_ts DESC) <= ? ORDER BY model, round_ts DESC",
+        [models, per_model],
+    )
+    return [{**r, "round_ts": r["round_ts"].isoformat()} for r in rows]
+
+
+def possible_duplicate_alerts(con: Connection) -> int:
+    """Alerts that may have reached Slack twice (reposted while an earlier post's fate was unknown)."""
+    row = fetch_first(con, "SELECT coalesce(sum(possible_duplicates), 0) FROM alerts")
+    return int(row[0]) if row else 0
