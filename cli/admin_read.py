@@ -134,11 +134,28 @@ def export_history_command(*, out: Path, config: Path | None, model: str | None,
 
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)
+    from tasks.exclusions import load_builtin
+
+    builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
+    layers: dict[tuple[str, str], dict[str, object]] = {}
     with store.open_store(cfg.db_path, read_only=True) as con:
         frame = store.round_status_history(con, model=_model(cfg, model) if model else None)
+        for m, ts in frame[["model", "round_ts"]].drop_duplicates().itertuples(index=False):
+            at = ts.to_pydatetime()
+            ops = store.exclusions_as_of(con, at, model=m)
+            layers[(m, at.isoformat())] = {
+                "builtin": [b.tag for b in builtin if b.model in (None, m)],
+                "operational": [{"tag": o.tag, "until": o.until.isoformat() if o.until else None} for o in ops],
+            }
     n = 0
+    written: set[tuple[str, str]] = set()
     with open(out, "w", encoding="utf-8") as fh:
         for line in build_replay_lines(frame):
+            key = (line["model"], datetime.fromisoformat(line["round_ts"]).isoformat())
+            if key not in written and key in layers:  # the layers in force, before the round's first status
+                fh.write(json.dumps({"round_ts": line["round_ts"], "model": line["model"], **layers[key]}) + "\n")
+                written.add(key)
+                n += 1
             fh.write(json.dumps(line, default=str) + "\n")
             n += 1
     typer.echo(f"wrote {n} lines to {out}")

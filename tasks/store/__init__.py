@@ -10,7 +10,13 @@ of rounds, attempts, outcomes), history (reads of complete rounds), records (row
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
-from tasks.store.exclusions import active_exclusions, add_exclusion, exclusion_history, remove_exclusion
+from tasks.store.exclusions import (
+    active_exclusions,
+    add_exclusion,
+    exclusion_history,
+    exclusions_as_of,
+    remove_exclusion,
+)
 from tasks.store.history import (
     attempts_of_round,
     complete_rounds,
@@ -56,6 +62,7 @@ __all__ = [
     "decisions_between",
     "enqueue_alerts",
     "exclusion_history",
+    "exclusions_as_of",
     "finish_round",
     "get_setting",
     "land_outcomes",

@@ -82,6 +82,18 @@ def active_exclusions(
     return [_from_row(r) for r in rows]
 
 
+def exclusions_as_of(con: Connection, at: datetime, *, model: str | None = None) -> list[OperationalExclusion]:
+    """Exclusions that were in force at ``at`` by the table's history: added by then, not yet removed, not
+    expired (what `canary export-history` writes for replay)."""
+    sql = ("SELECT * FROM exclusions WHERE added_at <= ? AND (removed_at IS NULL OR removed_at > ?)"
+           " AND (until IS NULL OR until > ?)")
+    params: list[object] = [utc(at), utc(at), utc(at)]
+    if model is not None:
+        sql += " AND (model IS NULL OR model = ?)"
+        params.append(model)
+    return [_from_row(r) for r in fetch_dicts(con, sql + " ORDER BY tag, model NULLS FIRST, added_at", params)]
+
+
 def exclusion_history(con: Connection, *, tag: str | None = None, model: str | None = None) -> pd.DataFrame:
     """Every exclusion row ever added, with its removal (if any), oldest first."""
     sql, params = "SELECT * FROM exclusions WHERE TRUE", list[object]()

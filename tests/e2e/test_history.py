@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -138,3 +139,40 @@ def test_start_must_be_aware_and_days_positive(tmp_path: Path) -> None:
         build_history(days=1, db_path=str(tmp_path / "x.duckdb"), start=datetime(2026, 11, 2))
     assert not (tmp_path / "x.duckdb").exists()
     assert HISTORY_START.tzinfo is UTC
+
+
+def live_and_replayed(db: str, config: str, tmp: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(live decisions, replayed decisions) of a history: `canary export-history` then `canary replay`."""
+    import json
+    import subprocess
+    import sys
+
+    canary = str(Path(sys.executable).parent / "canary")
+    lines = tmp / "history.jsonl"
+    for argv in (["export-history", str(lines)],):
+        done = subprocess.run([canary, *argv, "--config", config, "--db", db], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+    replayed = subprocess.run([canary, "replay", str(lines), "--config", config, "--json"], capture_output=True,
+                              text=True, timeout=120)
+    assert replayed.returncode == 0, replayed.stderr
+    replay_rows = sorted(
+        (d["at"], d["model"], d["tag"], d["action"], d["until"], d["ladder_step"])
+        for d in map(json.loads, replayed.stdout.splitlines())
+    )
+    with store.open_store(db, read_only=True) as con:
+        live = con.execute(
+            "SELECT decided_at, model, tag, action, until, ladder_step FROM decisions WHERE actor = 'canary'"
+        ).fetchall()
+    iso = lambda ts: ts.astimezone(UTC).isoformat().replace("+00:00", "Z") if ts else None  # noqa: E731
+    live_rows = sorted((iso(a), m, t, act, iso(u), step) for a, m, t, act, u, step in live)
+    return live_rows, replay_rows
+
+
+def test_replay_of_the_exported_history_gives_the_live_decisions(
+    built: tuple[str, str, HistoryResult], tmp_path: Path
+) -> None:
+    db, _, result = built
+    live, replayed = live_and_replayed(db, result.config_path, tmp_path)
+    assert len(live) >= 5  # suspensions, expiries and a restore happened
+    assert replayed == live
