@@ -36,14 +36,18 @@ def require_database(cfg: CanaryConfig) -> None:
 
 def preflight(cfg: CanaryConfig, models: list[str]) -> None:
     """Fail fast, in one line, before a flow run starts."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from tasks.discover import fetch_endpoints
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
     with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
-        for model in models:
-            if not fetch_endpoints(client, cfg.base_url, key.get(), model):
-                raise ConfigError(f"config: model {model!r} has no endpoints at {public_base_url(cfg)}")
+        with ThreadPoolExecutor(max_workers=min(16, max(1, len(models)))) as pool:  # a catalog: not one by one
+            found = list(pool.map(lambda m: bool(fetch_endpoints(client, cfg.base_url, key.get(), m)), models))
+    for model, ok in zip(models, found, strict=True):
+        if not ok:
+            raise ConfigError(f"config: model {model!r} has no endpoints at {public_base_url(cfg)}")
 
 
 def run_once(
@@ -53,17 +57,25 @@ def run_once(
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
     preflight(cfg, models)
-    from flows.round import canary_round
+    from flows.cycle import canary_cycle
 
-    for m in models:
-        summary = canary_round(
-            model=m,
-            mode=mode,
-            config_path=str(config) if config else None,
-            base_url=public_base_url(cfg),  # never the userinfo: the flow restores it (tasks.config)
-            db_path=cfg.db_path,
-        )
-        typer.echo(
-            f"{summary['round_id']}: {summary['endpoints']} endpoints, {summary['attempts']} attempts, "
-            f"decisions {summary['decisions'] or 'none'}, ignore {summary['ignore']}"
-        )
+    cycle = canary_cycle(
+        models=models,
+        mode=mode,
+        config_path=str(config) if config else None,
+        base_url=public_base_url(cfg),  # never the userinfo: the flow restores it (tasks.config)
+        db_path=cfg.db_path,
+    )
+    for summary in cycle["rounds"]:
+        if summary.get("status") == "failed":
+            typer.echo(f"{summary['model']}: round failed: {summary.get('error')}")
+        elif summary.get("skipped"):
+            typer.echo(f"{summary['round_id']}: skipped ({summary.get('reason')}); ignore {summary['ignore']}")
+        else:
+            typer.echo(
+                f"{summary['round_id']}: {summary['status']}, {summary['endpoints']} endpoints, "
+                f"{summary['attempts']} attempts, decisions {summary['decisions'] or 'none'}, "
+                f"ignore {summary['ignore']}"
+            )
+    if cycle.get("wall_s") is not None:
+        typer.echo(f"cycle: {len(cycle['rounds'])} model(s) in {cycle['wall_s']:.1f} s")

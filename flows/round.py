@@ -85,8 +85,9 @@ def canary_round(
             journal.step("deliver")
             delivered = steps.deliver(cfg, round_ts)
             journal.finish()
-    except RoundSkipped as skipped:  # logged by the guard; a skipped round is not a failure
-        return {**summary, "skipped": True, "status": "skipped", "reason": str(skipped)}
+    except RoundSkipped:  # logged by the guard; a skipped round is not a failure
+        return {**summary, "skipped": True, "status": "skipped", "ignore": steps.ignore_in_force(cfg, model),
+                "reason": "the previous round of this model still holds its slot"}
 
     logger.info(
         "Round %s %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d", round_id, status,

@@ -55,8 +55,12 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_PROBE_BUDGET_S = 60.0
 #: Reply text kept per attempt (bytes of UTF-8). Longer replies are cut and flagged `text_truncated`.
 DEFAULT_TEXT_CAP_BYTES = 16 * 1024
-#: Parallel probe requests per round (the Prefect thread pool size).
-DEFAULT_CONCURRENCY = 16
+#: Probe requests in flight at once in one process, across every model of a cycle. Requests mostly wait on
+#: sockets, so this bounds the load on providers and on the canary's own CPU, not its threads.
+DEFAULT_CONCURRENCY = 32
+#: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
+#: sequential; more models in flight only overlap their probing.
+DEFAULT_MODELS_IN_FLIGHT = 8
 #: Consecutive failing rounds before a suspension. One bad round is not enough.
 DEFAULT_FAIL_ROUNDS = 2
 #: Consecutive clean rounds that restore a suspended endpoint early.
@@ -119,6 +123,7 @@ class CanaryConfig:
     probe_budget_s: float = DEFAULT_PROBE_BUDGET_S
     text_cap_bytes: int = DEFAULT_TEXT_CAP_BYTES
     concurrency: int = DEFAULT_CONCURRENCY
+    models_in_flight: int = DEFAULT_MODELS_IN_FLIGHT
     fail_rounds: int = DEFAULT_FAIL_ROUNDS
     restore_rounds: int = DEFAULT_RESTORE_ROUNDS
     min_hosts: int = DEFAULT_MIN_HOSTS
@@ -247,6 +252,7 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     for key, minimum in (
         ("text_cap_bytes", 256),
         ("concurrency", 1),
+        ("models_in_flight", 1),
         ("fail_rounds", 1),
         ("restore_rounds", 1),
         ("min_hosts", 0),

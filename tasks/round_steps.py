@@ -245,6 +245,18 @@ def deliver(cfg: CanaryConfig, now: datetime) -> int:
     return summary.sent
 
 
+def ignore_in_force(cfg: CanaryConfig, model: str) -> list[str] | str:
+    """The ignore list in force now (what a skipped round reports), or why it cannot be read."""
+    from tasks import store
+    from tasks.publish import current_ignore_list
+
+    try:
+        with store.open_store(cfg.db_path, read_only=True, lock_timeout_s=5.0) as con:
+            return list(current_ignore_list(con, cfg, model, None, utcnow()).ignore)
+    except StoreError as exc:
+        return f"unknown ({exc})"
+
+
 def _run_logger() -> Any:
     """The run logger (the Prefect UI shows it; alerts without Slack are read there), `log` outside a run."""
     from prefect import get_run_logger

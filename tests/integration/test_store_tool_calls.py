@@ -73,7 +73,7 @@ def test_a_version_3_file_is_migrated_and_its_old_attempts_have_no_calls(tmp_db:
     )
     con.close()
     with store.open_store(tmp_db) as con:
-        assert store.schema_version(con) == 4 == store.LATEST_VERSION
+        assert store.schema_version(con) == store.LATEST_VERSION >= 4
         (old,) = store.attempts_of_round(con, "r0")
         raw = con.execute("SELECT tool_calls FROM attempts WHERE round_id = 'r0'").fetchone()
     assert old.tool_calls == () and old.text == "hi"

@@ -1,0 +1,128 @@
+"""The `canary-cycle` flow: every configured model's round at one schedule tick, concurrently, in one process.
+
+    canary-cycle ──> round-<model> (task, one per model, at most `models_in_flight` at once)
+                       └──> canary-round-<model>-<stamp> (the model's round: a named subflow run in the UI)
+
+One process holds one language detector and one TLS context (both built once), and one bounded pool of probe
+requests (`concurrency`) shared by every model in flight; the policy stays sequential per model (each model's
+round settles and saves on its own). Two cycles never overlap (the Prefect global concurrency limit
+`canary-cycle`, one slot); a cycle that had to wait for the previous one, or that starts late, says so in its
+log and its result (`late_s`), it is never silently skipped. `canary run` runs one cycle; `canary serve` and
+the work-pool deployment schedule one every `interval_min`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks.clock import utcnow
+
+CYCLE_LIMIT = "canary-cycle"
+#: How long a cycle waits for the previous one before it gives up (and says so), seconds.
+CYCLE_WAIT_S = 600.0
+
+
+def _flow_run_name() -> str:
+    from prefect.runtime import flow_run
+
+    ts = (flow_run.parameters or {}).get("cycle_ts")
+    return f"canary-cycle-{(ts if isinstance(ts, datetime) else utcnow()).strftime('%Y-%m-%dT%H%M')}"
+
+
+def _start_delay_s() -> float:
+    """How long after its scheduled time this flow run started (0 for a run started by hand)."""
+    from prefect.runtime import flow_run
+
+    planned = flow_run.scheduled_start_time
+    return max(0.0, (utcnow() - planned).total_seconds()) if planned is not None else 0.0
+
+
+@contextlib.contextmanager
+def _cycle_slot(logger: Any, wait_s: float) -> Any:
+    """One cycle at a time; yields how long this one waited for the previous one, seconds."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.concurrency.sync import concurrency
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(CYCLE_LIMIT)
+        except ObjectNotFound:
+            with contextlib.suppress(Exception):
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=CYCLE_LIMIT, limit=1))
+    t0 = time.monotonic()
+    with concurrency(CYCLE_LIMIT, occupy=1, timeout_seconds=wait_s, lease_duration=300, strict=True,
+                     raise_on_lease_renewal_failure=False):
+        yield time.monotonic() - t0
+
+
+@flow(name="canary-cycle", flow_run_name=_flow_run_name,
+      task_runner=ThreadPoolTaskRunner(max_workers=64))  # type: ignore[arg-type]
+def canary_cycle(
+    models: list[str] | None = None,
+    mode: str | None = None,
+    config_path: str | None = None,
+    base_url: str | None = None,
+    db_path: str | None = None,
+    cycle_ts: datetime | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run every configured model's round (or `models`) concurrently; one summary per model."""
+    from tasks.round_steps import resolve_config, warm_up
+
+    logger = get_run_logger()
+    extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
+             **({"db_path": db_path} if db_path else {})}
+    cfg = resolve_config(config_path, extra)
+    chosen = list(models or cfg.models)
+    scheduled = cycle_ts or utcnow()
+    try:
+        with _cycle_slot(logger, CYCLE_WAIT_S) as waited_s:
+            late_s = max(waited_s, _start_delay_s())
+            if late_s > 60:
+                logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
+                               "worker was busy)", scheduled.isoformat(), late_s)
+            warm_up()  # one detector and one TLS context for every model, before any probe
+            t0 = time.monotonic()
+            summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight)
+            wall_s = time.monotonic() - t0
+    except TimeoutError:
+        logger.error("Cycle %s not run: the previous cycle still held the slot after %.0f s", scheduled, CYCLE_WAIT_S)
+        return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "rounds": []}
+    logger.info("Cycle of %d models in %.1f s: %s", len(chosen), wall_s,
+                ", ".join(f"{s['model']} {s.get('status')}" for s in summaries))
+    return {"cycle_ts": scheduled.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
+            "rounds": summaries}
+
+
+def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,
+                overrides: dict[str, Any], in_flight: int) -> list[dict[str, Any]]:
+    """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
+    whose round failed is reported, never allowed to cost the other models theirs."""
+    slots = threading.BoundedSemaphore(max(1, in_flight))
+
+    @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE)
+    def model_round(model: str) -> dict[str, Any]:
+        from flows.round import canary_round
+
+        with slots:
+            return canary_round(model=model, mode=mode, config_path=config_path, round_ts=round_ts,
+                                overrides=overrides)
+
+    futures = [(m, model_round.submit(m)) for m in models]
+    summaries: list[dict[str, Any]] = []
+    for m, fut in futures:
+        try:
+            summaries.append(fut.result())
+        except Exception as exc:  # the round's own flow run shows the traceback
+            summaries.append({"model": m, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:300]})
+    return summaries
