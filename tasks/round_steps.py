@@ -223,13 +223,15 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
     from prefect.artifacts import create_markdown_artifact
 
+    from tasks.cost import round_cost
     from tasks.plan import model_slug
     from tasks.publish import create_ignore_artifact, publish_ignore_list
     from tasks.render import render_round_markdown
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
+    cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)
     md = render_round_markdown(settled.info, settled.results, list(settled.decisions), settled.ignore,
-                               list(settled.changes))
+                               list(settled.changes), cost)
     create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
                              description=f"Round {settled.info.round_id}")
     create_ignore_artifact(settled.ignore)

@@ -10,6 +10,7 @@ of rounds, attempts, outcomes), history (reads of complete rounds), records (row
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
+from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import active_exclusions, add_exclusion, exclusion_history, remove_exclusion
 from tasks.store.history import (
     attempts_of_round,
@@ -51,6 +52,7 @@ __all__ = [
     "attempts_of_round",
     "complete_round",
     "complete_rounds",
+    "daily_costs",
     "decisions_between",
     "enqueue_alerts",
     "exclusion_history",
@@ -65,6 +67,7 @@ __all__ = [
     "open_snapshot",
     "open_store",
     "outcomes_of_round",
+    "read_projection",
     "pending_alerts",
     "record_delivery",
     "remove_exclusion",
