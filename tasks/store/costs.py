@@ -18,8 +18,12 @@ _TOTALS = (
 
 
 def _totals(row: Sequence[Any]) -> CostTotals:
-    return CostTotals(*(int(v or 0) for v in row[:4]), float(row[4] or 0), float(row[5] or 0),
-                      int(row[6] or 0), int(row[7] or 0))
+    requests, prompt, completion, tokens, reported, estimated, n_estimated, n_unpriced = row[:8]
+    return CostTotals(
+        requests=int(requests or 0), prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0),
+        tokens=int(tokens or 0), reported_usd=float(reported or 0), estimated_usd=float(estimated or 0),
+        estimated_requests=int(n_estimated or 0), unpriced_requests=int(n_unpriced or 0),
+    )
 
 
 def daily_costs(con: Connection, first_day: date, last_day: date) -> dict[tuple[date, str], CostTotals]:
