@@ -21,13 +21,13 @@ keeps its confirmations. The first reduction of a UTC day raises one alert (kind
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from tasks.cost import format_usd
 from tasks.render.slack import build_alert
-from tasks.types import Alert, EndpointState, RoundStatus
+from tasks.types import Alert, ContractResult, EndpointState, Outcome, RoundStatus
 
 #: Clean rounds in a row after which an endpoint counts as healthy enough to be probed every other round.
 HEALTHY_CLEAN_ROUNDS = 4
@@ -137,3 +137,17 @@ def _budget_alert(model: str, now: datetime, evidence: str, skipped: int) -> Ale
         digest_line=f"once per UTC day ({day}); raise `budget_usd_per_day` or set it to 0 to stop reducing",
     )
 
+
+
+def last_round_statuses(results: Sequence[ContractResult]) -> dict[str, RoundStatus]:
+    """Each tag's round status from its outcomes in the last round (docs/design.md: fail > transport >
+    clean > inconclusive); a tag without outcomes there is absent."""
+    outcomes: dict[str, set[Outcome]] = {}
+    for r in results:
+        outcomes.setdefault(r.tag, set()).add(r.outcome)
+    order = ((Outcome.FAIL, RoundStatus.FAIL), (Outcome.TRANSPORT, RoundStatus.TRANSPORT),
+             (Outcome.PASS, RoundStatus.CLEAN))
+    return {
+        tag: next((status for outcome, status in order if outcome in seen), RoundStatus.INCONCLUSIVE)
+        for tag, seen in outcomes.items()
+    }

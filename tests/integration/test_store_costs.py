@@ -173,3 +173,35 @@ def test_a_version_5_file_gains_pricing_columns_and_its_old_rounds_are_unpriced(
         assert store.schema_version(con) == 6 == store.LATEST_VERSION
         row = con.execute("SELECT cost_basis, cost_usd, tokens FROM v_attempt_costs").fetchall()
     assert row == [("unpriced", 0.0, 15)]
+
+
+def test_the_budget_step_reads_the_snapshot_and_reduces_only_over_budget(
+    tmp_db: str, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
+) -> None:
+    from tasks.budget import FULL
+    from tasks.budget_step import plan_footprint
+    from tasks.config import CanaryConfig
+    from tasks.core import Prior
+    from tasks.types import ContractResult, EndpointState, Outcome
+
+    model = MODELS[0]
+    info = rounds[len(rounds) // 2 - 1][0]  # the first model's last round
+    prior = Prior(
+        model=model, mode=Mode.OBSERVE,
+        states={"deepinfra/fp8": EndpointState(model, "deepinfra/fp8", clean_streak=9),
+                "together": EndpointState(model, "together", fail_streak=1, clean_streak=0)},
+        previous_results=tuple(
+            ContractResult(info.round_id, model, t, Contract.TTFT, o, "r", "e", ())
+            for t, o in (("deepinfra/fp8", Outcome.PASS), ("together", Outcome.FAIL))
+        ),
+    )
+    now = T0 + timedelta(hours=4)
+    cfg = CanaryConfig(db_path=tmp_db, models=MODELS)
+    assert plan_footprint.fn(cfg, prior, model, now) == FULL  # no budget
+    over = plan_footprint.fn(CanaryConfig(db_path=tmp_db, models=MODELS, budget_usd_per_day=0.01), prior, model, now)
+    assert over.skip_confirmations and over.skip_tags == {"deepinfra/fp8"} and over.protected == {"together"}
+    assert over.alert is not None and over.alert.key == "budget|2026-11-02"
+    within = CanaryConfig(db_path=tmp_db, models=MODELS, budget_usd_per_day=1000.0)
+    assert plan_footprint.fn(within, prior, model, now) == FULL
+    missing = CanaryConfig(db_path=tmp_db + ".none", budget_usd_per_day=0.01)
+    assert plan_footprint.fn(missing, prior, model, now) == FULL  # no store: probe in full

@@ -114,3 +114,17 @@ def test_no_budget_never_reduces(raw: dict[str, tuple[int, int, bool]], last: di
                                  usd: float) -> None:
     fp = footprint(Projection(usd), 0.0, build(raw), last, model=MODEL, now=NOW)
     assert fp == FULL and fp.alert is None and all(fp.confirms(t) for t in TAGS)
+
+
+def test_last_round_statuses_follow_the_design_order() -> None:
+    from tasks.budget import last_round_statuses
+    from tasks.types import Contract, ContractResult, Outcome
+
+    def r(tag: str, outcome: Outcome, contract: Contract = Contract.TTFT) -> ContractResult:
+        return ContractResult("r", MODEL, tag, contract, outcome, "x", "", ())
+
+    results = [r("a", Outcome.PASS), r("a", Outcome.FAIL, Contract.REFUSAL), r("b", Outcome.PASS),
+               r("b", Outcome.TRANSPORT, Contract.REFUSAL), r("c", Outcome.PASS),
+               r("c", Outcome.INCONCLUSIVE, Contract.REFUSAL), r("d", Outcome.INCONCLUSIVE)]
+    assert last_round_statuses(results) == {"a": RoundStatus.FAIL, "b": RoundStatus.TRANSPORT,
+                                            "c": RoundStatus.CLEAN, "d": RoundStatus.INCONCLUSIVE}
