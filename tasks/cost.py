@@ -142,6 +142,8 @@ def format_usd(usd: float) -> str:
 def describe_totals(t: CostTotals) -> str:
     """``$0.0123 (75 requests, 31,204 tokens; 12% estimated)``: the line status and the artifact show."""
     parts = f"{t.requests} request{'s' if t.requests != 1 else ''}, {t.tokens:,} tokens"
-    estimated = f"; {t.estimated_share:.0%} estimated" if t.estimated_requests else ""
+    share = t.estimated_share
+    shown = "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+    estimated = f"; {shown} estimated" if t.estimated_requests else ""
     unpriced = f"; {t.unpriced_requests} without usage" if t.unpriced_requests else ""
     return f"{format_usd(t.usd)} ({parts}{estimated}{unpriced})"

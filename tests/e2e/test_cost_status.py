@@ -105,3 +105,40 @@ def test_the_round_artifact_has_the_cost_line(one_round: dict[str, Any]) -> None
     latest = max(arts, key=lambda a: a.created)
     (line,) = [ln for ln in str(latest.data).splitlines() if ln.startswith("- Cost of this round: $")]
     assert f"({one_round['summary']['attempts']} requests, " in line and "% estimated" in line
+
+
+def test_status_spend_per_model_on_an_admin_database(tmp_path: Path) -> None:
+    from tasks.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
+    from tests.support.admin_db import build_db, write_config
+
+    db = tmp_path / "c.duckdb"
+    round_ts = build_db(db)
+    other = "qwen/qwen3-235b"
+    priced = Endpoint(MODEL, "fireworks", "Fireworks", prompt_price_usd=1e-6, completion_price_usd=2e-6)
+
+    def attempt(info: RoundInfo, tag: str, usage: Usage, n: int = 1) -> Attempt:
+        return Attempt(round_id=info.round_id, model=info.model, tag=tag, provider_name=tag,
+                       contract=Contract.TTFT, attempt_no=n, started_at=round_ts, usage=usage)
+
+    mine = RoundInfo("spend-1", MODEL, round_ts, Mode.ENFORCE)
+    theirs = RoundInfo("spend-2", other, round_ts - timedelta(days=2), Mode.ENFORCE)
+    with store.open_store(db) as con:
+        store.land_round(con, mine, [attempt(mine, "fireworks", Usage(100, 50, 150, None)),
+                                     attempt(mine, "groq", Usage(10, 5, 15, 0.25)),
+                                     attempt(mine, "groq", Usage(), 2)],
+                         endpoints=[priced, "groq"], status="complete")
+        store.land_round(con, theirs, [attempt(theirs, "x", Usage(1, 1, 2, 1.0))], endpoints=["x"],
+                         status="complete")
+    cfg = write_config(tmp_path, db=db)
+    spend = json.loads(status(cfg, "--json"))["spend"]
+    assert spend["today"]["usd"] == pytest.approx(0.25 + 100e-6 + 100e-6)
+    assert (spend["today"]["requests"], spend["today"]["estimated_requests"], spend["today"]["unpriced_requests"]) \
+        == (3, 1, 1)
+    assert [m["model"] for m in spend["models"]] == [MODEL, other]
+    assert sum(d["usd"] for d in spend["days"]) == pytest.approx(1.25 + 200e-6)
+    only = json.loads(status(cfg, "--json", "--model", MODEL))["spend"]
+    assert [m["model"] for m in only["models"]] == [MODEL] and only["today"] == spend["today"]
+    assert sum(d["usd"] for d in only["days"]) == pytest.approx(0.25 + 200e-6)
+    text = status(cfg)
+    assert "canary spend: today $0.2502 (3 requests, 165 tokens; <1% estimated; 1 without usage)" in text
+    assert f"  {other}: today $0, last 7 days $1.0000 (1 request, 2 tokens)" in text
