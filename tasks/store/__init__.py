@@ -6,7 +6,8 @@
 
 Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (writes
 of rounds, attempts, outcomes), history (reads of complete rounds), records (row conversions), state
-(policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events.
+(policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events,
+costs (what the canary spent: the cost views, the budget projection).
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
