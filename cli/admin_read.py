@@ -7,7 +7,8 @@ exit 2) and opens it read-only: a read never creates a file, a directory or a sn
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from dataclasses import fields
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
+from tasks.cost import CostTotals, describe_totals, format_usd
 from tasks.publish import current_ignore_list, known_tags
 from tasks.types import IgnoreList, Mode
 
@@ -65,6 +67,63 @@ def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datet
     return rows
 
 
+#: Days of spend `canary status` lists (today included).
+SPEND_DAYS = 7
+
+
+def _totals_json(t: CostTotals) -> dict[str, Any]:
+    return {
+        "usd": t.usd, "requests": t.requests, "prompt_tokens": t.prompt_tokens,
+        "completion_tokens": t.completion_tokens, "tokens": t.tokens, "reported_usd": t.reported_usd,
+        "estimated_usd": t.estimated_usd, "estimated_share": t.estimated_share,
+        "estimated_requests": t.estimated_requests, "unpriced_requests": t.unpriced_requests,
+    }
+
+
+def _sum(items: list[CostTotals]) -> CostTotals:
+    return CostTotals(*(sum(getattr(t, f.name) for t in items) for f in fields(CostTotals)))
+
+
+def spend_summary(con: store.Connection, cfg: CanaryConfig, model: str | None, now: datetime) -> dict[str, Any]:
+    """The canary's spend: today, each of the last SPEND_DAYS UTC days, per model; all models unless `model`."""
+    today = now.date()
+    first = today - timedelta(days=SPEND_DAYS - 1)
+    costs = {k: t for k, t in store.daily_costs(con, first, today).items() if model is None or k[1] == model}
+    days = [first + timedelta(days=i) for i in range(SPEND_DAYS)][::-1]
+    models = sorted({m for _, m in costs})
+    projection = store.read_projection(con, now, cfg.interval_min, [model] if model else None)
+    return {
+        "today": _totals_json(_sum([t for (d, _), t in costs.items() if d == today])),
+        "days": [{"day": d.isoformat(), **_totals_json(_sum([t for (x, _), t in costs.items() if x == d]))}
+                 for d in days],
+        "models": [{"model": m, "today": _totals_json(costs.get((today, m), CostTotals())),
+                    f"last_{SPEND_DAYS}_days": _totals_json(_sum([t for (_, x), t in costs.items() if x == m]))}
+                   for m in models],
+        "projected_usd_per_day": projection.usd_per_day,
+        "budget_usd_per_day": cfg.budget_usd_per_day,
+    }
+
+
+def _totals_line(t: dict[str, Any]) -> str:
+    return describe_totals(CostTotals(**{f.name: t[f.name] for f in fields(CostTotals)}))
+
+
+def print_spend(spend: dict[str, Any]) -> None:
+    budget = spend["budget_usd_per_day"]
+    limit = f"budget {format_usd(budget)}/day" if budget else "no budget"
+    typer.echo(f"canary spend: today {_totals_line(spend['today'])}; projected "
+               f"{format_usd(spend['projected_usd_per_day'])}/day ({limit})")
+    typer.echo(f"last {SPEND_DAYS} days (UTC, by round time):")
+    for d in spend["days"]:
+        typer.echo(f"  {d['day']}  {_totals_line(d)}")
+    if spend["models"]:
+        typer.echo("per model:")
+    for m in spend["models"]:
+        week = m[f"last_{SPEND_DAYS}_days"]
+        typer.echo(f"  {m['model']}: today {format_usd(m['today']['usd'])}, last {SPEND_DAYS} days "
+                   f"{_totals_line(week)}")
+
+
 def status_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
     cfg = resolve_cli_config(config, db=db)
     models = [_model(cfg, model)] if model else list(cfg.models)
@@ -77,12 +136,14 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
         rows = [r for m in models for r in status_rows(con, cfg, m, now)]
         rounds = store.recent_rounds(con, models, per_model=3)
         duplicates = store.possible_duplicate_alerts(con)
+        spend = spend_summary(con, cfg, models[0] if model else None, now)
     waiting = [r.info.round_id for r in spooled_rounds(cfg.db_path) if r.info.model in models]
     if json_out:
         _print_json({"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
-                     "possible_duplicate_alerts": duplicates})
+                     "possible_duplicate_alerts": duplicates, "spend": spend})
         return
     typer.echo(f"mode: {mode}")
+    print_spend(spend)
     for rd in rounds:
         late = " (deferred: landed late)" if rd["deferred"] else ""
         step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""

@@ -9,6 +9,7 @@ be had is spooled to disk (`deferred`) and landed by the next round that gets th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from tasks import round_steps as steps
+from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
 from tasks.failpoints import failpoint
@@ -69,12 +71,16 @@ def canary_round(
             journal.step("probe")
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
             steps.warm_up()
-            probes = plan_probes(endpoints, cfg.languages, prior.previous_languages)
-            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
+            footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without one)
+            probes = [p for p in plan_probes(endpoints, cfg.languages, prior.previous_languages)
+                      if p.endpoint.tag not in footprint.skip_tags]
+            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg), unmapped(footprint))
             attempts = [a for f in futures for a in f.result()]
             failpoint("after-probe")
             journal.step("settle")
             settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id)
+            if footprint.alert is not None:
+                settled = replace(settled, extra_alerts=(footprint.alert,))
             journal.step("save")
             settled, status = steps.save(cfg, settled, mode, variable_value)
             failpoint("after-save")

@@ -63,6 +63,7 @@ class EndpointSpec:
     chunk_interval_s: float = 0.005
     system_fingerprint: str | None = None
     faults: tuple[Fault, ...] = ()
+    reports_cost: bool = True  # False: `usage` carries tokens but no `cost` (the canary estimates it)
 
     @property
     def provider_slug(self) -> str:
@@ -151,6 +152,7 @@ _ENDPOINT_KEYS = {
     "chunk_interval_s",
     "system_fingerprint",
     "faults",
+    "reports_cost",
 }
 
 
@@ -197,6 +199,8 @@ def _endpoint(e: Mapping[str, Any], where: str) -> EndpointSpec:
         raise FleetError(f"fleet: {where}.pricing must be a table (got {pricing!r})")
     v.only_keys(pricing, {"prompt", "completion"}, f"{where}.pricing")
     faults = v.list_of_tables(e.get("faults", []), f"{where}.faults", required=False)
+    if not isinstance(e.get("reports_cost", True), bool):
+        raise FleetError(f"fleet: {where}.reports_cost must be true or false (got {e['reports_cost']!r})")
     return EndpointSpec(
         tag=tag,
         provider_name=v.string(e, "provider_name", where, required=True),
@@ -216,6 +220,7 @@ def _endpoint(e: Mapping[str, Any], where: str) -> EndpointSpec:
         chunk_interval_s=v.seconds(e, "chunk_interval_s", where, 0.005),
         system_fingerprint=v.string(e, "system_fingerprint", where) or None,
         faults=tuple(_fault(f, f"{where}.faults[{i}]") for i, f in enumerate(faults)),
+        reports_cost=e.get("reports_cost", True),
     )
 
 

@@ -148,28 +148,33 @@ def midstream_error_chunk(head: dict[str, Any], code: int, message: str) -> dict
 
 
 def usage(prompt_tokens: int, completion_tokens: int, endpoint: EndpointSpec) -> dict[str, Any]:
+    """The usage object, §3b order; the cost is the endpoint's listed pricing x tokens. An endpoint with
+    ``reports_cost = false`` leaves out ``cost``, ``is_byok`` and ``cost_details`` (tokens only, as an
+    OpenAI-compatible upstream that does not bill in credits would)."""
     prompt_cost = Decimal(endpoint.prompt_price) * prompt_tokens
     completion_cost = Decimal(endpoint.completion_price) * completion_tokens
     cost = float(prompt_cost + completion_cost)
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        "cost": cost,
-        "is_byok": False,
-        "prompt_tokens_details": {
-            "cached_tokens": 0,
-            "cache_write_tokens": 0,
-            "audio_tokens": 0,
-            "video_tokens": 0,
-        },
-        "cost_details": {
+    }
+    if endpoint.reports_cost:
+        out.update(cost=cost, is_byok=False)
+    out["prompt_tokens_details"] = {
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "audio_tokens": 0,
+        "video_tokens": 0,
+    }
+    if endpoint.reports_cost:
+        out["cost_details"] = {
             "upstream_inference_cost": cost,
             "upstream_inference_prompt_cost": float(prompt_cost),
             "upstream_inference_completions_cost": float(completion_cost),
-        },
-        "completion_tokens_details": {"reasoning_tokens": 0, "image_tokens": 0, "audio_tokens": 0},
-    }
+        }
+    out["completion_tokens_details"] = {"reasoning_tokens": 0, "image_tokens": 0, "audio_tokens": 0}
+    return out
 
 
 def chat_result(

@@ -73,6 +73,11 @@ DEFAULT_LADDER: tuple[timedelta, ...] = (timedelta(days=1), timedelta(days=3), t
 DEFAULT_LADDER_DECAY = timedelta(days=14)
 #: Minutes between rounds (the deployment's interval).
 DEFAULT_INTERVAL_MIN = 30
+#: What the canary may spend on its own probes per day, USD; 0 = no budget. When the projected daily spend
+#: (the last 24 hours', or the last rounds' x rounds per day, whichever is larger) exceeds it, rounds skip
+#: language confirmations, then probe healthy endpoints every other round, and one `budget` alert is raised
+#: per day (tasks/budget.py). Suspended and failing endpoints are always probed in full.
+DEFAULT_BUDGET_USD_PER_DAY = 0.0
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
@@ -130,6 +135,7 @@ class CanaryConfig:
     ladder: tuple[timedelta, ...] = DEFAULT_LADDER
     ladder_decay: timedelta = DEFAULT_LADDER_DECAY
     interval_min: int = DEFAULT_INTERVAL_MIN
+    budget_usd_per_day: float = DEFAULT_BUDGET_USD_PER_DAY
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
         """Apply `--set key=value` style overrides (values may be strings) with full validation.
@@ -263,6 +269,11 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
             if v < minimum:
                 raise ConfigError(f"config: {key} must be >= {minimum} (got {v})")
             values[key] = v
+    if "budget_usd_per_day" in raw:
+        v = float(_expect(raw, "budget_usd_per_day", (int, float), "a number of US dollars"))
+        if not math.isfinite(v) or v < 0:
+            raise ConfigError(f"config: budget_usd_per_day must be a finite number >= 0, 0 = no budget (got {v})")
+        values["budget_usd_per_day"] = v
     if "ladder" in raw:
         steps = raw["ladder"]
         if not isinstance(steps, list | tuple) or not steps:

@@ -10,6 +10,7 @@ retries it).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -77,7 +78,36 @@ def _endpoint(model: str, item: Any) -> Endpoint | None:
         supported_parameters=tuple(p for p in params if isinstance(p, str)),
         status=_int(item.get("status")),
         context_length=_int(item.get("context_length")),
+        **_pricing(item.get("pricing")),
     )
+
+
+def _pricing(value: Any) -> dict[str, float | None]:
+    """The listed prices in USD (§1a: decimal strings per token, ``request`` per request), each times
+    ``1 - discount``. A price that is missing, negative or not a finite number is None (not listed)."""
+    pricing = value if isinstance(value, Mapping) else {}
+    discount = _price(pricing.get("discount")) or 0.0
+    factor = 1.0 - min(discount, 1.0)
+
+    def listed(key: str) -> float | None:
+        price = _price(pricing.get(key))
+        return None if price is None else price * factor
+
+    return {
+        "prompt_price_usd": listed("prompt"),
+        "completion_price_usd": listed("completion"),
+        "request_price_usd": listed("request"),
+    }
+
+
+def _price(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        price = float(value)
+    except ValueError:
+        return None
+    return price if math.isfinite(price) and price >= 0 else None
 
 
 def _int(value: Any) -> int | None:

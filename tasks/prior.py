@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from tasks import store
@@ -74,8 +74,9 @@ def settle_and_save(
     current) and save it all in one transaction."""
     prior = read_prior(con, cfg, info.model, info.round_ts, mode_override)
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
-        settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
-                                round_id=info.round_id)
+        fresh = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
+                              round_id=info.round_id)
+        settled = replace(fresh, extra_alerts=settled.extra_alerts) if settled is not None else fresh
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled
 

@@ -23,6 +23,7 @@ import httpx
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from tasks.budget import FULL, Footprint
 from tasks.clock import SystemClock, utcnow
 from tasks.config import CanaryConfig, load_config
 from tasks.core import Prior, Settlement, resolve_mode, settle_round
@@ -150,7 +151,7 @@ def warm_up() -> None:
 
 
 @task(name="probe", task_run_name="probe-{probe.endpoint.tag}-{probe.contract}", cache_policy=NO_CACHE)
-def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
+def probe(probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
     """Send the pinned probe; for the language contract, confirm a first failure with two more attempts."""
     from tasks.contracts.language import needs_confirmation
     from tasks.plan import attempts_for
@@ -178,7 +179,8 @@ def probe(probe: Probe, round_id: str, cfg: CanaryConfig) -> list[Attempt]:
                                    error_class=ErrorClass.BAD_FRAME, error_detail=detail)
 
         attempts = [once(n) for n in attempts_for(probe.contract)]
-        if probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0]):
+        if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
+                and footprint.confirms(probe.endpoint.tag)):
             attempts.extend([once(2), once(3)])
     return attempts
 
@@ -223,13 +225,15 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
     from prefect.artifacts import create_markdown_artifact
 
+    from tasks.cost import round_cost
     from tasks.plan import model_slug
     from tasks.publish import create_ignore_artifact, publish_ignore_list
     from tasks.render import render_round_markdown
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
+    cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)
     md = render_round_markdown(settled.info, settled.results, list(settled.decisions), settled.ignore,
-                               list(settled.changes))
+                               list(settled.changes), cost)
     create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
                              description=f"Round {settled.info.round_id}")
     create_ignore_artifact(settled.ignore)

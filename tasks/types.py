@@ -94,6 +94,10 @@ class Endpoint:
     supported_parameters: tuple[str, ...] = ()
     status: int | None = None
     context_length: int | None = None
+    # Listed pricing, USD (OpenRouter's `pricing`, after its `discount`); None when not listed.
+    prompt_price_usd: float | None = None  # per prompt token
+    completion_price_usd: float | None = None  # per completion token
+    request_price_usd: float | None = None  # per request
 
 
 @dataclass(frozen=True, slots=True)

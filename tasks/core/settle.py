@@ -97,6 +97,7 @@ class Settlement:
     alerts: tuple[Alert, ...]
     changes: tuple[str, ...]  # what changed since the previous complete round (the artifact)
     prior_fingerprint: str
+    extra_alerts: tuple[Alert, ...] = ()  # alerts about the round itself, not its decisions (e.g. the budget)
 
     @property
     def results(self) -> list[ContractResult]:

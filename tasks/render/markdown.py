@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tasks.cost import RoundCost, describe_totals
 from tasks.render.text import cell, fmt_ts
 from tasks.types import Contract, ContractResult, Decision, IgnoreList, Outcome, RoundInfo
 
@@ -49,8 +50,10 @@ def render_round_markdown(
     decisions: Sequence[Decision],
     ignore_list: IgnoreList | None,
     changes_since_last_round: Sequence[str],
+    cost: RoundCost | None = None,
 ) -> str:
-    """The round's artifact; `changes_since_last_round` are lines, e.g. from `describe_changes()`."""
+    """The round's artifact; `changes_since_last_round` are lines, e.g. from `describe_changes()`;
+    `cost` (tasks.cost.round_cost) adds the "Cost of this round" line."""
     r = round_info
     by_tag: dict[str, dict[str, ContractResult]] = {}
     for res in results:
@@ -63,6 +66,10 @@ def render_round_markdown(
         f"- round_ts: {fmt_ts(r.round_ts)}",
         f"- mode: {r.mode}",
         f"- endpoints: {len(by_tag)}",
+    ]
+    if cost is not None:
+        out.append(f"- Cost of this round: {describe_totals(cost.total)}")
+    out += [
         "",
         "## Endpoints × contracts",
         "",

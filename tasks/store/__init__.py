@@ -6,10 +6,12 @@
 
 Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (writes
 of rounds, attempts, outcomes), history (reads of complete rounds), records (row conversions), state
-(policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events.
+(policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events,
+costs (what the canary spent: the cost views, the budget projection).
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
+from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import (
     active_exclusions,
     add_exclusion,
@@ -59,6 +61,7 @@ __all__ = [
     "attempts_of_round",
     "complete_round",
     "complete_rounds",
+    "daily_costs",
     "decisions_between",
     "enqueue_alerts",
     "exclusion_history",
@@ -76,6 +79,7 @@ __all__ = [
     "outcomes_of_round",
     "possible_duplicate_alerts",
     "recent_rounds",
+    "read_projection",
     "pending_alerts",
     "record_delivery",
     "remove_exclusion",

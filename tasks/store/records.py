@@ -22,6 +22,9 @@ def endpoint_row(round_id: str, e: Endpoint) -> dict[str, Any]:
         "endpoint_status": e.status,
         "context_length": e.context_length,
         "supported_parameters": list(e.supported_parameters),
+        "prompt_price_usd": e.prompt_price_usd,
+        "completion_price_usd": e.completion_price_usd,
+        "request_price_usd": e.request_price_usd,
     }
 
 

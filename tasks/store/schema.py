@@ -187,3 +187,12 @@ ALTER TABLE rounds ADD COLUMN deferred BOOLEAN DEFAULT false;
 ALTER TABLE alerts ADD COLUMN sending_since TIMESTAMPTZ;
 ALTER TABLE alerts ADD COLUMN possible_duplicates INTEGER DEFAULT 0;
 """
+
+#: Migration 6: the endpoint's listed pricing as discovery saw it in the round (tasks.types.Endpoint), USD
+#: after OpenRouter's ``discount``: per prompt token, per completion token, per request. NULL when not listed
+#: (and for rounds landed before it existed). The cost views estimate an attempt without a usage cost from it.
+ENDPOINT_PRICING_SQL = """
+ALTER TABLE round_endpoints ADD COLUMN prompt_price_usd DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN completion_price_usd DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN request_price_usd DOUBLE;
+"""

@@ -44,7 +44,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
             replace_policy_states(con, model, info.mode, list(s.states.values()))
             append_decisions(con, list(s.decisions))
             set_setting(con, POLICY_APPLIED_KEY.format(model=model), info.round_ts.isoformat(), at=landed_at)
-        enqueue_alerts(con, list(s.alerts))
+        enqueue_alerts(con, [*s.alerts, *s.extra_alerts])
         failpoint("inside-save")
         complete_round(con, info.round_id, dict(s.statuses), at=landed_at)
         con.execute(

@@ -183,3 +183,81 @@ LEFT JOIN endpoint_rounds er USING (round_id, tag)
 """
 
 RECORDED_STATUSES_SQL = "\n;\n".join((ENDPOINT_ROUNDS_TABLE, V_ENDPOINT_ROUNDS_3))
+
+# -- migration 6: what the canary spends (docs/schema.md "Cost views") ------------------------------------
+#: One row per attempt with what it cost. ``cost_basis``: ``reported`` (the upstream's usage ``cost``),
+#: ``estimated`` (tokens x the endpoint's listed pricing in that round, plus its per-request price) or
+#: ``unpriced`` (no usage cost and no tokens or no listed pricing: counted as a request, at $0). ``day`` is
+#: the UTC date of the round's ``round_ts``. tasks/cost.py computes the same figures in Python.
+V_ATTEMPT_COSTS = """
+CREATE OR REPLACE VIEW v_attempt_costs AS
+WITH priced AS (
+    SELECT a.attempt_id, a.round_id, r.round_ts, CAST(timezone('UTC', r.round_ts) AS DATE) AS day,
+           r.status AS round_state, a.model, a.tag, a.contract, a.attempt_no, a.language,
+           coalesce(a.prompt_tokens, 0) AS prompt_tokens,
+           coalesce(a.completion_tokens, 0) AS completion_tokens,
+           coalesce(a.total_tokens, coalesce(a.prompt_tokens, 0) + coalesce(a.completion_tokens, 0)) AS tokens,
+           a.cost AS reported_cost_usd,
+           CASE WHEN a.cost IS NULL
+                     AND (a.prompt_tokens IS NOT NULL OR a.completion_tokens IS NOT NULL)
+                     AND e.prompt_price_usd IS NOT NULL AND e.completion_price_usd IS NOT NULL
+                THEN coalesce(a.prompt_tokens, 0) * e.prompt_price_usd
+                     + coalesce(a.completion_tokens, 0) * e.completion_price_usd
+                     + coalesce(e.request_price_usd, 0)
+           END AS estimated_cost_usd
+    FROM attempts a
+    JOIN rounds r USING (round_id)
+    LEFT JOIN round_endpoints e USING (round_id, tag)
+)
+SELECT *,
+       coalesce(reported_cost_usd, estimated_cost_usd, 0) AS cost_usd,
+       CASE WHEN reported_cost_usd IS NOT NULL THEN 'reported'
+            WHEN estimated_cost_usd IS NOT NULL THEN 'estimated'
+            ELSE 'unpriced' END AS cost_basis
+FROM priced
+"""
+
+#: The sums every cost view shows (over v_attempt_costs rows).
+_COST_SUMS = """
+       count(*) AS requests,
+       CAST(sum(prompt_tokens) AS BIGINT) AS prompt_tokens,
+       CAST(sum(completion_tokens) AS BIGINT) AS completion_tokens,
+       CAST(sum(tokens) AS BIGINT) AS tokens,
+       sum(cost_usd) AS cost_usd,
+       coalesce(sum(reported_cost_usd), 0) AS reported_usd,
+       coalesce(sum(estimated_cost_usd), 0) AS estimated_usd,
+       count(*) FILTER (WHERE cost_basis = 'estimated') AS estimated_requests,
+       count(*) FILTER (WHERE cost_basis = 'unpriced') AS unpriced_requests,
+       coalesce(sum(estimated_cost_usd), 0) / nullif(sum(cost_usd), 0) AS estimated_share"""
+
+V_ENDPOINT_ROUND_COSTS = f"""
+CREATE OR REPLACE VIEW v_endpoint_round_costs AS
+SELECT round_id, round_ts, day, round_state, model, tag,{_COST_SUMS}
+FROM v_attempt_costs
+GROUP BY round_id, round_ts, day, round_state, model, tag
+"""
+
+V_ROUND_COSTS = f"""
+CREATE OR REPLACE VIEW v_round_costs AS
+SELECT round_id, round_ts, day, round_state, model, count(DISTINCT tag) AS endpoints,{_COST_SUMS}
+FROM v_attempt_costs
+GROUP BY round_id, round_ts, day, round_state, model
+"""
+
+V_DAILY_COSTS = f"""
+CREATE OR REPLACE VIEW v_daily_costs AS
+SELECT day, model, count(DISTINCT round_id) AS rounds, count(DISTINCT tag) AS endpoints,{_COST_SUMS}
+FROM v_attempt_costs
+GROUP BY day, model
+"""
+
+V_ENDPOINT_DAILY_COSTS = f"""
+CREATE OR REPLACE VIEW v_endpoint_daily_costs AS
+SELECT day, model, tag, count(DISTINCT round_id) AS rounds,{_COST_SUMS}
+FROM v_attempt_costs
+GROUP BY day, model, tag
+"""
+
+COST_VIEWS_SQL = "\n;\n".join(
+    (V_ATTEMPT_COSTS, V_ENDPOINT_ROUND_COSTS, V_ROUND_COSTS, V_DAILY_COSTS, V_ENDPOINT_DAILY_COSTS)
+)

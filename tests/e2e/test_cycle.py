@@ -59,7 +59,7 @@ def test_a_cycle_runs_every_model_concurrently_as_named_round_runs(
     assert first["status"] == second["status"] == "complete"
     assert sorted(r["model"] for r in first["rounds"]) == MODELS
     assert all(r["status"] == "complete" for r in first["rounds"] + second["rounds"])
-    assert all(r["decisions"] == ["suspend:broken"] for r in second["rounds"]), [r["decisions"] for r in second["rounds"]]
+    assert all(r["decisions"] == ["suspend:broken"] for r in second["rounds"]), second["rounds"]
 
     with store.open_store(ov["db_path"], read_only=True) as con:
         spans = con.execute(

@@ -62,6 +62,8 @@ def test_parse_real_capture() -> None:
             supported_parameters=("reasoning", "max_tokens", "response_format", "structured_outputs"),
             status=0,
             context_length=1048576,
+            prompt_price_usd=0.000003,
+            completion_price_usd=0.000015,
         ),
     ]
 

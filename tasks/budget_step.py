@@ -1,0 +1,43 @@
+"""The round's budget step (Prefect shell around tasks/budget.py): read the projected spend, decide the
+footprint. It reads the analysts' snapshot, which never waits for the store's lock; whatever goes wrong
+(no snapshot yet, an older schema, a bug) costs nothing but the reduction: the round probes in full."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.budget import FULL, Footprint, footprint, last_round_statuses
+from tasks.config import CanaryConfig
+from tasks.core import Prior
+
+log = logging.getLogger("canary")
+
+
+@task(name="plan-footprint", cache_policy=NO_CACHE)
+def plan_footprint(cfg: CanaryConfig, prior: Prior, model: str, round_ts: datetime) -> Footprint:
+    """The footprint of this round of `model`: full unless the projected daily spend exceeds the budget."""
+    if cfg.budget_usd_per_day <= 0:
+        return FULL
+    from tasks.store import open_snapshot
+    from tasks.store.costs import read_projection
+
+    try:
+        con = open_snapshot(cfg.db_path)
+        try:
+            projection = read_projection(con, round_ts, cfg.interval_min, cfg.models)
+        finally:
+            con.close()
+    except Exception as exc:  # the budget must never cost a round its probes
+        log.warning("budget: no spend projection for %s (%s: %s); probing in full", model,
+                    type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+        return FULL
+    fp = footprint(projection, cfg.budget_usd_per_day, prior.states, last_round_statuses(prior.previous_results),
+                   model=model, now=round_ts, keep=frozenset(cfg.refusal_controls))
+    if fp.is_reduced:
+        log.warning("budget: %s; %s skips language confirmations and %d healthy endpoints (%s)", fp.evidence,
+                    model, len(fp.skip_tags), ", ".join(sorted(fp.skip_tags)) or "none")
+    return fp
