@@ -1,5 +1,5 @@
-"""`canary serve`: the `canary-round` deployment (one schedule per configured model) and the
-`canary-deadman` deployment, served from one process.
+"""`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
+concurrently, in one process) and the `canary-deadman` deployment, served from one process.
 
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
 Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
@@ -16,7 +16,6 @@ from typing import Any
 
 from tasks.config import CanaryConfig, load_config
 from tasks.errors import ConfigError
-from tasks.plan import model_slug
 
 INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"
 
@@ -36,20 +35,18 @@ def interval_override(env: Mapping[str, str] | None = None) -> timedelta | None:
 
 
 def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: timedelta | None = None) -> Any:
+    """One schedule, one cycle per tick: the models run concurrently in the serving process, sharing one
+    language detector and one request pool, so the process does not grow with the catalog's schedules."""
     from prefect.schedules import Interval
 
-    from flows.round import canary_round
+    from flows.cycle import canary_cycle
 
     every = interval or timedelta(minutes=cfg.interval_min)
-    schedules = [
-        Interval(every, parameters={"model": m, "config_path": config_path}, slug=model_slug(m))
-        for m in cfg.models
-    ]
-    return canary_round.to_deployment(
-        name="canary-round",
-        schedules=schedules,
+    return canary_cycle.to_deployment(
+        name="canary-cycle",
+        schedules=[Interval(every, parameters={"config_path": config_path}, slug="cycle")],
         parameters={"config_path": config_path},
-        description="Probe every endpoint of each model pinned, judge the contracts, quarantine, publish.",
+        description="Every configured model's round: probe every endpoint pinned, judge, quarantine, publish.",
         tags=["canary"],
     )
 

@@ -28,12 +28,14 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MODEL = "acme/served-model"
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-    {"tag": "gamma", "provider_name": "Gamma"},
+MODEL_2 = "acme/served-model-2"
+SLOW = {"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}  # rounds long enough to overlap
+FLEET = parse_fleet({"models": [{"id": m, "endpoints": [
+    {"tag": "alpha", "provider_name": "Alpha", "faults": [SLOW]},
+    {"tag": "beta", "provider_name": "Beta", "faults": [SLOW]},
+    {"tag": "gamma", "provider_name": "Gamma", "faults": [SLOW]},
     {"tag": "refuser", "provider_name": "Refuser", "faults": [{"kind": "refusal"}]},
-]}]})
+]} for m in (MODEL, MODEL_2)]})
 T = TypeVar("T")
 
 
@@ -99,16 +101,18 @@ def sim() -> Iterator[SimulatorHandle]:
         yield handle
 
 
-def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Path) -> None:
+def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle, tmp_path: Path) -> None:
+    """A real `prefect server start` + `canary serve`: the scheduled cycle runs both models' rounds as named
+    subflow runs, concurrently, and each decides on its own."""
     started = time.monotonic()
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     db = tmp_path / "canary.duckdb"
     config = tmp_path / "canary.toml"
     config.write_text(
-        f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
+        f'models = ["{MODEL}", "{MODEL_2}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
         f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 2\nfail_rounds = 1\n',
+        'languages = ["en"]\nttft_s = 5\nfail_rounds = 1\n',
         encoding="utf-8",
     )
     server_env = _base_env(tmp_path / "prefect-server")
@@ -132,45 +136,53 @@ def test_canary_serve_runs_a_scheduled_round(sim: SimulatorHandle, tmp_path: Pat
 
             def deployments() -> dict[str, Any] | None:
                 found = {d["name"]: d for d in client.post("/deployments/filter", json={}).json()}
-                return found if {"canary-round", "canary-deadman"} <= set(found) else None
+                return found if {"canary-cycle", "canary-deadman"} <= set(found) else None
 
             deps = _poll("both deployments", deployments, 60, procs, logs)
-            schedules = deps["canary-round"]["schedules"]
+            schedules = deps["canary-cycle"]["schedules"]
             assert [s["schedule"]["interval"] for s in schedules] == [5.0]
-            assert schedules[0]["parameters"]["model"] == MODEL
             assert deps["canary-deadman"]["schedules"][0]["schedule"]["interval"] == 900.0
 
             def completed() -> list[dict[str, Any]] | None:
                 runs = client.post("/flow_runs/filter", json={
-                    "deployments": {"id": {"any_": [deps["canary-round"]["id"]]}},
+                    "deployments": {"id": {"any_": [deps["canary-cycle"]["id"]]}},
                     "flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}},
                 }).json()
                 return runs or None
 
-            runs = _poll("a completed scheduled round", completed, 90, procs, logs)
+            cycles = _poll("a completed scheduled cycle", completed, 120, procs, logs)
+            assert cycles[0]["name"].startswith("canary-cycle-")
+            rounds_of_cycle = client.post("/flow_runs/filter", json={
+                "flows": {"name": {"any_": ["canary-round"]}},
+            }).json()
 
-        assert runs[0]["parameters"]["model"] == MODEL
-        assert runs[0]["name"].startswith(f"canary-round-{MODEL}-")
+        names = {r["name"] for r in rounds_of_cycle}
+        assert any(n.startswith(f"canary-round-{MODEL}-") for n in names), names
+        assert any(n.startswith(f"canary-round-{MODEL_2}-") for n in names), names
     finally:
         for p in reversed(procs):
             _stop(p)
 
     with store.open_store(db, read_only=True) as con:
-        rounds = store.complete_rounds(con, model=MODEL)
-    assert len(rounds) >= 1
-    assert set(rounds.iloc[0]["endpoints"]) == {"alpha", "beta", "gamma", "refuser"}
-    with store.open_store(db, read_only=True) as con:
-        suspended = con.execute("SELECT DISTINCT tag FROM decisions WHERE action = 'suspend'").fetchall()
+        rounds = store.complete_rounds(con)
+        spans = con.execute(
+            "SELECT model, min(started_at), max(started_at) FROM attempts WHERE round_id IN (SELECT round_id FROM"
+            " rounds WHERE round_ts = (SELECT min(round_ts) FROM rounds)) GROUP BY model"
+        ).fetchall()
+        suspended = con.execute("SELECT DISTINCT model, tag FROM decisions WHERE action = 'suspend'").fetchall()
         alerts = store.alert_rows(con, kind="suspend")
-    assert suspended == [("refuser",)]  # the served round decided, and its alert went through the outbox
+    assert {MODEL, MODEL_2} <= set(rounds["model"])
+    assert set(rounds.iloc[0]["endpoints"]) == {"alpha", "beta", "gamma", "refuser"}
+    (_, s1, e1), (_, s2, e2) = sorted(spans)
+    assert s1 < e2 and s2 < e1, f"the two models' rounds of one cycle did not overlap: {spans}"
+    assert sorted(suspended) == [(MODEL, "refuser"), (MODEL_2, "refuser")]  # each model decided on its own
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
 
 
 @pytest.mark.unit
 def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
-    """prefect.yaml's entrypoints are the flows; its round schedules cover canary.toml's models, at its
-    interval."""
+    """prefect.yaml's entrypoints are the flows; one cycle of canary.toml's models per interval."""
     import importlib
 
     import yaml
@@ -179,15 +191,15 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     deployments = {d["name"]: d for d in spec["deployments"]}
-    assert set(deployments) == {"canary-round", "canary-deadman"}
+    assert set(deployments) == {"canary-cycle", "canary-deadman"}
     for name, dep in deployments.items():
         path, func = dep["entrypoint"].split(":")
         flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), func)
         assert flow.name == name
     cfg = load_config(REPO / "canary.toml")
-    rounds = deployments["canary-round"]["schedules"]
-    assert sorted(s["parameters"]["model"] for s in rounds) == sorted(cfg.models)
-    assert {s["interval"] for s in rounds} == {cfg.interval_min * 60}
+    cycles = deployments["canary-cycle"]["schedules"]
+    assert [s["interval"] for s in cycles] == [cfg.interval_min * 60]
+    assert deployments["canary-cycle"]["parameters"]["models"] is None  # every model of canary.toml
     assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
 
 
