@@ -60,13 +60,26 @@ def _interval(cfg: CanaryConfig) -> timedelta:
 def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
     """Queue an alert per silent model, then deliver the outbox (queued alerts of crashed rounds included)
     with the database closed."""
-    from tasks import store
     from tasks.alerts import SlackSettings
-    from tasks.delivery import deliver_outbox
-    from tasks.publish import current_ignore_list
+    from tasks.errors import StoreError
+    from tasks.store_alarm import alarm_unreadable_store
 
     logger = get_run_logger()
     settings = SlackSettings.from_env()
+    try:
+        return _check(cfg, now, settings, logger)
+    except StoreError as exc:  # the dead-man must speak even when the database cannot
+        if exc.busy:
+            raise
+        return {"overdue": [], "queued": 0, "sent": int(alarm_unreadable_store(cfg.db_path, exc, now, logger)),
+                "failed": 0, "store_unreadable": str(exc)}
+
+
+def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict[str, Any]:
+    from tasks import store
+    from tasks.delivery import deliver_outbox
+    from tasks.publish import current_ignore_list
+
     with store.open_store(cfg.db_path) as con:
         last = {m: last_complete_ts(con, m) for m in cfg.models}
         watching = {m: _watching_since(con, m, now) for m in cfg.models if last[m] is None}

@@ -2,8 +2,7 @@
 
 * CanaryError            base; str() is the one line the CLI prints
   + ConfigError          bad TOML/key/URL, unknown model, missing env
-  + StoreError           DuckDB lock held too long / migration failed
-  + AlertDeliveryError   Slack refused after retries (the outbox row stays)
+  + StoreError           DuckDB lock held too long (`busy`) / file unreadable / migration failed
   + FleetError           bad simulator fleet file
   + RoutesError          bad router routes file
 """
@@ -18,11 +17,12 @@ class ConfigError(CanaryError):
 
 
 class StoreError(CanaryError):
-    """The DuckDB store could not be opened, migrated or written."""
+    """The DuckDB store could not be opened, migrated or written. `busy`: another process held it (wait and
+    retry, or spool); otherwise the file itself is the problem (an admin must look)."""
 
-
-class AlertDeliveryError(CanaryError):
-    """Slack refused or could not be reached after retries; the outbox keeps the alert."""
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 class FleetError(CanaryError):

@@ -100,7 +100,10 @@ def load_prior(
             prior = read_prior(con, cfg, model, round_ts, mode_override)
             mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode), started_at=utcnow())
     except StoreError as exc:
-        logger.warning("Round %s probes without its history (the store is busy): %s", round_id, exc)
+        from tasks.store_alarm import alarm_unreadable_store
+
+        alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
+        logger.warning("Round %s probes without its history (the store cannot be opened): %s", round_id, exc)
         return Prior(model=model, mode=resolve_mode(mode_override, None, cfg.mode), available=False), None
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
@@ -213,6 +216,9 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
                 variable_sync.mark_synced(con, variable_value)
         return saved, "complete"
     except StoreError as exc:
+        from tasks.store_alarm import alarm_unreadable_store
+
+        alarm_unreadable_store(cfg.db_path, exc, utcnow(), _run_logger())
         path = spool_round(cfg.db_path, SpooledRound(info, mode_override, settled.endpoints, settled.attempts,
                                                      utcnow()))
         _run_logger().warning("Round %s deferred: %s; its %d attempts wait in %s and land with the next "

@@ -21,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from tasks.config import CanaryConfig
+from tasks.config import CanaryConfig, public_base_url
 from tasks.deadman import silence_alerts
 from tasks.exclusions import excluded_layers, merge_ignore_list
 from tasks.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
 from tasks.plan import make_round_id
 from tasks.policy import PolicyConfig, RoundInput, decide
 from tasks.render import alerts_for_round, describe_changes
+from tasks.render.round_alerts import render_empty_catalog_alert
 from tasks.types import (
     Alert,
     Attempt,
@@ -181,6 +182,8 @@ def settle_judged(
         attempts=attempts,
         passed_controls=findings.weak_controls,
     )
+    if not tags and prior.previous_results:  # the catalog emptied since the last round (once per episode)
+        alerts.append(render_empty_catalog_alert(model, round_id, now, public_base_url(cfg), ignore))
     if prior.last_complete_ts is not None:  # the round that ends a silence says so (once per episode)
         alerts += silence_alerts({model: prior.last_complete_ts}, now, prior.interval,
                                  ignore_lists={model: ignore})

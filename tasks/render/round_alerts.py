@@ -119,3 +119,35 @@ def alerts_for_round(
         alerts.append(render_probe_weak_alert(model, round_id, round_ts, ignore_list, passed_controls))
     alerts += render_pin_mismatch_alerts(model, round_id, round_ts, pin_mismatches, ignore_list)
     return alerts
+
+
+def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_url: str,
+                               ignore_list: IgnoreList | None) -> Alert:
+    """Discovery returned no endpoint for a model that had some: nothing is probed, nothing can be judged."""
+    return build_alert(
+        key=f"empty_catalog|{model}|{round_id}", kind="empty_catalog", model=model, tag=None, created_at=now,
+        title=f"No endpoints listed for {model}",
+        digest_line=digest(model, ignore_list),
+        sections=[
+            f"Round {code(round_id, 80)}: the endpoints API at {code(base_url)} listed no endpoint of "
+            f"{code(model)}, which had endpoints in its previous round. Nothing is probed: suspensions neither "
+            "start nor end early.",
+            "*What to do:* check the model id in canary.toml and the API key's access; "
+            f"`{mrkdwn(command('canary', 'run', '--model', model))}` shows discovery's answer.",
+        ],
+    )
+
+
+def render_store_unreadable_alert(db_path: str, error: str, now: datetime) -> Alert:
+    """The database cannot be read: no round can land, no queued alert can be read (sent straight to Slack)."""
+    return build_alert(
+        key=f"store_unreadable|{db_path}|{now:%Y-%m-%d}", kind="store_unreadable", model="(every model)",
+        tag=None, created_at=now, title="The canary's database cannot be read",
+        digest_line="Ignore lists: the last published files stay in force",
+        sections=[
+            f"{code(db_path)}: {code(error, 300)}. Rounds keep probing and keep their results in the spool next "
+            "to the database, but nothing is decided or published until the file is readable.",
+            "*What to do:* restore the file from a backup, or move it away (a new one is created by the next "
+            "round; the spool lands into it).",
+        ],
+    )

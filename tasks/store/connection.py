@@ -63,7 +63,7 @@ def open_store(
     key = str(path)
     lock = _process_lock(key)
     if not lock.acquire(timeout=lock_timeout_s):
-        raise StoreError(f"store: {path} stayed busy in this process for more than {lock_timeout_s:g} s")
+        raise StoreError(f"store: {path} stayed busy in this process for more than {lock_timeout_s:g} s", busy=True)
     try:
         outermost = _depths.get(key, 0) == 0
         _depths[key] = _depths.get(key, 0) + 1
@@ -147,7 +147,7 @@ def _connect(
                 holder = f" (pid {pid.group(1)})" if pid else ""
                 raise StoreError(
                     f"store: {path} is locked by another process{holder} for more than {timeout_s:g} s;"
-                    " notebooks should read open_snapshot() instead of the live file"
+                    " notebooks should read open_snapshot() instead of the live file", busy=True,
                 ) from exc
             sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_BACKOFF_S)

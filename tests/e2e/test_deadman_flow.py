@@ -165,3 +165,41 @@ def test_the_round_that_ends_a_silence_reports_it_when_nobody_else_did(
     _check(overrides, T0 + timedelta(minutes=160))  # the flow agrees: not overdue any more, nothing new
     _round(overrides, T0 + timedelta(minutes=180))
     assert _deadman_messages(slack) == [_key(MODEL, T0 + timedelta(minutes=30))]
+
+
+def test_an_unreadable_database_still_reaches_slack_once_a_day(
+    prefect_harness: None, slack: SlackServer, tmp_path: Path
+) -> None:
+    """The outbox lives in the database: when the file is garbage, the dead-man posts straight to Slack, once a
+    day (a marker next to the database remembers), and the check itself does not crash."""
+    from flows.deadman import canary_deadman
+
+    db = tmp_path / "canary.duckdb"
+    db.write_bytes(b"this is not a duckdb file\x00" * 4096)
+    first = canary_deadman(db_path=str(db), now=T0, overrides={"models": [MODEL]})
+    again = canary_deadman(db_path=str(db), now=T0 + timedelta(minutes=15), overrides={"models": [MODEL]})
+    tomorrow = canary_deadman(db_path=str(db), now=T0 + timedelta(days=1), overrides={"models": [MODEL]})
+    assert first["store_unreadable"] and (first["sent"], again["sent"], tomorrow["sent"]) == (1, 0, 1)
+    keys = [m.alert_key for m in slack.messages]
+    assert keys == [f"store_unreadable|{db}|{T0:%Y-%m-%d}", f"store_unreadable|{db}|{T0 + timedelta(days=1):%Y-%m-%d}"]
+
+
+def test_a_catalog_that_empties_is_alerted_once(
+    prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.round import canary_round
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+    ov = round_overrides(sim, tmp_path, MODEL, languages=["en"], ttft_s=2)
+    assert canary_round(model=MODEL, round_ts=T0, overrides=ov)["endpoints"] == 2
+    import tasks.discover
+
+    # OpenRouter answers 200 with an empty list (the simulator cannot serve a model without endpoints).
+    empty_listing = {"data": {"endpoints": []}}
+    monkeypatch.setattr(tasks.discover, "fetch_endpoints",
+                        lambda client, base, key, model: tasks.discover.parse_endpoints(model, empty_listing))
+    empty = [canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov) for i in (1, 2)]
+    assert [r["endpoints"] for r in empty] == [0, 0]
+    kinds = [json.loads(json.dumps(m.body or {})).get("metadata", {}).get("event_payload", {}).get("kind")
+             for m in slack.messages]
+    assert kinds.count("empty_catalog") == 1, kinds
