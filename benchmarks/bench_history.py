@@ -60,7 +60,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from flows import history as h
     from flows.round import PROBE_WORKERS
     from tasks import round_steps as steps
-    from tasks.plan import make_round_id, plan_probes
+    from tasks.core.plan import make_round_id, plan_probes
 
     rounds = int(round(days * h.ROUNDS_PER_DAY))
     stem = db.removesuffix(".duckdb")

@@ -36,7 +36,7 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from lingua import LanguageDetectorBuilder
-from tasks import langdetect as L
+from tasks.core import langdetect as L
 mode, corpus, repeat = sys.argv[2], sys.argv[3], int(sys.argv[4])
 rows = [json.loads(line) for line in open(corpus, encoding="utf-8")]
 t = time.perf_counter()
@@ -84,8 +84,8 @@ def locale_stress(mode: str, per_language: int = 100) -> tuple[int, int]:
     import gettext
 
     sys.path.insert(0, str(ROOT))
-    from tasks import langdetect as L
-    from tasks.contracts.textscan import letter_weight
+    from tasks.core import langdetect as L
+    from tasks.core.contracts.textscan import letter_weight
 
     det = L.get_detector("low" if mode.startswith("low") else "high")
     dirs = {"pt": "pt_BR", "zh": "zh_CN"}

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.config import CanaryConfig  # noqa: E402
-from tasks.replay import format_summaries, parse_replay, replay, summarize, what_if  # noqa: E402
-from tasks.types import Mode  # noqa: E402
+from tasks.core.replay import format_summaries, parse_replay, replay, summarize, what_if  # noqa: E402
+from tasks.core.types import Mode  # noqa: E402
 
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb  # noqa: E402
 
 from tasks import store  # noqa: E402
+from tasks.core.types import PROBED_CONTRACTS, Attempt, Mode, RoundInfo, Usage  # noqa: E402
 from tasks.store.records import attempt_row  # noqa: E402
-from tasks.types import PROBED_CONTRACTS, Attempt, Mode, RoundInfo, Usage  # noqa: E402
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 MODEL = "meta-llama/llama-3.3-70b-instruct"

@@ -26,11 +26,11 @@ from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig, parse_duration
+from tasks.core.exclusions import is_valid_tag, matches
+from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError
-from tasks.exclusions import is_valid_tag, matches
 from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, known_tags, write_ignore_file
 from tasks.store.state import load_policy_states, replace_policy_states
-from tasks.types import Decision, IgnoreList, Mode, OperationalExclusion
 
 
 def _who(who: str | None) -> str:
@@ -215,8 +215,8 @@ def _until(ts: datetime | None) -> str:
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
-    from tasks.policy import PolicyConfig, lift
-    from tasks.render import render_decision_alerts
+    from tasks.core.policy import PolicyConfig, lift
+    from tasks.core.render import render_decision_alerts
 
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model)
@@ -253,7 +253,7 @@ def lift_command(
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
-    from tasks.policy import carry_over
+    from tasks.core.policy import carry_over
 
     try:
         target = Mode(new_mode)

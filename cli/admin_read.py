@@ -19,9 +19,9 @@ from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.cost import CostTotals, describe_totals, format_usd
+from tasks.core.cost import CostTotals, describe_totals, format_usd
+from tasks.core.types import IgnoreList, Mode
 from tasks.publish import current_ignore_list, known_tags
-from tasks.types import IgnoreList, Mode
 
 
 def ignore_list_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
@@ -191,11 +191,11 @@ def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, 
 
 
 def export_history_command(*, out: Path, config: Path | None, model: str | None, db: str | None) -> None:
-    from tasks.replay import build_replay_lines
+    from tasks.core.replay import build_replay_lines
 
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)
-    from tasks.exclusions import load_builtin
+    from tasks.core.exclusions import load_builtin
 
     builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
     layers: dict[tuple[str, str], dict[str, object]] = {}

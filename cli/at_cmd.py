@@ -155,7 +155,7 @@ def format_report(r: Report) -> str:
 def _report(model: str, time: str, window: str, config: Path | None, db: str | None) -> Report:
     from cli.runs import require_database, resolve_cli_config
     from tasks import store
-    from tasks.exclusions import load_builtin
+    from tasks.core.exclusions import load_builtin
 
     t, w = parse_time(time), parse_window(window)
     cfg = resolve_cli_config(config, db=db)

@@ -36,7 +36,7 @@ def check_language_command(
     out: TextIO | None = None,
 ) -> int:
     """Print the verdict; return the exit code (1 when the text fails, else 0)."""
-    from tasks.langdetect import SUPPORTED_LANGUAGES, judge_text
+    from tasks.core.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     lang = expected.strip().lower()
     if lang not in SUPPORTED_LANGUAGES:

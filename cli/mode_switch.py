@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tasks.types import Alert, Decision, Mode
+from tasks.core.types import Alert, Decision, Mode
 
 
 def _until(ts: datetime | None) -> str:

@@ -1,4 +1,4 @@
-"""`canary replay ROUNDS.jsonl`: run the policy over recorded round statuses (see tasks/replay.py).
+"""`canary replay ROUNDS.jsonl`: run the policy over recorded round statuses (see tasks/core/replay.py).
 
 stdout: one decision per line: `{"at", "model", "tag", "action", "until", "ladder_step"}` with --json,
         else the same fields as aligned text. With --summary: the summary table (JSON with --json) instead.
@@ -20,8 +20,8 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from tasks.config import load_config
+from tasks.core.replay import decision_line, format_summaries, parse_replay, replay, summarize, what_if
 from tasks.errors import CanaryError, ConfigError
-from tasks.replay import decision_line, format_summaries, parse_replay, replay, summarize, what_if
 
 __all__ = ["parse_set", "replay_command"]
 

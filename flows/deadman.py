@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.deadman import silence_alerts
+from tasks.core.deadman import silence_alerts
 
 #: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
 CHECK_EVERY = timedelta(minutes=15)

@@ -155,7 +155,7 @@ class HistoryResult:
 
 def apply_admin_event(db_path: str, ev: AdminEvent, model: str, at: datetime) -> None:
     from tasks import store
-    from tasks.types import OperationalExclusion
+    from tasks.core.types import OperationalExclusion
 
     with store.open_store(db_path) as con:
         if ev.action == "add":

@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.types import IgnoreEntry, IgnoreList, Layer
+from tasks.core.types import IgnoreEntry, IgnoreList, Layer
 
 
 def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:

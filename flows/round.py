@@ -20,11 +20,11 @@ from tasks import round_steps as steps
 from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
+from tasks.core.plan import make_round_id, plan_probes
+from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
-from tasks.plan import make_round_id, plan_probes
 from tasks.secrets import preload_secrets
 from tasks.spool import Journal
-from tasks.types import RoundInfo
 
 #: Probe tasks in flight at once; the requests themselves are bounded by the config's `concurrency`.
 PROBE_WORKERS = 64

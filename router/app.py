@@ -37,8 +37,8 @@ from router.savings import PipelineResult, SaverContext, Savings, measure_saving
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, TierFailure, relay, try_once, try_stream
 from tasks.clock import Clock, SystemClock
+from tasks.core.types import RouteEvent
 from tasks.secrets import SecretStr
-from tasks.types import RouteEvent
 
 log = logging.getLogger("router")
 

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from tasks.core.types import RouteEvent
 from tasks.secrets import redact
-from tasks.types import RouteEvent
 
 log = logging.getLogger("router.events")
 

@@ -1,7 +1,7 @@
 """The canary's published ignore lists, read by the router on every request and re-read on change.
 
 Path of a tier's list: its `ignore_file` if set, else `<publish_dir>/<model-slug>.json` where the model is
-the tier's `canary_model` (default: the tier's `model`) and the slug is `tasks.plan.model_slug` (the same
+the tier's `canary_model` (default: the tier's `model`) and the slug is `tasks.core.plan.model_slug` (the same
 one the publisher uses). `canary_model = ""` turns the merge off for that tier.
 
 Each request costs one `stat()`; the file is parsed again only when its (mtime_ns, size, inode) changes.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from router.payload import parse_ignore_json
 from router.routes import Tier
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 
 log = logging.getLogger("router.ignore")
 

@@ -10,7 +10,7 @@ from typing import Any
 from router.routes import Route, Tier
 from router.savings import PipelineResult, Savings
 from router.tokens import TOKENIZER
-from tasks.types import RouteEvent
+from tasks.core.types import RouteEvent
 
 #: Client headers passed on to the upstream (attribution only; never the client's Authorization).
 FORWARD_HEADERS = ("http-referer", "x-title", "x-openrouter-title", "x-openrouter-categories")

@@ -16,7 +16,7 @@ from router.app import RouterShell, build_shell, create_app
 from router.events import Batcher
 from router.routes import Routes
 from tasks.clock import Clock
-from tasks.types import RouteEvent
+from tasks.core.types import RouteEvent
 
 
 @dataclass

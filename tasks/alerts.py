@@ -28,9 +28,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
+from tasks.core.types import Alert
 from tasks.errors import ConfigError
 from tasks.secrets import SecretStr, read_secret, redact
-from tasks.types import Alert
 
 DEFAULT_TIMEOUT_S = 10
 #: Slack errors that no other alert of the batch can escape (bad token, unknown channel, dead webhook).

@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 
 from tasks.config import parse_duration
+from tasks.core.exclusions import merge_ignore_list
+from tasks.core.types import BuiltinExclusion, EndpointState, Mode, OperationalExclusion
 from tasks.errors import ConfigError
-from tasks.exclusions import merge_ignore_list
-from tasks.types import BuiltinExclusion, EndpointState, Mode, OperationalExclusion
 
 #: Failing/transport outcomes shown per endpoint (the nearest to T first); the rest are counted.
 MAX_FINDINGS_PER_ENDPOINT = 4

@@ -1,4 +1,4 @@
-"""The round's budget step (Prefect shell around tasks/budget.py): read the projected spend, decide the
+"""The round's budget step (Prefect shell around tasks/core/budget.py): read the projected spend, decide the
 footprint. It reads the analysts' snapshot, which never waits for the store's lock; whatever goes wrong
 (no snapshot yet, an older schema, a bug) costs nothing but the reduction: the round probes in full."""
 
@@ -10,9 +10,9 @@ from datetime import datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.budget import FULL, Footprint, footprint, last_round_statuses
 from tasks.config import CanaryConfig
-from tasks.core import Prior
+from tasks.core.budget import FULL, Footprint, footprint, last_round_statuses
+from tasks.core.settle import Prior
 
 log = logging.getLogger("canary")
 

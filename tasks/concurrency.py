@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 
 #: How long a round waits for the previous round of the same model before it is skipped, seconds.
 WAIT_S = 60.0

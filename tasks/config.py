@@ -34,9 +34,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tasks.config_preflight import preflight
+from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo, with_known_userinfo
-from tasks.types import Mode
 
 #: All 17 interface languages, in rotation order.
 ALL_LANGUAGES: tuple[str, ...] = (
@@ -76,7 +76,7 @@ DEFAULT_INTERVAL_MIN = 30
 #: What the canary may spend on its own probes per day, USD; 0 = no budget. When the projected daily spend
 #: (the last 24 hours', or the last rounds' x rounds per day, whichever is larger) exceeds it, rounds skip
 #: language confirmations, then probe healthy endpoints every other round, and one `budget` alert is raised
-#: per day (tasks/budget.py). Suspended and failing endpoints are always probed in full.
+#: per day (tasks/core/budget.py). Suspended and failing endpoints are always probed in full.
 DEFAULT_BUDGET_USD_PER_DAY = 0.0
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.

@@ -31,7 +31,7 @@ def preflight(cfg: CanaryConfig) -> None:
     _check_writable_dir(db.parent, "db_path", cfg.db_path, "is not in a writable directory")
     _check_writable_dir(Path(cfg.publish_dir), "publish_dir", cfg.publish_dir, "is not a writable directory")
     if os.path.exists(cfg.exclusions_file):
-        from tasks.exclusions import load_builtin
+        from tasks.core.exclusions import load_builtin
 
         try:
             load_builtin(cfg.exclusions_file)

@@ -17,9 +17,9 @@ from urllib.parse import quote
 
 import httpx
 
+from tasks.core.types import Endpoint
 from tasks.errors import CanaryError, ConfigError
 from tasks.secrets import strip_userinfo
-from tasks.types import Endpoint
 
 #: Default timeout for the discovery request when the client has none of its own (seconds).
 DEFAULT_DISCOVERY_TIMEOUT_S = 15.0

@@ -18,13 +18,13 @@ from datetime import datetime, timedelta
 
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.core import Prior, Settlement, resolve_mode, settle_judged
-from tasks.exclusions import load_builtin
-from tasks.judge import RoundJudgement, judge_round
+from tasks.core.exclusions import load_builtin
+from tasks.core.judge import RoundJudgement, judge_round
+from tasks.core.settle import Prior, Settlement, resolve_mode, settle_judged
+from tasks.core.types import Mode, RoundInfo
 from tasks.spool import SpooledRound, dead_journals, spooled_rounds
 from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
 from tasks.store.state import load_policy_states
-from tasks.types import Mode, RoundInfo
 
 _log = logging.getLogger("canary.round")
 

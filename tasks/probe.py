@@ -10,10 +10,10 @@ budget is enforced after the headers by a watchdog that shuts the socket down at
 silent stall ends on time; before the headers, the connect and read timeouts (each capped by the budget)
 bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not the probe, applies thresholds.
 
-httpx exceptions are mapped at one boundary, `tasks.classify.classify_exception` (most specific class first,
+httpx exceptions are mapped at one boundary, `tasks.core.classify.classify_exception` (most specific class first,
 httpx style); what counts as transport is decided there too, not here.
 
-A 200 that is not what was asked is recorded as `protocol_violation` (tasks/classify.py makes it a `fail`):
+A 200 that is not what was asked is recorded as `protocol_violation` (tasks/core/classify.py makes it a `fail`):
 a body whose content-type is neither an event stream nor JSON (an HTML page: its first bytes are read, up to
 `SNIFF_CAP_BYTES`, never the rest), a JSON body that is not a JSON object (or is over its cap, or is not
 UTF-8), and on a stream a frame that does not decode or a line over the parser's cap (reading stops there,
@@ -33,13 +33,13 @@ from typing import Any
 
 import httpx
 
-from tasks.classify import classify_exception
 from tasks.clock import Clock
 from tasks.config import CanaryConfig
+from tasks.core.classify import classify_exception
+from tasks.core.prompts import build_request, prompt_language
+from tasks.core.sse import SSEParser, chunk_error, escape_bytes, one_line
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass
 from tasks.probe_record import AttemptRecorder
-from tasks.prompts import build_request, prompt_language
-from tasks.sse import SSEParser, chunk_error, escape_bytes, one_line
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass
 
 #: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
 ATTRIBUTION_REFERER = "https://github.com/provider-canary"

@@ -1,6 +1,6 @@
 """Folding what a probe's wire shows into an `Attempt` (pure: no I/O, no clock; times are passed in).
 
-`AttemptRecorder` is fed SSE events (tasks.sse) or whole chunks with the monotonic time they arrived, and
+`AttemptRecorder` is fed SSE events (tasks.core.sse) or whole chunks with the monotonic time they arrived, and
 `to_attempt` freezes the result. Rules that live here:
 
 * TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning.
@@ -24,8 +24,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from tasks.secrets import redact, redact_opt
-from tasks.sse import (
+from tasks.core.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
     Chunk,
@@ -40,8 +39,9 @@ from tasks.sse import (
     escape_bytes,
     one_line,
 )
-from tasks.sse_tools import delta_tool_calls
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
+from tasks.core.sse_tools import delta_tool_calls
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
+from tasks.secrets import redact, redact_opt
 
 
 class AttemptRecorder:

@@ -25,10 +25,10 @@ from typing import Any
 
 from tasks import store
 from tasks.config import DEFAULT_DB_PATH, DEFAULT_PUBLISH_DIR, CanaryConfig
+from tasks.core.exclusions import load_builtin, merge_ignore_list
+from tasks.core.plan import model_slug
+from tasks.core.types import IgnoreList, Mode
 from tasks.errors import StoreError
-from tasks.exclusions import load_builtin, merge_ignore_list
-from tasks.plan import model_slug
-from tasks.types import IgnoreList, Mode
 
 #: The file in a publish directory that names the database owning it.
 OWNER_FILE = ".canary-db"

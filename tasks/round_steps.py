@@ -23,14 +23,14 @@ import httpx
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.budget import FULL, Footprint
 from tasks.clock import SystemClock, utcnow
 from tasks.config import CanaryConfig, load_config
-from tasks.core import Prior, Settlement, resolve_mode, settle_round
+from tasks.core.budget import FULL, Footprint
+from tasks.core.plan import Probe
+from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, RoundInfo
 from tasks.errors import StoreError
-from tasks.plan import Probe
 from tasks.secrets import read_secret, redact
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, RoundInfo
 
 log = logging.getLogger("canary")
 
@@ -147,7 +147,7 @@ def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
 def warm_up() -> None:
     """Build the language detector before any probe starts: building it holds the GIL for about a second,
     which would otherwise be measured as latency by the probes running in the other threads."""
-    from tasks.langdetect import get_detector
+    from tasks.core.langdetect import get_detector
 
     get_detector()
     _ssl_context()
@@ -156,8 +156,8 @@ def warm_up() -> None:
 @task(name="probe", task_run_name="probe-{probe.endpoint.tag}-{probe.contract}", cache_policy=NO_CACHE)
 def probe(probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
     """Send the pinned probe; for the language contract, confirm a first failure with two more attempts."""
-    from tasks.contracts.language import needs_confirmation
-    from tasks.plan import attempts_for
+    from tasks.core.contracts.language import needs_confirmation
+    from tasks.core.plan import attempts_for
     from tasks.probe import probe_once
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
@@ -231,10 +231,10 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
     from prefect.artifacts import create_markdown_artifact
 
-    from tasks.cost import round_cost
-    from tasks.plan import model_slug
+    from tasks.core.cost import round_cost
+    from tasks.core.plan import model_slug
+    from tasks.core.render import render_round_markdown
     from tasks.publish import create_ignore_artifact, publish_ignore_list
-    from tasks.render import render_round_markdown
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
     cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)

@@ -9,10 +9,10 @@ removes secrets in two ways:
    userinfo of a configured `base_url` (tasks.config calls `register_url`). The value, its escaped forms and
    any run of `FRAGMENT_CHARS` or more of its characters (a key cut by a cap: a 15-character prefix) are
    masked. Values shorter than `MIN_VALUE_CHARS` are not redacted by value (URL userinfo still is, by shape).
-2. **By shape**: the one documented list, `tasks.redaction.SHAPES` (keys `sk-…`, Slack tokens and webhooks,
+2. **By shape**: the one documented list, `tasks.core.redaction.SHAPES` (keys `sk-…`, Slack tokens and webhooks,
    URL userinfo, `bearer <token>` in any case, Authorization headers).
 
-The rules themselves are pure (tasks/redaction.py); this module owns which values are secret. `MASK`
+The rules themselves are pure (tasks/core/redaction.py); this module owns which values are secret. `MASK`
 ("***") replaces what is removed. `SecretStr` keeps a value out of reprs, logs and flow parameters.
 tasks/log_redaction.py applies `redact` to every log record; it is installed when this module is imported.
 """
@@ -25,8 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tasks.errors import ConfigError
-from tasks.redaction import (
+from tasks.core.redaction import (
     FRAGMENT_CHARS,
     MASK,
     MIN_VALUE_CHARS,
@@ -35,6 +34,7 @@ from tasks.redaction import (
     redact_shapes,
     redact_values,
 )
+from tasks.errors import ConfigError
 
 #: Secret environment variables, read afresh at every `redact` (a test or an admin may change them).
 ENV_SECRETS = ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
@@ -218,7 +218,10 @@ def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
         read_secret(name)
 
 
+from tasks.core.redaction import install_redactor  # noqa: E402
 from tasks.log_redaction import RedactingFilter, install_log_redaction  # noqa: E402  (needs `redact`)
+
+install_redactor(redact)  # the core's renderers mask every value this process knows, not only shapes
 
 install_log_redaction()  # from the first import on, in every process that can hold a secret
 

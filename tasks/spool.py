@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
+from tasks.core.types import Attempt, Endpoint, Mode, RoundInfo
 from tasks.store.records import attempt_from_row, attempt_row
-from tasks.types import Attempt, Endpoint, Mode, RoundInfo
 
 JOURNAL_SUFFIX = ".journal.json"
 SPOOL_SUFFIX = ".round.json"

@@ -23,7 +23,7 @@ def alarm_unreadable_store(db_path: str, error: StoreError, now: datetime, logge
     if error.busy:
         return False
     from tasks.alerts import SlackSettings, deliver
-    from tasks.render.round_alerts import render_store_unreadable_alert
+    from tasks.core.render.round_alerts import render_store_unreadable_alert
 
     log = logger or _log
     marker = spool_dir(db_path) / "store-unreadable.json"

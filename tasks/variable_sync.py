@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from tasks import store
-from tasks.types import OperationalExclusion
+from tasks.core.types import OperationalExclusion
 
 VARIABLE_NAME = "canary-operational-exclusions"
 _SYNCED_KEY = "operational_variable_synced"

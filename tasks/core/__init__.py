@@ -1,12 +1,12 @@
-"""The pure core of a round: no Prefect, httpx, DuckDB, Slack, file system or wall clock.
+"""The pure core: no Prefect, httpx, DuckDB, Slack SDK, and no module of the shell (the rest of `tasks/`).
 
-    prior = Prior(...)                                   # what the round needs from the past (the shell reads it)
-    settlement = settle_round(prior, attempts, endpoints, cfg, now)   # everything the round produces
+Vocabulary (types), contracts and their judge, round status (verdicts, pandas), the policy, the exclusion
+layers, replay, the renderers of alerts and artifacts, the probe plan and prompts, and the round's settle step:
+
+    settle_round(prior, attempts, endpoints, cfg, now) -> Settlement      (tasks/core/settle.py)
 
 Live rounds, deferred rounds landed later, `canary replay`, what-if runs and the demo all go through
-`settle_round` / `settle_policy`, so a replayed history gives the live decisions by construction.
+`settle_round` / `settle_policy`, so a replayed history gives the live decisions by construction. Besides
+each other, core modules may import only `tasks.config` (the config record) and `tasks.errors`
+(tests/unit/test_layering.py checks it).
 """
-
-from tasks.core.settle import Prior, Settlement, resolve_mode, settle_judged, settle_policy, settle_round
-
-__all__ = ["Prior", "Settlement", "resolve_mode", "settle_judged", "settle_policy", "settle_round"]

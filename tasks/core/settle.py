@@ -1,11 +1,11 @@
 """Settle one round (pure): attempts + what the round needs from the past -> everything the round produces.
 
     settle_round(prior, attempts, endpoints, cfg, now) -> Settlement
-        = judge_round (contracts, controls, pins, openings)     tasks/judge.py
-        + round status per endpoint (pandas)                     tasks/verdicts.py
-        + settle_policy (mode, exclusions in force, the policy)  tasks/policy.py
-        + the merged ignore list                                  tasks/exclusions.py
-        + the alerts the round causes                             tasks/render/
+        = judge_round (contracts, controls, pins, openings)     tasks/core/judge.py
+        + round status per endpoint (pandas)                     tasks/core/verdicts.py
+        + settle_policy (mode, exclusions in force, the policy)  tasks/core/policy.py
+        + the merged ignore list                                  tasks/core/exclusions.py
+        + the alerts the round causes                             tasks/core/render/
 
 The shell reads a `Prior` in one short window, probes, calls this, and writes the `Settlement` in one
 transaction. When the prior changed between the read and the write (an admin lift, a deferred round landed
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.deadman import silence_alerts
-from tasks.exclusions import excluded_layers, merge_ignore_list
-from tasks.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
-from tasks.plan import make_round_id
-from tasks.policy import PolicyConfig, RoundInput, decide
-from tasks.render import alerts_for_round, describe_changes
-from tasks.render.round_alerts import render_empty_catalog_alert
-from tasks.types import (
+from tasks.core.deadman import silence_alerts
+from tasks.core.exclusions import excluded_layers, merge_ignore_list
+from tasks.core.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
+from tasks.core.plan import make_round_id
+from tasks.core.policy import PolicyConfig, RoundInput, decide
+from tasks.core.render import alerts_for_round, describe_changes
+from tasks.core.render.round_alerts import render_empty_catalog_alert
+from tasks.core.types import (
     Alert,
     Attempt,
     BuiltinExclusion,
@@ -45,7 +45,7 @@ from tasks.types import (
     RoundInfo,
     RoundStatus,
 )
-from tasks.verdicts import results_frame, round_status, status_map
+from tasks.core.verdicts import results_frame, round_status, status_map
 
 
 def resolve_mode(override: str | Mode | None, setting: str | None, configured: Mode) -> Mode:

@@ -1,5 +1,5 @@
 """Reads of what the canary spent (the cost views of migration 6): per day and model, and the projection
-the daily budget compares with `budget_usd_per_day` (tasks/budget.py)."""
+the daily budget compares with `budget_usd_per_day` (tasks/core/budget.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from tasks.budget import Projection, project
-from tasks.cost import CostTotals
+from tasks.core.budget import Projection, project
+from tasks.core.cost import CostTotals
 from tasks.store.rows import Connection, utc_required
 
 _TOTALS = (

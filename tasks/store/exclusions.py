@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from tasks.core.types import OperationalExclusion
 from tasks.store.rows import Connection, fetch_dicts, fetch_first, one_line, transaction, utc, utc_required
-from tasks.types import OperationalExclusion
 
 _OPEN = "removed_at IS NULL AND tag = ? AND model IS NOT DISTINCT FROM ?"
 

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pandas as pd
 
+from tasks.core.types import Attempt, Contract, ContractResult, Outcome
 from tasks.store.records import attempt_from_row, outcome_from_row
 from tasks.store.rows import Connection, fetch_dicts, fetch_first, utc
-from tasks.types import Attempt, Contract, ContractResult, Outcome
 
 
 def complete_rounds(
@@ -32,7 +32,7 @@ def round_status_history(
 ) -> pd.DataFrame:
     """Endpoint round statuses of complete rounds: round_ts, model, tag, status (+ round_id, discovered).
 
-    The replay input (docs/design.md "Replay input", tasks.replay.build_replay_lines), round then tag order.
+    The replay input (docs/design.md "Replay input", tasks.core.replay.build_replay_lines), round then tag order.
     """
     where, params = _round_filter(model, since, until)
     return con.execute(

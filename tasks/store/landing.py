@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from tasks.clock import utcnow
+from tasks.core.types import Attempt, ContractResult, Endpoint, RoundInfo, RoundStatus
 from tasks.store.records import attempt_row, endpoint_row, outcome_row
 from tasks.store.rows import Connection, fetch_first, insert_rows, one_line, transaction, utc
-from tasks.types import Attempt, ContractResult, Endpoint, RoundInfo, RoundStatus
 
 ROUND_STATES = ("running", "complete", "crashed")
 #: Tables holding rows keyed by round id, children first.

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from tasks.core.types import Alert
 from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, redact, utc, utc_required
-from tasks.types import Alert
 
 
 def enqueue_alerts(con: Connection, alerts: Sequence[Alert]) -> int:

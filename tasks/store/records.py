@@ -1,12 +1,12 @@
-"""Conversions between the record types of tasks/types.py and table rows (dicts keyed by column)."""
+"""Conversions between the record types of tasks/core/types.py and table rows (dicts keyed by column)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from tasks.core.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage
 from tasks.store.rows import one_line, redact, utc
-from tasks.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage
 
 #: Defensive cap on stored reply text, characters (probes already cap at text_cap_bytes of UTF-8).
 MAX_TEXT_CHARS = 64 * 1024

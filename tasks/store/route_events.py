@@ -8,9 +8,9 @@ from datetime import datetime
 
 import pandas as pd
 
+from tasks.core.types import RouteEvent
 from tasks.store.connection import open_store
 from tasks.store.rows import Connection, insert_rows, one_line, redact, utc
-from tasks.types import RouteEvent
 
 
 def append_route_events(

@@ -1,7 +1,7 @@
 """Migration 1: the tables (docs/schema.md describes every column).
 
 Conventions: timestamps are TIMESTAMPTZ (UTC), durations are DOUBLE milliseconds named ``*_ms`` (or
-seconds named ``*_s``), enums are VARCHAR holding tasks.types' StrEnum values. ``at`` cannot be a column
+seconds named ``*_s``), enums are VARCHAR holding tasks.core.types' StrEnum values. ``at`` cannot be a column
 name in DuckDB 2, so ``Decision.at`` is ``decisions.decided_at`` and ``RouteEvent.at`` is
 ``route_events.event_at``.
 """
@@ -169,7 +169,7 @@ CREATE TABLE settings_history (
 
 """
 
-#: Migration 4: the tool calls of an attempt (tasks.types.ToolCall), as a JSON array of
+#: Migration 4: the tool calls of an attempt (tasks.core.types.ToolCall), as a JSON array of
 #: ``{"index", "id", "name", "arguments"}`` in index order; NULL for attempts landed before it existed.
 ATTEMPT_TOOL_CALLS_SQL = """
 ALTER TABLE attempts ADD COLUMN tool_calls JSON
@@ -188,7 +188,7 @@ ALTER TABLE alerts ADD COLUMN sending_since TIMESTAMPTZ;
 ALTER TABLE alerts ADD COLUMN possible_duplicates INTEGER DEFAULT 0;
 """
 
-#: Migration 6: the endpoint's listed pricing as discovery saw it in the round (tasks.types.Endpoint), USD
+#: Migration 6: the endpoint's listed pricing as discovery saw it in the round (tasks.core.types.Endpoint), USD
 #: after OpenRouter's ``discount``: per prompt token, per completion token, per request. NULL when not listed
 #: (and for rounds landed before it existed). The cost views estimate an attempt without a usage cost from it.
 ENDPOINT_PRICING_SQL = """

@@ -13,15 +13,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
 from tasks.store.landing import complete_round, land_outcomes, land_round
 from tasks.store.outbox import enqueue_alerts
 from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
 from tasks.store.state import append_decisions, get_setting, replace_policy_states, set_setting
-from tasks.types import RoundInfo
 
 if TYPE_CHECKING:
-    from tasks.core import Settlement
+    from tasks.core.settle import Settlement
 
 #: settings key: the newest round_ts whose decisions are stored, per model.
 POLICY_APPLIED_KEY = "policy_applied:{model}"

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tasks.core.types import Action, Decision, EndpointState, Mode
 from tasks.store.rows import Connection, fetch_dicts, fetch_first, insert_rows, one_line, transaction, utc
-from tasks.types import Action, Decision, EndpointState, Mode
 
 #: The settings key that holds the operating mode (observe | enforce) chosen at runtime.
 MODE_KEY = "mode"

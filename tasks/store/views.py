@@ -188,7 +188,7 @@ RECORDED_STATUSES_SQL = "\n;\n".join((ENDPOINT_ROUNDS_TABLE, V_ENDPOINT_ROUNDS_3
 #: One row per attempt with what it cost. ``cost_basis``: ``reported`` (the upstream's usage ``cost``),
 #: ``estimated`` (tokens x the endpoint's listed pricing in that round, plus its per-request price) or
 #: ``unpriced`` (no usage cost and no tokens or no listed pricing: counted as a request, at $0). ``day`` is
-#: the UTC date of the round's ``round_ts``. tasks/cost.py computes the same figures in Python.
+#: the UTC date of the round's ``round_ts``. tasks/core/cost.py computes the same figures in Python.
 V_ATTEMPT_COSTS = """
 CREATE OR REPLACE VIEW v_attempt_costs AS
 WITH priced AS (

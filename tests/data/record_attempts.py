@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 from simulator.server import start_simulator  # noqa: E402
 from tasks.clock import SystemClock  # noqa: E402
 from tasks.config import CanaryConfig  # noqa: E402
+from tasks.core.types import Contract, Endpoint  # noqa: E402
 from tasks.probe import probe_once  # noqa: E402
-from tasks.types import Contract, Endpoint  # noqa: E402
 
 OUT = Path(__file__).with_name("recorded")
 MODEL = "canary-test/roleplay-70b"

@@ -6,7 +6,7 @@ Like tests/data/record_attempts.py (whose helpers it reuses): starts the simulat
 sends both turns of the tools contract (attempt 1 = the call turn, attempt 2 = the control turn) through
 the real probe client, and saves the two Attempts with the outcome and reason the scenario is EXPECTED to
 get (written by hand from the fault's definition, never computed by the judge).
-tests/unit/contracts/test_recorded_tools.py replays them through `tasks.judge.judge_round`.
+tests/unit/contracts/test_recorded_tools.py replays them through `tasks.core.judge.judge_round`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simulator.server import start_simulator  # noqa: E402
 from tasks.clock import SystemClock  # noqa: E402
+from tasks.core.types import Contract, Endpoint  # noqa: E402
 from tasks.probe import probe_once  # noqa: E402
-from tasks.types import Contract, Endpoint  # noqa: E402
 from tests.data.record_attempts import CFG, MODEL, provider_name, to_jsonable  # noqa: E402
 
 OUT = Path(__file__).with_name("recorded") / "tools"

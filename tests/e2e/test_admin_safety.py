@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tasks import store
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 from tests.support.admin_db import MODEL, SUSPENDED, build_db, write_config
 from tests.support.slack_server import SlackServer
 

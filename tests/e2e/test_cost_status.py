@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 MODEL = "meta-llama/llama-3.3-70b-instruct"
@@ -108,7 +108,7 @@ def test_the_round_artifact_has_the_cost_line(one_round: dict[str, Any]) -> None
 
 
 def test_status_spend_per_model_on_an_admin_database(tmp_path: Path) -> None:
-    from tasks.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
+    from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
     from tests.support.admin_db import build_db, write_config
 
     db = tmp_path / "c.duckdb"

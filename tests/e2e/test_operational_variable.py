@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tasks import store, variable_sync
-from tasks.types import OperationalExclusion
+from tasks.core.types import OperationalExclusion
 
 pytestmark = pytest.mark.e2e
 NOW = datetime(2026, 11, 3, 12, 0, tzinfo=UTC)

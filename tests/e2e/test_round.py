@@ -15,7 +15,7 @@ import pytest
 
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.plan import make_round_id
+from tasks.core.plan import make_round_id
 from tests.support.rounds import round_overrides
 
 pytestmark = pytest.mark.e2e

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from tasks.alerts import SlackSettings, deliver
+from tasks.core.types import Alert
 from tasks.errors import ConfigError
-from tasks.types import Alert
 from tests.support.slack_server import WEBHOOK_PATH, SlackServer
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import pytest
 
 from tasks import store
 from tasks.alerts import SlackSettings
+from tasks.core.types import Alert
 from tasks.delivery import deliver_outbox
-from tasks.types import Alert
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

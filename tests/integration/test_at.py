@@ -69,7 +69,7 @@ def test_pure_report_from_fetched_rows(history: SharedHistory) -> None:
     from tasks import store
     from tasks.at import build_report, parse_time
     from tasks.config import load_config
-    from tasks.exclusions import load_builtin
+    from tasks.core.exclusions import load_builtin
 
     t, window = parse_time(INCIDENT), timedelta(hours=1)
     con = store.open_snapshot(history.db)

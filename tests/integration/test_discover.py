@@ -14,9 +14,9 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
+from tasks.core.types import Endpoint
 from tasks.discover import DiscoveryUnreachable, endpoints_path, fetch_endpoints, parse_endpoints
 from tasks.errors import CanaryError, ConfigError
-from tasks.types import Endpoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

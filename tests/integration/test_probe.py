@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tasks.classify import is_transport
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, ttft
+from tasks.core.classify import is_transport
+from tasks.core.contracts import CONTRACTS, ttft
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe import probe_once
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 

@@ -11,9 +11,9 @@ from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.contracts import ttft
+from tasks.core.contracts import ttft
+from tasks.core.types import Contract, Endpoint, Outcome
 from tasks.probe import probe_once
-from tasks.types import Contract, Endpoint, Outcome
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/real-time-1"

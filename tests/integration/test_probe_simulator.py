@@ -19,14 +19,14 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks.classify import is_transport
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, ttft
+from tasks.core.classify import is_transport
+from tasks.core.contracts import CONTRACTS, ttft
+from tasks.core.prompts import STRUCTURED_SCHEMA
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.discover import fetch_endpoints
 from tasks.probe import probe_once
-from tasks.prompts import STRUCTURED_SCHEMA
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

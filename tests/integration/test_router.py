@@ -21,7 +21,7 @@ import pytest
 from router.events import read_events
 from router.routes import parse_routes
 from router.server import RunningRouter, start_router
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 
 simulator_server = pytest.importorskip("simulator.server")
 simulator_fleet = pytest.importorskip("simulator.fleet")

@@ -21,7 +21,7 @@ from router.events import read_events
 from router.routes import key_id, parse_routes
 from router.server import RunningRouter, start_router
 from router.tokens import count_body
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

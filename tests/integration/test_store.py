@@ -9,8 +9,7 @@ import duckdb
 import pytest
 
 from tasks import store
-from tasks.errors import StoreError
-from tasks.types import (
+from tasks.core.types import (
     PROBED_CONTRACTS,
     Action,
     Attempt,
@@ -25,6 +24,7 @@ from tasks.types import (
     RoundInfo,
     Usage,
 )
+from tasks.errors import StoreError
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,9 @@ import duckdb
 import pytest
 
 from tasks import store
+from tasks.core.types import Attempt, Contract, Mode, RoundInfo
 from tasks.errors import StoreError
 from tasks.store.snapshot import SnapshotCopy
-from tasks.types import Attempt, Contract, Mode, RoundInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

@@ -10,10 +10,10 @@ import duckdb
 import pytest
 
 from tasks import store
-from tasks.budget import project
-from tasks.cost import CostTotals, round_cost
+from tasks.core.budget import project
+from tasks.core.cost import CostTotals, round_cost
+from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.store import migrations
-from tasks.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 
 pytestmark = pytest.mark.integration
 
@@ -178,11 +178,11 @@ def test_a_version_5_file_gains_pricing_columns_and_its_old_rounds_are_unpriced(
 def test_the_budget_step_reads_the_snapshot_and_reduces_only_over_budget(
     tmp_db: str, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
 ) -> None:
-    from tasks.budget import FULL
     from tasks.budget_step import plan_footprint
     from tasks.config import CanaryConfig
-    from tasks.core import Prior
-    from tasks.types import ContractResult, EndpointState, Outcome
+    from tasks.core.budget import FULL
+    from tasks.core.settle import Prior
+    from tasks.core.types import ContractResult, EndpointState, Outcome
 
     model = MODELS[0]
     info = rounds[len(rounds) // 2 - 1][0]  # the first model's last round

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks import store
-from tasks.types import (
+from tasks.core.types import (
     Action,
     Alert,
     Attempt,

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from tasks import store
+from tasks.core.types import Attempt, Contract, Mode, RoundInfo, ToolCall
 from tasks.store import migrations
-from tasks.types import Attempt, Contract, Mode, RoundInfo, ToolCall
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.contracts import tools
+from tasks.core.contracts import tools
+from tasks.core.prompts import build_request
+from tasks.core.types import Attempt, Contract, Endpoint, Outcome
 from tasks.probe import probe_once
-from tasks.prompts import build_request
-from tasks.types import Attempt, Contract, Endpoint, Outcome
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tasks import store
-from tasks.types import EndpointState, Mode, RoundInfo
+from tasks.core.types import EndpointState, Mode, RoundInfo
 
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 TAGS = ("deepinfra/fp8", "fireworks", "groq", "lambda/fp8", "novita", "together")

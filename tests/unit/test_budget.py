@@ -1,4 +1,4 @@
-"""The daily budget (tasks/budget.py): the order in which the footprint is lowered, and what it never does."""
+"""The daily budget (tasks/core/budget.py): the order in which the footprint is lowered, and what it never does."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.budget import FULL, HEALTHY_CLEAN_ROUNDS, Footprint, Projection, footprint, project
-from tasks.types import EndpointState, RoundStatus
+from tasks.core.budget import FULL, HEALTHY_CLEAN_ROUNDS, Footprint, Projection, footprint, project
+from tasks.core.types import EndpointState, RoundStatus
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -117,8 +117,8 @@ def test_no_budget_never_reduces(raw: dict[str, tuple[int, int, bool]], last: di
 
 
 def test_last_round_statuses_follow_the_design_order() -> None:
-    from tasks.budget import last_round_statuses
-    from tasks.types import Contract, ContractResult, Outcome
+    from tasks.core.budget import last_round_statuses
+    from tasks.core.types import Contract, ContractResult, Outcome
 
     def r(tag: str, outcome: Outcome, contract: Contract = Contract.TTFT) -> ContractResult:
         return ContractResult("r", MODEL, tag, contract, outcome, "x", "", ())

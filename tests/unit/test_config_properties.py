@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig, config_from_mapping
+from tasks.core.types import Contract, Endpoint
 from tasks.errors import ConfigError
 from tasks.probe import probe_once
-from tasks.types import Contract, Endpoint
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""What a round costs (tasks/cost.py), the listed pricing discovery parses, and the budget key."""
+"""What a round costs (tasks/core/cost.py), the listed pricing discovery parses, and the budget key."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from tasks.config import CanaryConfig, config_from_mapping
-from tasks.cost import CostBasis, CostTotals, attempt_cost, describe_totals, format_usd, round_cost
+from tasks.core.cost import CostBasis, CostTotals, attempt_cost, describe_totals, format_usd, round_cost
+from tasks.core.render import render_round_markdown
+from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.discover import parse_endpoints
 from tasks.errors import ConfigError
-from tasks.render import render_round_markdown
-from tasks.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tests.unit.test_layering import imported
 
 pytestmark = pytest.mark.unit
@@ -106,7 +106,7 @@ def test_budget_key_is_a_finite_non_negative_number() -> None:
             config_from_mapping({"budget_usd_per_day": bad})
 
 
-@pytest.mark.parametrize("module", ["tasks/cost.py", "tasks/budget.py"])
+@pytest.mark.parametrize("module", ["tasks/core/cost.py", "tasks/core/budget.py"])
 def test_cost_and_budget_are_pure(module: str) -> None:
     names = imported(Path(__file__).resolve().parents[2] / module)
     assert not {n for n in names if n.split(".")[0] in {"prefect", "httpx", "duckdb", "slack_sdk"}

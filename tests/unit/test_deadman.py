@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tasks.deadman import overdue_models
+from tasks.core.deadman import overdue_models
 
 pytestmark = pytest.mark.unit
 

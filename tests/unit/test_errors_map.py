@@ -1,4 +1,4 @@
-"""The one home of transport vs quality (tasks/classify.py) and the probe's boundary for httpx exceptions.
+"""The one home of transport vs quality (tasks/core/classify.py) and the probe's boundary for httpx exceptions.
 
 Like httpx's test_httpcore_all_exceptions_mapped: when httpx grows a TransportError subclass, this fails until
 EXCEPTION_CLASSES says what it means for an attempt.
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.classify import (
+from tasks.config import CanaryConfig
+from tasks.core.classify import (
     ERROR_OUTCOMES,
     EXCEPTION_CLASSES,
     classify_exception,
@@ -23,15 +24,14 @@ from tasks.classify import (
     is_transport,
     is_transport_status,
 )
-from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS
+from tasks.core.contracts import CONTRACTS
+from tasks.core.judge import judge_round
+from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
+from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.discover import DiscoveryUnreachable
 from tasks.errors import ConfigError, StoreError
-from tasks.judge import judge_round
 from tasks.probe import parse_retry_after
 from tasks.probe_record import AttemptRecorder
-from tasks.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
-from tasks.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 
 MID = ErrorClass.MIDSTREAM_ERROR
 

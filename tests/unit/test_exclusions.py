@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.errors import ConfigError
-from tasks.exclusions import (
+from tasks.core.exclusions import (
     excluded_layers,
     load_builtin,
     matches,
@@ -18,7 +17,7 @@ from tasks.exclusions import (
     parse_builtin,
     provider_preferences,
 )
-from tasks.types import (
+from tasks.core.types import (
     BuiltinExclusion,
     EndpointState,
     IgnoreEntry,
@@ -27,6 +26,7 @@ from tasks.types import (
     Mode,
     OperationalExclusion,
 )
+from tasks.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

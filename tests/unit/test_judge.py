@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent / "contracts"))
 from attempt_factory import attempt  # noqa: E402
 
 from tasks.config import CanaryConfig  # noqa: E402
-from tasks.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
-from tasks.types import (  # noqa: E402
+from tasks.core.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
+from tasks.core.types import (  # noqa: E402
     PROBED_CONTRACTS,
     Contract,
     ContractResult,

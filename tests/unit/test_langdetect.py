@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from tasks import langdetect as L
-from tasks.contracts.textscan import letter_weight, scan_encoding, split_sentences
-from tasks.types import Outcome
+from tasks.core import langdetect as L
+from tasks.core.contracts.textscan import letter_weight, scan_encoding, split_sentences
+from tasks.core.types import Outcome
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tasks import langdetect as L
 from tasks.config import ALL_LANGUAGES
+from tasks.core import langdetect as L
 
 pytestmark = pytest.mark.unit
 CORPUS_PATH = Path(__file__).parents[1] / "data" / "language_corpus.jsonl"

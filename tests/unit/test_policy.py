@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.policy import PolicyConfig, RoundInput, carry_over, decide, effective_ladder_step, lift
-from tasks.types import Action, Decision, EndpointState, Layer, Mode, RoundStatus
+from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide, effective_ladder_step, lift
+from tasks.core.types import Action, Decision, EndpointState, Layer, Mode, RoundStatus
 
 pytestmark = pytest.mark.unit
 

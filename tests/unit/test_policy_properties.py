@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from tasks.exclusions import merge_ignore_list
-from tasks.policy import PolicyConfig, RoundInput, decide, lift
-from tasks.replay import decision_line, replay
-from tasks.types import Action, Decision, EndpointState, Layer, Mode, RoundStatus
+from tasks.core.exclusions import merge_ignore_list
+from tasks.core.policy import PolicyConfig, RoundInput, decide, lift
+from tasks.core.replay import decision_line, replay
+from tasks.core.types import Action, Decision, EndpointState, Layer, Mode, RoundStatus
 
 pytestmark = pytest.mark.unit
 

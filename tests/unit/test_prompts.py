@@ -1,4 +1,4 @@
-"""tasks.prompts: every probe request is pinned and streamed; the prompts say what the contracts expect."""
+"""tasks.core.prompts: every probe request is pinned and streamed; the prompts say what the contracts expect."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import jsonschema
 import pytest
 
 from tasks.config import ALL_LANGUAGES, CanaryConfig
-from tasks.prompts import (
+from tasks.core.prompts import (
     LANGUAGE_PROMPTS,
     REFUSAL_MIN_EXPECTED_CHARS,
     STRUCTURED_SCHEMA,
     build_request,
     prompt_language,
 )
-from tasks.types import PROBED_CONTRACTS, Contract
+from tasks.core.types import PROBED_CONTRACTS, Contract
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.deadman import Overdue
-from tasks.render import (
+from tasks.core.deadman import Overdue
+from tasks.core.render import (
     EvidenceLine,
     alerts_for_round,
     clean,
@@ -22,7 +22,7 @@ from tasks.render import (
     render_probe_weak_alert,
     render_round_markdown,
 )
-from tasks.types import (
+from tasks.core.types import (
     Action,
     Attempt,
     Contract,

@@ -13,9 +13,8 @@ from typer.testing import CliRunner
 
 from cli.replay_cmd import parse_set, replay_command
 from tasks.config import CanaryConfig
-from tasks.errors import ConfigError
-from tasks.policy import PolicyConfig, RoundInput, decide
-from tasks.replay import (
+from tasks.core.policy import PolicyConfig, RoundInput, decide
+from tasks.core.replay import (
     ReplayInputError,
     build_replay_lines,
     decision_line,
@@ -25,7 +24,8 @@ from tasks.replay import (
     summarize,
     what_if,
 )
-from tasks.types import EndpointState, Layer, Mode, RoundStatus
+from tasks.core.types import EndpointState, Layer, Mode, RoundStatus
+from tasks.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

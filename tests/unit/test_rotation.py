@@ -1,8 +1,8 @@
 import pytest
 
 from tasks.config import ALL_LANGUAGES
-from tasks.rotation import next_language, plan_languages, start_offset
-from tasks.types import Outcome
+from tasks.core.rotation import next_language, plan_languages, start_offset
+from tasks.core.types import Outcome
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from router.events import Batcher, JsonlEventSink, event_batchers, read_events
-from tasks.types import RouteEvent
+from tasks.core.types import RouteEvent
 
 pytestmark = pytest.mark.unit
 

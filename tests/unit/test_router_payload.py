@@ -11,7 +11,7 @@ import pytest
 from router.ignore import IgnoreLists, ignore_path
 from router.payload import build_body, merge_provider, parse_ignore_json
 from router.routes import Tier
-from tasks.plan import model_slug
+from tasks.core.plan import model_slug
 
 pytestmark = pytest.mark.unit
 

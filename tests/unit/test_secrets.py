@@ -169,10 +169,10 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
     from router.events import event_to_json
     from tasks.alerts import SlackSettings
-    from tasks.render.text import clean
+    from tasks.core.render.text import clean
+    from tasks.core.types import RouteEvent
     from tasks.store.rows import one_line
     from tasks.store.rows import redact as row_redact
-    from tasks.types import RouteEvent
 
     with env(OPENROUTER_API_KEY=SHAPELESS):
         assert SHAPELESS[:15] not in clean(f"reply: {SHAPELESS}", cap=20)  # cut after redaction
@@ -184,8 +184,8 @@ def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
 
 
 def test_the_recorder_redacts_reply_text_before_anything_judges_it() -> None:
+    from tasks.core.types import Contract, Endpoint
     from tasks.probe_record import AttemptRecorder
-    from tasks.types import Contract, Endpoint
 
     rec = AttemptRecorder(cap_bytes=24, t0=0.0, secret="")
     with env(OPENROUTER_API_KEY=SHAPELESS):

@@ -15,9 +15,9 @@ from simulator.faults import FAULT_KINDS, Fault
 from simulator.fleet import load_fleet
 from simulator.plan import has_tools, plan_reply
 from tasks.config import CanaryConfig
-from tasks.prompts import build_request
-from tasks.tool_prompts import tool_schemas
-from tasks.types import Contract
+from tasks.core.prompts import build_request
+from tasks.core.tool_prompts import tool_schemas
+from tasks.core.types import Contract
 
 pytestmark = pytest.mark.unit
 FLEET = load_fleet("simulator/fleets/tools.toml")

@@ -1,4 +1,4 @@
-"""tasks.sse: the sans-I/O SSE parser and the chunk readers.
+"""tasks.core.sse: the sans-I/O SSE parser and the chunk readers.
 
 Example tests pin the wire forms of docs/openrouter-api.md section 3; Hypothesis checks that the events do
 not depend on where the bytes were split (h2/h11 style: talk about general behaviours).
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.sse import (
+from tasks.core.sse import (
     BadFrame,
     Chunk,
     Comment,

@@ -1,4 +1,4 @@
-"""Tool-call deltas assembled by index (tasks/sse_tools.py + tasks/probe_record.py), from OpenRouter's bytes.
+"""Tool-call deltas assembled by index (tasks/core/sse_tools.py + tasks/probe_record.py), from OpenRouter's bytes.
 
 RECORDED is the verbatim tool-call stream of docs/openrouter-api.md 3c [REC-OC openrouter-streams-tool-call]
 (openai/gpt-4o-mini, forced tool_choice), usage chunk shortened.
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tasks.plan import attempts_for, plan_probes, supports
+from tasks.core.plan import attempts_for, plan_probes, supports
+from tasks.core.sse import SSEParser
+from tasks.core.sse_tools import delta_tool_calls
+from tasks.core.types import Attempt, Contract, Endpoint, ToolCall
 from tasks.probe_record import AttemptRecorder
-from tasks.sse import SSEParser
-from tasks.sse_tools import delta_tool_calls
-from tasks.types import Attempt, Contract, Endpoint, ToolCall
 
 pytestmark = pytest.mark.unit
 

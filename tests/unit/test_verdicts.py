@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tasks.types import Contract, ContractResult, Outcome, RoundStatus
-from tasks.verdicts import OUTCOME_COLUMNS, STATUS_COLUMNS, results_frame, round_status, status_map
+from tasks.core.types import Contract, ContractResult, Outcome, RoundStatus
+from tasks.core.verdicts import OUTCOME_COLUMNS, STATUS_COLUMNS, results_frame, round_status, status_map
 
 pytestmark = pytest.mark.unit
 

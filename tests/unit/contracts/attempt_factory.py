@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from tasks.types import Attempt, Contract
+from tasks.core.types import Attempt, Contract
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 

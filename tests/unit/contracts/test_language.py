@@ -9,8 +9,8 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import language
-from tasks.types import Contract, ErrorClass, Judgement, Outcome
+from tasks.core.contracts import language
+from tasks.core.types import Contract, ErrorClass, Judgement, Outcome
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig()

@@ -6,8 +6,8 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import opening
-from tasks.types import Contract, Outcome
+from tasks.core.contracts import opening
+from tasks.core.types import Contract, Outcome
 
 pytestmark = pytest.mark.unit
 

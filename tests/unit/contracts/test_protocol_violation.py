@@ -13,9 +13,9 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, opening
-from tasks.contracts import language as language_contract
-from tasks.types import Contract, ErrorClass, Outcome, Reason
+from tasks.core.contracts import CONTRACTS, opening
+from tasks.core.contracts import language as language_contract
+from tasks.core.types import Contract, ErrorClass, Outcome, Reason
 
 pytestmark = pytest.mark.unit
 

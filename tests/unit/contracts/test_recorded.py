@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.contracts import opening
-from tasks.judge import judge_round
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Usage
+from tasks.core.contracts import opening
+from tasks.core.judge import judge_round
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Usage
 
 pytestmark = pytest.mark.unit
 RECORDED = Path(__file__).parents[2] / "data" / "recorded"

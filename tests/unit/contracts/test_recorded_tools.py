@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.judge import judge_round
-from tasks.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
+from tasks.core.judge import judge_round
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
 
 pytestmark = pytest.mark.unit
 RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "tools"

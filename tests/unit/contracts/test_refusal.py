@@ -6,10 +6,10 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import refusal
-from tasks.contracts.refusal_patterns import START, find_refusal
-from tasks.prompts import REFUSAL_MIN_EXPECTED_CHARS
-from tasks.types import Contract, ErrorClass, Outcome
+from tasks.core.contracts import refusal
+from tasks.core.contracts.refusal_patterns import START, find_refusal
+from tasks.core.prompts import REFUSAL_MIN_EXPECTED_CHARS
+from tasks.core.types import Contract, ErrorClass, Outcome
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig()

@@ -1,4 +1,4 @@
-"""Structured-output contract: golden table against a schema passed in (no dependency on tasks.prompts)."""
+"""Structured-output contract: golden table against a schema passed in (no dependency on tasks.core.prompts)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import structured
-from tasks.types import Contract, ErrorClass, Outcome
+from tasks.core.contracts import structured
+from tasks.core.types import Contract, ErrorClass, Outcome
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig()
@@ -132,7 +132,7 @@ def test_structured_golden(kw: dict[str, object], outcome: Outcome, reason: str,
 
 
 def test_default_schema_is_the_one_requested_by_the_prompt() -> None:
-    from tasks.prompts import STRUCTURED_SCHEMA
+    from tasks.core.prompts import STRUCTURED_SCHEMA
 
     card = {
         "name": "Odo",

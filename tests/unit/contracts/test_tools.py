@@ -1,6 +1,6 @@
 """Tools contract: golden table per turn, how the two turns combine, and the peer comparison (K2VV figures).
 
-Schemas are passed in, so the table does not depend on the shipped request (tasks/tool_prompts.py), except
+Schemas are passed in, so the table does not depend on the shipped request (tasks/core/tool_prompts.py), except
 for the last tests, which check that request itself.
 """
 
@@ -14,9 +14,9 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import CONTRACTS, tools
-from tasks.tool_prompts import CALL_USER, CONTROL_USER, EXPECTED_TOOL, TOOLS, tool_schemas, tools_turn
-from tasks.types import Attempt, Contract, ErrorClass, Judgement, Outcome, ToolCall
+from tasks.core.contracts import CONTRACTS, tools
+from tasks.core.tool_prompts import CALL_USER, CONTROL_USER, EXPECTED_TOOL, TOOLS, tool_schemas, tools_turn
+from tasks.core.types import Attempt, Contract, ErrorClass, Judgement, Outcome, ToolCall
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig()
@@ -414,8 +414,8 @@ def test_turns_alternate_and_only_the_call_turn_names_the_dice() -> None:
 
 
 def test_judge_round_applies_the_peer_comparison_per_model_and_skips_pin_mismatches() -> None:
-    from tasks.judge import judge_round
-    from tasks.types import Endpoint
+    from tasks.core.judge import judge_round
+    from tasks.core.types import Endpoint
 
     fleet = {"a": endpoint("a", True), "b": endpoint("b", True), "c": endpoint("c", False)}
     pinned = [turn(1, tag="p", served_provider="Elsewhere", provider_name="P")]

@@ -6,8 +6,8 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.contracts import ttft
-from tasks.types import Contract, ErrorClass, Outcome
+from tasks.core.contracts import ttft
+from tasks.core.types import Contract, ErrorClass, Outcome
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig(ttft_s=10.0)

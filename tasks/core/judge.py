@@ -1,0 +1,213 @@
+"""One round's attempts -> one ContractResult per (endpoint, contract), plus the round's findings (pure).
+
+Rules applied on top of the contract judges (tasks/core/contracts/):
+1. **Pin mismatch**: if any attempt of (tag, contract) was served by another provider than the endpoint's
+   `provider_name`, that contract is `inconclusive` `pin_mismatch` (the probe proves nothing about this
+   endpoint) and the tag is listed in `RoundFindings.pin_mismatches` for an admin alert.
+2. **Positive controls** (`cfg.refusal_controls`, tags known to filter). Decided here: a control's own
+   refusal row is always `inconclusive`: `control_caught` when the probe caught it (the judge said fail),
+   `control_missed` when it passed, `control_<reason>` otherwise (transport, pin, a protocol violation:
+   `control_protocol_violation`, which says nothing about its filter). The evidence keeps
+   the underlying judgement, so the row is reported, but it never counts towards the control's own round
+   status (a host that filters by design is not suspended for filtering). If any control *passed*, the
+   refusal probe is weak this round: every other endpoint's refusal `pass`/`fail` becomes `inconclusive`
+   `probe_weak` and `RoundFindings.probe_weak` is set. A control that was unreachable proves nothing either
+   way and does not weaken the probe. Controls' other contracts count normally.
+3. **Opening** is added for every endpoint with attempts, judged over its free-text replies and compared with
+   the model's other endpoints in the round (tasks/core/contracts/opening.py).
+Contracts an endpoint was not probed for get no row (absent, which the policy treats like frozen).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.config import CanaryConfig
+from tasks.core.contracts import CONTRACTS, opening, structured, tools
+from tasks.core.types import (
+    PROBED_CONTRACTS,
+    Attempt,
+    Contract,
+    ContractResult,
+    Endpoint,
+    Judgement,
+    Outcome,
+    Reason,
+    control_reason,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFindings:
+    """What admins must hear about the round itself (not about one endpoint's quality)."""
+
+    probe_weak: bool = False
+    weak_controls: tuple[str, ...] = ()  # controls whose refusal probe passed
+    pin_mismatches: tuple[str, ...] = ()  # tags with at least one attempt served by another provider
+    pin_evidence: Mapping[str, str] = field(default_factory=dict)
+
+
+class RoundJudgement(list[ContractResult]):
+    """The round's ContractResults (a list, as `judge_round` promises) carrying its `findings`."""
+
+    findings: RoundFindings
+
+    def __init__(self, results: Sequence[ContractResult], findings: RoundFindings) -> None:
+        super().__init__(results)
+        self.findings = findings
+
+    @property
+    def results(self) -> list[ContractResult]:
+        return list(self)
+
+    @property
+    def probe_weak(self) -> bool:
+        return self.findings.probe_weak
+
+    @property
+    def pin_mismatches(self) -> list[str]:
+        return list(self.findings.pin_mismatches)
+
+
+def _pin_judgement(attempts: Sequence[Attempt]) -> Judgement | None:
+    bad = [a for a in attempts if a.is_pin_mismatch]
+    if not bad:
+        return None
+    a = bad[0]
+    return Judgement(
+        Outcome.INCONCLUSIVE,
+        Reason.PIN_MISMATCH,
+        f"served_provider ({a.served_provider}) != {a.provider_name}",
+    )
+
+
+def _control_judgement(j: Judgement) -> Judgement:
+    reason: str
+    if j.outcome is Outcome.FAIL and j.reason != Reason.PROTOCOL_VIOLATION:
+        reason = Reason.CONTROL_CAUGHT
+    elif j.outcome is Outcome.PASS:
+        reason = Reason.CONTROL_MISSED
+    else:  # transport, inconclusive, or a broken protocol: the control proved nothing either way
+        reason = control_reason(j.reason)
+    return Judgement(Outcome.INCONCLUSIVE, reason, f"positive control: {j.outcome} {j.reason}: {j.evidence}")
+
+
+def _result(attempts: Sequence[Attempt], contract: Contract, j: Judgement) -> ContractResult:
+    ordered = sorted(attempts, key=lambda a: (a.contract, a.attempt_no))
+    first = ordered[0]
+    language = first.language if contract is Contract.LANGUAGE else None
+    return ContractResult(
+        round_id=first.round_id,
+        model=first.model,
+        tag=first.tag,
+        contract=contract,
+        outcome=j.outcome,
+        reason=j.reason,
+        evidence=j.evidence,
+        attempt_ids=tuple(a.attempt_id for a in ordered),
+        language=language,
+    )
+
+
+def judge_round(
+    attempts: Sequence[Attempt],
+    endpoints: Sequence[Endpoint],
+    cfg: CanaryConfig,
+    *,
+    structured_schema: dict[str, Any] | None = None,
+) -> RoundJudgement:
+    """Judge every (model, tag, contract) group of the round; see the module docstring for the rules."""
+    groups: dict[tuple[str, str], dict[Contract, list[Attempt]]] = defaultdict(lambda: defaultdict(list))
+    for a in attempts:
+        groups[(a.model, a.tag)][a.contract].append(a)
+    order = {(e.model, e.tag): i for i, e in enumerate(endpoints)}
+    keys = sorted(groups, key=lambda k: (k[0], order.get(k, len(order)), k[1]))
+    controls = set(cfg.refusal_controls)
+
+    judgements: dict[tuple[str, str], dict[Contract, Judgement]] = {}
+    weak: list[str] = []
+    pins: dict[str, str] = {}
+    for key in keys:
+        per_contract: dict[Contract, Judgement] = {}
+        for contract in PROBED_CONTRACTS:
+            group = groups[key].get(contract)
+            if not group:
+                continue
+            pin = _pin_judgement(group)
+            if pin is not None:
+                pins.setdefault(key[1], pin.evidence)
+                per_contract[contract] = pin
+                continue
+            if contract is Contract.STRUCTURED and structured_schema is not None:
+                j = structured.judge(group, cfg, schema=structured_schema)
+            else:
+                j = CONTRACTS[contract](group, cfg)
+            if contract is Contract.REFUSAL and key[1] in controls:
+                if j.outcome is Outcome.PASS:
+                    weak.append(key[1])
+                j = _control_judgement(j)
+            per_contract[contract] = j
+        judgements[key] = per_contract
+
+    if weak:
+        for key, per_contract in judgements.items():
+            old = per_contract.get(Contract.REFUSAL)
+            if old is not None and key[1] not in controls and old.outcome.is_quality():
+                per_contract[Contract.REFUSAL] = Judgement(
+                    Outcome.INCONCLUSIVE,
+                    Reason.PROBE_WEAK,
+                    f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
+                )
+
+    for model in sorted({k[0] for k in keys}):  # tools: peer comparison (tasks/core/contracts/tools.py)
+        found = {t: judgements[(m, t)].get(Contract.TOOLS) for m, t in keys if m == model}
+        tagged = {t: j for t, j in found.items() if j is not None and j.reason != "pin_mismatch"}
+        attempts_by_tag = {t: groups[(model, t)][Contract.TOOLS] for t in tagged}
+        for tag, j in tools.compare_with_peers(attempts_by_tag, tagged).items():
+            judgements[(model, tag)][Contract.TOOLS] = j
+
+    by_model: dict[str, dict[str, list[Attempt]]] = defaultdict(dict)
+    for model, tag in keys:
+        by_model[model][tag] = [a for group in groups[(model, tag)].values() for a in group]
+    openings = {model: opening.judge_round_openings(per_tag) for model, per_tag in by_model.items()}
+
+    results: list[ContractResult] = []
+    for key in keys:
+        for contract, j in judgements[key].items():
+            results.append(_result(groups[key][contract], contract, j))
+        all_attempts = by_model[key[0]][key[1]]
+        results.append(_result(all_attempts, Contract.OPENING, openings[key[0]][key[1]]))
+    findings = RoundFindings(
+        probe_weak=bool(weak),
+        weak_controls=tuple(weak),
+        pin_mismatches=tuple(sorted(pins)),
+        pin_evidence=dict(sorted(pins.items())),
+    )
+    return RoundJudgement(results, findings)
+
+
+def findings_from_results(results: Sequence[ContractResult], cfg: CanaryConfig) -> RoundFindings:
+    """Recompute the findings from stored results (the artifact), e.g. for alerts after a reload.
+
+    Reasons are compared as `Reason` members (a stored string that is no member matches nothing).
+    """
+    controls = set(cfg.refusal_controls)
+    reasons = [(r, _reason(r.reason)) for r in results]
+    weak = sorted({r.tag for r, why in reasons if r.tag in controls and why is Reason.CONTROL_MISSED})
+    pins = {r.tag: r.evidence for r, why in reasons if why is Reason.PIN_MISMATCH}
+    return RoundFindings(
+        probe_weak=bool(weak),
+        weak_controls=tuple(weak),
+        pin_mismatches=tuple(sorted(pins)),
+        pin_evidence=pins,
+    )
+
+
+def _reason(value: str) -> Reason | None:
+    try:
+        return Reason(value)
+    except ValueError:
+        return None

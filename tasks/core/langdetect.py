@@ -1,0 +1,229 @@
+"""The language-integrity detector: local, deterministic, built on lingua (pure apart from one cached model).
+
+`judge_text(text, expected)` answers, for one reply, in this order:
+
+1. **encoding_corruption** (`fail`): U+FFFD, C1 controls or mojibake (tasks/core/contracts/textscan.py). Checked
+   first: lingua reads Cyrillic mojibake as Turkish with confidence 1.0.
+2. **too_short** (`inconclusive`): fewer than `MIN_REPLY_WEIGHT` letters (a CJK/kana/Hangul char counts 3).
+3. Per sentence (a whole mixed paragraph looks pure to lingua: pt = 1.0 on a pt/es mix), each sentence with at
+   least `MIN_SENTENCE_WEIGHT` letters is labelled *expected*, *other* (another language with confidence
+   >= `SENTENCE_CONFIDENCE`) or *unsure*. Short sentences (names, "*nods*", "OK!") are never labelled.
+   Script care: in a Japanese reply, a kanji-only sentence is never counted as Chinese.
+4. **language_switch** (`fail`): the whole reply is confidently (>= `SWITCH_CONFIDENCE`) another language and
+   fewer than `MIX_SHARE` of the labelled sentences are in the expected one (else it is a mix).
+5. **language_mix** (`fail`): at least `MIX_MIN_SENTENCES` labelled sentences, at least `MIX_MIN_OTHER` of
+   them in one and the same other language, and that language's share >= `MIX_SHARE` (stray misreadings
+   scatter over languages; real mixing, like the pt/es incident, sticks to one).
+6. **ok** (`pass`) when the whole reply's top language is the expected one; otherwise **low_confidence**
+   (`inconclusive`). One or two stray sentences below the mix rule are reported as `mixed_share`, not failed.
+
+The detector is built once per process (thread-safe lazy singleton) over the 17 interface languages only:
+the product supports those, and a wider set invites Galician/Catalan confusions on pt/es text.
+Accuracy mode, measured by benchmarks/bench_langdetect.py on tests/data/language_corpus.jsonl: see
+`DEFAULT_MODE` below.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
+
+from tasks.config import ALL_LANGUAGES
+from tasks.core.contracts.textscan import (
+    has_kana,
+    is_han_only,
+    letter_weight,
+    scan_encoding,
+    split_sentences,
+)
+from tasks.core.types import Outcome
+
+DetectorMode = Literal["high", "low"]
+
+#: High accuracy, preloaded: the low-accuracy mode reports confidence 1.0 for most sentences (no graded
+#: signal to threshold) and is weaker under ~120 characters, which is exactly a sentence. Measured costs are
+#: in benchmarks/bench_langdetect.py's docstring.
+DEFAULT_MODE: DetectorMode = "high"
+#: Letters below which a reply is too short to judge (CJK/kana/Hangul count 3 each).
+MIN_REPLY_WEIGHT = 40
+#: Letters below which a sentence is not labelled at all (names, short actions, interjections).
+MIN_SENTENCE_WEIGHT = 24
+#: Confidence a sentence's top language needs to count as *other*.
+SENTENCE_CONFIDENCE = 0.80
+#: Confidence the whole reply's top language needs for a switch.
+SWITCH_CONFIDENCE = 0.80
+#: Mixing: labelled sentences needed, other sentences needed, and their share.
+MIX_MIN_SENTENCES = 4
+MIX_MIN_OTHER = 2
+MIX_SHARE = 0.25
+
+SUPPORTED_LANGUAGES: tuple[str, ...] = ALL_LANGUAGES
+
+_LOCK = threading.Lock()
+_DETECTORS: dict[str, LanguageDetector] = {}
+
+
+def to_lingua(code: str) -> Language:
+    return Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper()))
+
+
+def _iso(language: Language) -> str:
+    return str(language.iso_code_639_1.name).lower()
+
+
+def build_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
+    """A fresh detector over the 17 languages (use `get_detector` to share one)."""
+    builder = LanguageDetectorBuilder.from_languages(*(to_lingua(c) for c in SUPPORTED_LANGUAGES))
+    if mode == "low":
+        builder = builder.with_low_accuracy_mode()
+    return builder.with_preloaded_language_models().build()
+
+
+def get_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
+    """The process-wide detector for `mode`, built on first use (lingua detectors are thread-safe)."""
+    detector = _DETECTORS.get(mode)
+    if detector is None:
+        with _LOCK:
+            detector = _DETECTORS.get(mode)
+            if detector is None:
+                detector = build_detector(mode)
+                _DETECTORS[mode] = detector
+    return detector
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceLabel:
+    text: str
+    label: Literal["expected", "other", "unsure"]
+    language: str | None
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageVerdict:
+    """The judgement of one reply. `detected`/`confidence` are the whole reply's top language."""
+
+    outcome: Outcome
+    reason: str
+    expected: str
+    detected: str | None = None
+    confidence: float = 0.0
+    mixed_share: float = 0.0
+    sentences: int = 0  # labelled sentences (expected + other)
+    other_sentences: int = 0
+    other_language: str | None = None  # the most common *other* language among sentences
+    evidence: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["outcome"] = str(self.outcome)
+        out["confidence"] = round(self.confidence, 3)
+        out["mixed_share"] = round(self.mixed_share, 3)
+        return out
+
+
+def _top(detector: LanguageDetector, text: str) -> tuple[str | None, float, dict[str, float]]:
+    values = detector.compute_language_confidence_values(text)
+    scores = {_iso(v.language): float(v.value) for v in values}
+    if not values or values[0].value <= 0.0:
+        return None, 0.0, scores
+    return _iso(values[0].language), float(values[0].value), scores
+
+
+def label_sentence(
+    detector: LanguageDetector, sentence: str, expected: str, reply_has_kana: bool
+) -> SentenceLabel:
+    top, conf, _ = _top(detector, sentence)
+    if top is None:
+        return SentenceLabel(sentence, "unsure", None, 0.0)
+    if top == expected:
+        return SentenceLabel(sentence, "expected", top, conf)
+    if expected == "ja" and top == "zh" and reply_has_kana and is_han_only(sentence):
+        return SentenceLabel(sentence, "unsure", top, conf)  # kanji-only Japanese sentence
+    if conf >= SENTENCE_CONFIDENCE:
+        return SentenceLabel(sentence, "other", top, conf)
+    return SentenceLabel(sentence, "unsure", top, conf)
+
+
+def label_sentences(
+    text: str, expected: str, detector: LanguageDetector | None = None
+) -> list[SentenceLabel]:
+    """Labels for every sentence long enough to judge (exposed for tests and the CLI's details)."""
+    detector = detector or get_detector()
+    kana = has_kana(text)
+    return [
+        label_sentence(detector, s, expected, kana)
+        for s in split_sentences(text)
+        if letter_weight(s) >= MIN_SENTENCE_WEIGHT
+    ]
+
+
+def judge_text(text: str, expected: str, *, detector: LanguageDetector | None = None) -> LanguageVerdict:
+    """Judge one reply against the expected language (an ISO 639-1 code among SUPPORTED_LANGUAGES)."""
+    expected = expected.lower()
+    if expected not in SUPPORTED_LANGUAGES:
+        raise ValueError(f"unsupported language {expected!r} (known: {', '.join(SUPPORTED_LANGUAGES)})")
+    corruption = scan_encoding(text)
+    if corruption.is_corrupted:
+        return LanguageVerdict(Outcome.FAIL, "encoding_corruption", expected, evidence=corruption.evidence)
+    weight = letter_weight(text)
+    if weight < MIN_REPLY_WEIGHT:
+        return LanguageVerdict(
+            Outcome.INCONCLUSIVE, "too_short", expected, evidence=f"letters ({weight}) < {MIN_REPLY_WEIGHT}"
+        )
+    detector = detector or get_detector()
+    top, conf, scores = _top(detector, " ".join(split_sentences(text)))
+    labels = label_sentences(text, expected, detector)
+    n_expected = sum(1 for lab in labels if lab.label == "expected")
+    others = Counter(lab.language for lab in labels if lab.label == "other")
+    n_other = sum(others.values())
+    labelled = n_expected + n_other
+    share = n_other / labelled if labelled else 0.0
+    other_lang, n_top_other = others.most_common(1)[0] if others else (None, 0)
+    base: dict[str, Any] = dict(
+        expected=expected,
+        detected=top,
+        confidence=conf,
+        mixed_share=share,
+        sentences=labelled,
+        other_sentences=n_other,
+        other_language=other_lang,
+    )
+    expected_share = n_expected / labelled if labelled else 0.0
+    if top is not None and top != expected and conf >= SWITCH_CONFIDENCE and expected_share < MIX_SHARE:
+        if not (expected == "ja" and top == "zh" and has_kana(text)):
+            return LanguageVerdict(
+                Outcome.FAIL,
+                "language_switch",
+                evidence=f"detected ({top} {conf:.2f}) != expected ({expected}); "
+                f"sentences {n_other}/{labelled} other",
+                **base,
+            )
+    top_share = n_top_other / labelled if labelled else 0.0
+    if labelled >= MIX_MIN_SENTENCES and n_top_other >= MIX_MIN_OTHER and top_share >= MIX_SHARE:
+        return LanguageVerdict(
+            Outcome.FAIL,
+            "language_mix",
+            evidence=f"sentences in {other_lang} ({n_top_other}/{labelled} = {top_share:.0%}) "
+            f">= {MIX_SHARE:.0%} of a {expected} reply",
+            **base,
+        )
+    if top == expected:
+        return LanguageVerdict(
+            Outcome.PASS,
+            "ok",
+            evidence=f"detected ({top} {conf:.2f}); other sentences {n_other}/{labelled}",
+            **base,
+        )
+    exp_conf = scores.get(expected, 0.0)
+    return LanguageVerdict(
+        Outcome.INCONCLUSIVE,
+        "low_confidence",
+        evidence=f"detected ({top} {conf:.2f}), {expected} ({exp_conf:.2f}); "
+        f"other sentences {n_other}/{labelled}",
+        **base,
+    )

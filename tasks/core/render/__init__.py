@@ -1,0 +1,42 @@
+"""Pure renderers (no prefect, httpx, duckdb or slack_sdk): Slack alerts and the round's Markdown artifact.
+
+* text       redact / clean / mrkdwn / code / cell: text hygiene and the `canary ...` commands
+* slack      Alert records with Block Kit blocks; one per policy decision
+* round_alerts  probe_weak, pin_mismatch, deadman alerts; alerts_for_round (what the flow calls)
+* markdown   the round's Markdown artifact
+"""
+
+from tasks.core.render.markdown import describe_changes, render_round_markdown, round_status
+from tasks.core.render.round_alerts import (
+    alerts_for_round,
+    evidence_from_round,
+    render_deadman_alerts,
+    render_pin_mismatch_alerts,
+    render_probe_weak_alert,
+)
+from tasks.core.render.slack import (
+    EvidenceLine,
+    build_alert,
+    digest,
+    render_decision_alert,
+    render_decision_alerts,
+)
+from tasks.core.render.text import clean, redact
+
+__all__ = [
+    "EvidenceLine",
+    "alerts_for_round",
+    "build_alert",
+    "clean",
+    "describe_changes",
+    "digest",
+    "evidence_from_round",
+    "redact",
+    "render_deadman_alerts",
+    "render_decision_alert",
+    "render_decision_alerts",
+    "render_pin_mismatch_alerts",
+    "render_probe_weak_alert",
+    "render_round_markdown",
+    "round_status",
+]

@@ -1,0 +1,98 @@
+"""The round's Markdown artifact (pure): endpoints × contracts, evidence, decisions, changes, ignore list.
+
+No indentation inside the Markdown (Prefect renders indented lines as code blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tasks.core.cost import RoundCost, describe_totals
+from tasks.core.render.text import cell, fmt_ts
+from tasks.core.types import Contract, ContractResult, Decision, IgnoreList, Outcome, RoundInfo
+
+_STATUS_ORDER = ((Outcome.FAIL, "fail"), (Outcome.TRANSPORT, "transport"), (Outcome.PASS, "clean"))
+
+
+def round_status(results: Sequence[ContractResult]) -> str:
+    outcomes = {r.outcome for r in results}
+    for outcome, status in _STATUS_ORDER:
+        if outcome in outcomes:
+            return status
+    return "inconclusive"
+
+
+def describe_changes(previous: Sequence[ContractResult], current: Sequence[ContractResult]) -> list[str]:
+    """What changed per endpoint and contract between two rounds of one model."""
+    before = {(r.tag, str(r.contract)): r for r in previous}
+    after = {(r.tag, str(r.contract)): r for r in current}
+    old_tags, new_tags = {t for t, _ in before}, {t for t, _ in after}
+    lines = [f"`{cell(t)}`: new endpoint" for t in sorted(new_tags - old_tags)]
+    lines += [f"`{cell(t)}`: not in this round" for t in sorted(old_tags - new_tags)]
+    for key in sorted(after.keys() & before.keys()):
+        b, a = before[key], after[key]
+        if b.outcome != a.outcome:
+            lines.append(f"`{cell(key[0])}` {key[1]}: {b.outcome} → {a.outcome} ({cell(a.reason, 60)})")
+    return lines
+
+
+def _outcome_cell(res: ContractResult | None) -> str:
+    if res is None:
+        return ""
+    if res.outcome is Outcome.PASS:
+        return "pass"
+    return f"{res.outcome}: {cell(res.reason, 40)}"
+
+
+def render_round_markdown(
+    round_info: RoundInfo,
+    results: Sequence[ContractResult],
+    decisions: Sequence[Decision],
+    ignore_list: IgnoreList | None,
+    changes_since_last_round: Sequence[str],
+    cost: RoundCost | None = None,
+) -> str:
+    """The round's artifact; `changes_since_last_round` are lines, e.g. from `describe_changes()`;
+    `cost` (tasks.core.cost.round_cost) adds the "Cost of this round" line."""
+    r = round_info
+    by_tag: dict[str, dict[str, ContractResult]] = {}
+    for res in results:
+        by_tag.setdefault(res.tag, {})[str(res.contract)] = res
+    contracts = [str(c) for c in Contract if any(str(c) in row for row in by_tag.values())]
+    out = [
+        f"# Canary round `{cell(r.round_id)}`",
+        "",
+        f"- model: `{cell(r.model)}`",
+        f"- round_ts: {fmt_ts(r.round_ts)}",
+        f"- mode: {r.mode}",
+        f"- endpoints: {len(by_tag)}",
+    ]
+    if cost is not None:
+        out.append(f"- Cost of this round: {describe_totals(cost.total)}")
+    out += [
+        "",
+        "## Endpoints × contracts",
+        "",
+        "| endpoint | status | " + " | ".join(contracts) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in contracts) + " |",
+    ]
+    for tag in sorted(by_tag):
+        row = by_tag[tag]
+        cells = [_outcome_cell(row.get(c)) for c in contracts]
+        out.append(f"| `{cell(tag)}` | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
+    failures = [res for res in results if res.outcome is not Outcome.PASS and res.evidence]
+    out += ["", "## Evidence", ""]
+    out += [f"- `{cell(f.tag)}` {f.contract} {f.outcome} `{cell(f.reason, 60)}`: {cell(f.evidence, 200)}"
+            for f in sorted(failures, key=lambda f: (f.tag, str(f.contract)))] or ["None."]
+    out += ["", "## Decisions", ""]
+    out += [f"- {d.action} `{cell(d.tag)}`" + (f" until {fmt_ts(d.until)}" if d.until else "")
+            + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
+    out += ["", "## Changes since last round", ""]
+    out += [f"- {line}" for line in changes_since_last_round] or ["None."]
+    out += ["", "## Ignore list", ""]
+    if ignore_list is None or not ignore_list.entries:
+        out.append("Empty.")
+    else:
+        out += [f"- `{cell(e.tag)}` ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
+                + f"): {cell(e.reason)}" for e in ignore_list.entries]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,153 @@
+"""Round-level Slack alerts (pure): weak refusal probe, pins that did not hold, dead-man; and the one call
+the round flow makes, `alerts_for_round`, which also turns the round's failed results into evidence lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from tasks.core.deadman import Overdue
+from tasks.core.render.slack import EvidenceLine, build_alert, digest, render_decision_alerts
+from tasks.core.render.text import code, command, exclude_cmd, fmt_ts, mrkdwn
+from tasks.core.types import Alert, Attempt, ContractResult, Decision, IgnoreList, Outcome
+
+
+def render_probe_weak_alert(
+    model: str, round_id: str, round_ts: datetime, ignore_list: IgnoreList | None = None,
+    passed_controls: Sequence[str] = (),
+) -> Alert:
+    """A positive control passed the refusal probe: the probe proves nothing this round."""
+    controls = ", ".join(code(t, 80) for t in sorted(passed_controls))
+    which = f"the positive controls {controls}" if controls else "a positive control"
+    return build_alert(
+        key=f"probe_weak|{model}|{round_id}", kind="probe_weak", model=model, tag=None,
+        created_at=round_ts, title=f"Refusal probe is weak: {model}", digest_line=digest(model, ignore_list),
+        sections=[
+            f"In round {code(round_id, 80)} of {code(model)}, {which} passed the refusal probe although "
+            "known to filter. Refusal outcomes of every endpoint in this round are `inconclusive` "
+            "(`probe_weak`).",
+            "*What to do:* check whether the controls still filter and whether the probe still triggers "
+            "them; fix the prompt or the patterns, or update `refusal_controls` in canary.toml.",
+        ],
+    )
+
+
+def render_pin_mismatch_alerts(
+    model: str, round_id: str, round_ts: datetime, mismatches: Sequence[str | Attempt],
+    ignore_list: IgnoreList | None = None,
+) -> list[Alert]:
+    """One alert per tag whose pin did not hold; `mismatches` are tags, or attempts (they show who served)."""
+    by_tag: dict[str, list[Attempt]] = {}
+    for m in mismatches:
+        if isinstance(m, str):
+            by_tag.setdefault(m, [])
+        elif m.is_pin_mismatch:
+            by_tag.setdefault(m.tag, []).append(m)
+    alerts = []
+    for tag in sorted(by_tag):
+        bad = by_tag[tag]
+        detail = ""
+        if bad:
+            served = ", ".join(code(s, 80) for s in sorted({a.served_provider or "" for a in bad}))
+            contracts = mrkdwn(", ".join(sorted({str(a.contract) for a in bad})))
+            detail = (f" (expected {code(bad[0].provider_name, 80)}, served by {served}; "
+                      f"{len(bad)} attempts: {contracts})")
+        alerts.append(build_alert(
+            key=f"pin_mismatch|{model}|{tag}|{round_id}", kind="pin_mismatch", model=model, tag=tag,
+            created_at=round_ts, title=f"Pin did not hold: {tag} on {model}",
+            digest_line=digest(model, ignore_list),
+            sections=[
+                f"In round {code(round_id, 80)}, requests pinned to {code(tag)} on {code(model)} were "
+                f"served by another provider{detail}. Those results are `inconclusive`.",
+                "*What to do:* if it persists, this tag cannot be verified: "
+                f"`{mrkdwn(exclude_cmd(tag, model))}`",
+            ],
+        ))
+    return alerts
+
+
+def render_deadman_alerts(
+    overdue: Sequence[Overdue], interval: timedelta, now: datetime,
+    ignore_lists: Mapping[str, IgnoreList] | None = None,
+) -> list[Alert]:
+    """No round completed for a model within two intervals: the canary itself is down."""
+    minutes = int(interval.total_seconds() // 60)
+    return [
+        build_alert(
+            key=o.key, kind="deadman", model=o.model, tag=None, created_at=now,
+            title=f"No canary round completed: {o.model}",
+            digest_line=digest(o.model, (ignore_lists or {}).get(o.model)),
+            sections=[
+                f"The last complete round of {code(o.model)} was at {fmt_ts(o.last_complete_ts)}; rounds "
+                f"run every {minutes} min. Nothing is probed, so suspensions neither start nor end early.",
+                "*What to do:* check the Prefect deployment and its worker (`prefect flow-run ls`), then "
+                f"run one round by hand: `{mrkdwn(command('canary', 'run', '--model', o.model))}`",
+            ],
+        )
+        for o in overdue
+    ]
+
+
+def evidence_from_round(
+    results: Sequence[ContractResult], attempts: Sequence[Attempt] = ()
+) -> dict[str, list[EvidenceLine]]:
+    """The round's failed contracts per tag, each with the start of its first bad reply (given attempts)."""
+    text_by_id = {a.attempt_id: a.text for a in attempts}
+    out: dict[str, list[EvidenceLine]] = {}
+    for r in sorted(results, key=lambda r: (r.tag, str(r.contract))):
+        if r.outcome is not Outcome.FAIL:
+            continue
+        excerpt = next((text_by_id[i] for i in r.attempt_ids if i in text_by_id), "")
+        out.setdefault(r.tag, []).append(
+            EvidenceLine(contract=str(r.contract), reason=r.reason, evidence=r.evidence, excerpt=excerpt,
+                         round_id=r.round_id)
+        )
+    return out
+
+
+def alerts_for_round(
+    model: str, round_id: str, round_ts: datetime, decisions: Sequence[Decision], probe_weak: bool,
+    pin_mismatches: Sequence[str | Attempt], ignore_list: IgnoreList | None,
+    *, results: Sequence[ContractResult] = (), attempts: Sequence[Attempt] = (),
+    passed_controls: Sequence[str] = (),
+) -> list[Alert]:
+    """Every alert of one round: one per decision (with evidence), probe_weak, one per pin mismatch."""
+    evidence = evidence_from_round(results, attempts)
+    alerts = render_decision_alerts(decisions, {model: ignore_list} if ignore_list else None, evidence)
+    if probe_weak:
+        alerts.append(render_probe_weak_alert(model, round_id, round_ts, ignore_list, passed_controls))
+    alerts += render_pin_mismatch_alerts(model, round_id, round_ts, pin_mismatches, ignore_list)
+    return alerts
+
+
+def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_url: str,
+                               ignore_list: IgnoreList | None) -> Alert:
+    """Discovery returned no endpoint for a model that had some: nothing is probed, nothing can be judged."""
+    return build_alert(
+        key=f"empty_catalog|{model}|{round_id}", kind="empty_catalog", model=model, tag=None, created_at=now,
+        title=f"No endpoints listed for {model}",
+        digest_line=digest(model, ignore_list),
+        sections=[
+            f"Round {code(round_id, 80)}: the endpoints API at {code(base_url)} listed no endpoint of "
+            f"{code(model)}, which had endpoints in its previous round. Nothing is probed: suspensions neither "
+            "start nor end early.",
+            "*What to do:* check the model id in canary.toml and the API key's access; "
+            f"`{mrkdwn(command('canary', 'run', '--model', model))}` shows discovery's answer.",
+        ],
+    )
+
+
+def render_store_unreadable_alert(db_path: str, error: str, now: datetime) -> Alert:
+    """The database cannot be read: no round can land, no queued alert can be read (sent straight to Slack)."""
+    return build_alert(
+        key=f"store_unreadable|{db_path}|{now:%Y-%m-%d}", kind="store_unreadable", model="(every model)",
+        tag=None, created_at=now, title="The canary's database cannot be read",
+        digest_line="Ignore lists: the last published files stay in force",
+        sections=[
+            f"{code(db_path)}: {code(error, 300)}. Rounds keep probing and keep their results in the spool next "
+            "to the database, but nothing is decided or published until the file is readable.",
+            "*What to do:* restore the file from a backup, or move it away (a new one is created by the next "
+            "round; the spool lands into it).",
+        ],
+    )

@@ -1,0 +1,322 @@
+"""Replay: fold the policy's `decide` over recorded round statuses (CLI `canary replay`, what-if runs).
+
+Input (docs/design.md "Outside interfaces"), JSON Lines, one object a line, blank lines skipped:
+
+    {"round_ts": "2026-11-01T10:00:00Z", "model": "m", "tag": "x", "status": "clean"}
+    {"round_ts": "2026-11-01T10:00:00Z", "model": "m", "builtin": ["deepinfra"], "operational": []}
+
+A status line says how one endpoint did in one round; all status lines with the same (model, round_ts) are
+one round, and every tag with a status line counts as discovered in it. A line with `builtin` and/or
+`operational` sets the exclusions of that layer in force from its `round_ts` on (no `round_ts`: from the
+start), for its `model` (no `model`: every model), until another line for the same layer and scope replaces
+them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an item past its `until` no
+longer counts. Naive timestamps are read as UTC. Rounds are replayed in time order (then model), whatever
+the line order; each model keeps its own states, all starting fresh in the configured mode.
+
+Output: `decision_line(d)` -> `{"at", "model", "tag", "action", "until", "ladder_step"}`.
+This module is pure: `parse_replay` takes lines, not a path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from tasks.config import CanaryConfig
+from tasks.core.exclusions import matches
+from tasks.core.policy import PolicyConfig
+from tasks.core.types import Decision, EndpointState, Layer, RoundStatus
+from tasks.errors import CanaryError
+
+__all__ = [
+    "ReplayHistory",
+    "ReplayInputError",
+    "ReplayRound",
+    "ReplaySummary",
+    "build_replay_lines",
+    "decision_line",
+    "format_summaries",
+    "iso",
+    "parse_replay",
+    "replay",
+    "replay_history",
+    "summarize",
+    "what_if",
+]
+
+_LAYERS = (Layer.BUILTIN, Layer.OPERATIONAL)
+
+
+class ReplayInputError(CanaryError):
+    """A replay input line is not valid; the message names the line number."""
+
+    def __init__(self, lineno: int, problem: str) -> None:
+        super().__init__(f"replay: line {lineno}: {problem}")
+        self.lineno = lineno
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRound:
+    model: str
+    round_ts: datetime
+    statuses: Mapping[str, RoundStatus]
+    excluded: Mapping[str, Layer]
+
+    @property
+    def round_id(self) -> str:
+        return f"{self.model}@{iso(self.round_ts)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayHistory:
+    rounds: tuple[ReplayRound, ...]
+
+    @property
+    def end(self) -> datetime | None:
+        return self.rounds[-1].round_ts if self.rounds else None
+
+    @property
+    def status_rows(self) -> int:
+        return sum(len(r.statuses) for r in self.rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """Exclusions of one layer in force from `ts` on (None: from the start) for `model` (None: all)."""
+
+    ts: datetime | None
+    model: str | None
+    layer: Layer
+    items: tuple[tuple[str, datetime | None], ...]  # (tag or slug, until)
+    lineno: int
+
+
+def iso(ts: datetime) -> str:
+    """UTC ISO 8601 with a Z, as the input uses it."""
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.statuses: dict[tuple[str, datetime], dict[str, RoundStatus]] = defaultdict(dict)
+        self.changes: list[_Change] = []
+        self._ts_cache: dict[str, datetime] = {}
+
+    def ts(self, value: Any, lineno: int, key: str = "round_ts") -> datetime:
+        if not isinstance(value, str):
+            raise ReplayInputError(lineno, f"{key} must be an ISO 8601 string (got {value!r})")
+        cached = self._ts_cache.get(value)
+        if cached is None:
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                raise ReplayInputError(lineno, f"{key} is not an ISO 8601 time (got {value!r})") from None
+            cached = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+            self._ts_cache[value] = cached
+        return cached
+
+    def line(self, obj: Any, lineno: int) -> None:
+        if not isinstance(obj, dict):
+            raise ReplayInputError(lineno, "expected a JSON object")
+        model = obj.get("model")
+        if model is not None and (not isinstance(model, str) or not model):
+            raise ReplayInputError(lineno, f"model must be a non-empty string (got {model!r})")
+        has_status = "status" in obj or "tag" in obj
+        layers = [layer for layer in _LAYERS if layer.value in obj]
+        if not has_status and not layers:
+            raise ReplayInputError(lineno, "expected a status line (round_ts, model, tag, status) "
+                                           "or an exclusion line (builtin/operational)")
+        if has_status:
+            self.status(obj, model, lineno)
+        for layer in layers:
+            ts = self.ts(obj["round_ts"], lineno) if "round_ts" in obj else None
+            items = self.items(obj[layer.value], layer, lineno)
+            self.changes.append(_Change(ts, model, layer, items, lineno))
+
+    def status(self, obj: dict[str, Any], model: str | None, lineno: int) -> None:
+        if model is None:
+            raise ReplayInputError(lineno, "status line without model")
+        if "round_ts" not in obj:
+            raise ReplayInputError(lineno, "status line without round_ts")
+        ts = self.ts(obj["round_ts"], lineno)
+        tag, status = obj.get("tag"), str(obj.get("status"))
+        if not isinstance(tag, str) or not tag:
+            raise ReplayInputError(lineno, f"tag must be a non-empty string (got {tag!r})")
+        try:
+            st = RoundStatus(status)
+        except ValueError:
+            raise ReplayInputError(lineno, f"status must be one of clean, fail, transport, inconclusive "
+                                           f"(got {status!r})") from None
+        bucket = self.statuses[(model, ts)]
+        if tag in bucket:
+            raise ReplayInputError(lineno, f"second status for {model} {tag} at {iso(ts)}")
+        bucket[tag] = st
+
+    def items(self, value: Any, layer: Layer, lineno: int) -> tuple[tuple[str, datetime | None], ...]:
+        values = [value] if isinstance(value, str | dict) else value
+        if not isinstance(values, list):
+            raise ReplayInputError(lineno, f"{layer} must be a list of tags (got {value!r})")
+        out: list[tuple[str, datetime | None]] = []
+        for item in values:
+            if isinstance(item, str) and item:
+                out.append((item, None))
+            elif isinstance(item, dict) and isinstance(item.get("tag"), str) and item["tag"]:
+                until = item.get("until")
+                out.append((item["tag"], None if until is None else self.ts(until, lineno, "until")))
+            else:
+                raise ReplayInputError(lineno, f"{layer} items must be tags or {{\"tag\", \"until\"}} "
+                                               f"objects (got {item!r})")
+        return tuple(out)
+
+
+def parse_replay(lines: Iterable[str | Mapping[str, Any]]) -> ReplayHistory:
+    """Parse and validate replay input (strings are JSON lines; mappings are taken as already parsed)."""
+    parser = _Parser()
+    for lineno, raw in enumerate(lines, start=1):
+        if isinstance(raw, str):
+            if not raw.strip():
+                continue
+            try:
+                obj: Any = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ReplayInputError(lineno, f"not JSON ({exc.msg} at column {exc.colno})") from None
+        else:
+            obj = dict(raw)
+        parser.line(obj, lineno)
+    far_past = datetime.min.replace(tzinfo=UTC)
+    changes = sorted(parser.changes, key=lambda c: (c.ts or far_past, c.lineno))
+    in_force: dict[tuple[Layer, str | None], tuple[tuple[str, datetime | None], ...]] = {}
+    rounds: list[ReplayRound] = []
+    i = 0
+    for model, ts in sorted(parser.statuses, key=lambda k: (k[1], k[0])):
+        while i < len(changes) and (changes[i].ts or far_past) <= ts:
+            in_force[(changes[i].layer, changes[i].model)] = changes[i].items
+            i += 1
+        statuses = parser.statuses[(model, ts)]
+        excluded: dict[str, Layer] = {}
+        for layer in _LAYERS:
+            items = [t for t, until in (*in_force.get((layer, model), ()), *in_force.get((layer, None), ()))
+                     if until is None or until > ts]
+            for tag in statuses:
+                if tag not in excluded and any(matches(item, tag) for item in items):
+                    excluded[tag] = layer
+        rounds.append(ReplayRound(model, ts, dict(sorted(statuses.items())), excluded))
+    return ReplayHistory(tuple(rounds))
+
+
+def replay_history(history: ReplayHistory, cfg: PolicyConfig) -> list[Decision]:
+    """Fold `settle_policy` (the function a live round settles with) over the rounds; each model has its
+    own states, and the exclusion layers in force are the ones the input lines recorded."""
+    from tasks.core.settle import Prior, settle_policy
+
+    states: dict[str, dict[str, EndpointState]] = defaultdict(dict)
+    decisions: list[Decision] = []
+    for r in history.rounds:
+        prior = Prior(model=r.model, mode=cfg.mode, states=states[r.model])
+        states[r.model], made = settle_policy(prior, r.round_id, r.round_ts, r.statuses, tuple(r.statuses), cfg,
+                                              excluded=r.excluded)
+        decisions.extend(made)
+    return decisions
+
+
+def replay(lines: Iterable[str | Mapping[str, Any]] | ReplayHistory, cfg: CanaryConfig | PolicyConfig
+           ) -> list[Decision]:
+    """Parse (unless already parsed) and replay. Raises ReplayInputError naming the first bad line."""
+    history = lines if isinstance(lines, ReplayHistory) else parse_replay(lines)
+    pcfg = cfg if isinstance(cfg, PolicyConfig) else PolicyConfig.from_config(cfg)
+    return replay_history(history, pcfg)
+
+
+def decision_line(d: Decision) -> dict[str, Any]:
+    """One output line of `canary replay`."""
+    return {"at": iso(d.at), "model": d.model, "tag": d.tag, "action": str(d.action),
+            "until": iso(d.until) if d.until else None, "ladder_step": d.ladder_step}
+
+
+def build_replay_lines(statuses: pd.DataFrame) -> Iterator[dict[str, str]]:
+    """A round-status history (columns round_ts, model, tag, status) -> replay input lines, in time order.
+
+    Naive timestamps are taken as UTC. The store feeds this from its `rounds`/`outcomes` history.
+    """
+    if statuses.empty:
+        return
+    ts = pd.to_datetime(statuses["round_ts"], utc=True)
+    frame = pd.DataFrame({"round_ts": ts, "model": statuses["model"].astype(str),
+                          "tag": statuses["tag"].astype(str), "status": statuses["status"].astype(str)})
+    frame = frame.sort_values(["round_ts", "model", "tag"], kind="stable")
+    for round_ts, model, tag, status in zip(frame["round_ts"], frame["model"], frame["tag"], frame["status"],
+                                            strict=True):
+        yield {"round_ts": iso(round_ts.to_pydatetime()), "model": model, "tag": tag,
+               "status": RoundStatus(status).value}
+
+
+# -- what-if summaries -------------------------------------------------------------------------------------
+_STARTS = {"suspend", "would_suspend"}
+_ENDS = {"expire", "restore", "lift", "would_expire", "would_restore", "would_lift"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySummary:
+    """What one setting does to a history. Endpoint-hours run from each (would-)suspension to the
+    decision that ended it, or to the last round of the history if none did."""
+
+    label: str
+    rounds: int
+    suspensions: int
+    endpoints_suspended: int
+    suspended_endpoint_hours: float
+    floor_blocks: int
+    restores: int
+    expiries: int
+    lifts: int
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(decisions: Iterable[Decision], history: ReplayHistory, label: str = "baseline"
+              ) -> ReplaySummary:
+    counts: dict[str, int] = defaultdict(int)
+    opened: dict[tuple[str, str], datetime] = {}
+    suspended: set[tuple[str, str]] = set()
+    seconds = 0.0
+    for d in decisions:
+        action, key = str(d.action), (d.model, d.tag)
+        counts[action.removeprefix("would_")] += 1
+        if action in _ENDS and key in opened:
+            seconds += (d.at - opened.pop(key)).total_seconds()
+        if action in _STARTS:
+            opened[key] = d.at
+            suspended.add(key)
+    end = history.end
+    seconds += sum((end - start).total_seconds() for start in opened.values()) if end else 0.0
+    return ReplaySummary(label, len(history.rounds), counts["suspend"], len(suspended),
+                         round(seconds / 3600, 2), counts["floor_blocked"], counts["restore"],
+                         counts["expire"], counts["lift"])
+
+
+def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Mapping[str, Any]] = ()
+            ) -> list[ReplaySummary]:
+    """The baseline (`base`) and each variant (overrides applied to `base`) replayed over one history."""
+    out = [summarize(replay(history, base), history, "baseline")]
+    for overrides in variants:
+        label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
+        out.append(summarize(replay(history, base.with_overrides(overrides)), history, label))
+    return out
+
+
+def format_summaries(summaries: Iterable[ReplaySummary]) -> list[str]:
+    """A small aligned table, one line per setting (the CLI prints it on stderr or with --summary)."""
+    rows = [("setting", "rounds", "suspensions", "endpoints", "endpoint_hours", "floor_blocks", "restores",
+             "expiries", "lifts")]
+    rows += [(s.label, str(s.rounds), str(s.suspensions), str(s.endpoints_suspended),
+              f"{s.suspended_endpoint_hours:.1f}", str(s.floor_blocks), str(s.restores), str(s.expiries),
+              str(s.lifts)) for s in summaries]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(r[i].ljust(w) if i == 0 else r[i].rjust(w) for i, w in enumerate(widths)) for r in rows]
