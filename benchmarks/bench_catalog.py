@@ -29,7 +29,11 @@ Figures (catalog_figures.py), from the run's DuckDB file, its published ignore l
   TTFT error             ttft_ms minus the simulator's planned first-token delay, over every attempt on a
                          healthy endpoint; healthy endpoints failing ttft (or any contract) are false alarms;
   round overhead         per round: (published ignore-list mtime - round start) - probe phase (first attempt
-                         start to last attempt end); non-probing time = wall - the union of attempt intervals.
+                         start to last attempt end); non-probing time = wall - the union of attempt intervals;
+  TTFT floor             benchmarks/ttft_floor.py: the same error measured by a plain httpx client in 16
+                         threads (or --concurrency) against a fresh simulator: the machine's and the
+                         simulator's share of the error; what the canary measures beyond it is its own.
+Each simulator gets a few warm-up requests first (a fresh one answers its first requests ~150 ms late).
 The last line of output is one JSON object with every figure.
 """
 
@@ -54,9 +58,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import httpx  # noqa: E402
 from catalog_figures import TreeSampler, cpu_seconds, run_figures  # noqa: E402
+from ttft_floor import first_text_s  # noqa: E402
 
-from simulator.catalog import CatalogSpec, catalog_toml, planned_first_token_s, role_counts, roles  # noqa: E402
+from simulator.catalog import (  # noqa: E402
+    CatalogSpec,
+    catalog_toml,
+    endpoint_role,
+    planned_first_token_s,
+    role_counts,
+    roles,
+)
 from simulator.fleet import load_fleet  # noqa: E402
 
 LOOP = """import sys, time
@@ -96,9 +109,21 @@ def simulator_process(fleet_file: Path, log: Path) -> Iterator[tuple[subprocess.
                 key, _, value = line.strip().partition("=")
                 if key in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY"):
                     found[key] = value
-            yield proc, found["OPENROUTER_BASE_URL"], found["OPENROUTER_API_KEY"]
+            base_url, key = found["OPENROUTER_BASE_URL"], found["OPENROUTER_API_KEY"]
+            warm_simulator(base_url, key, fleet_file)
+            yield proc, base_url, key
         finally:
             stop(proc)
+
+
+def warm_simulator(base_url: str, key: str, fleet_file: Path, requests: int = 4) -> None:
+    """A fresh simulator's first replies are ~150 ms late (lazy imports, corpus): send a few before measuring,
+    to healthy endpoints only (their replies have no fault counters to disturb)."""
+    fleet = load_fleet(fleet_file)
+    healthy = [(m.id, e.tag) for m in fleet.models for e in m.endpoints if endpoint_role(e) == "healthy"]
+    with httpx.Client(timeout=30) as client:
+        for model, tag in healthy[:requests]:
+            first_text_s(client, base_url.rstrip("/") + "/chat/completions", key, model, tag)
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -210,6 +235,19 @@ def phase(
     return res
 
 
+def ttft_floor(fleet_file: Path, work: Path, requests: int, threads: int) -> dict[str, Any] | None:
+    """benchmarks/ttft_floor.py against a fresh simulator: the error a plain httpx client measures."""
+    with simulator_process(fleet_file, work / "floor-simulator.log") as (_, base_url, key):
+        argv = [sys.executable, str(Path(__file__).with_name("ttft_floor.py")), "--base-url", base_url]
+        argv += ["--key", key, "--fleet", str(fleet_file), "--requests", str(requests)]
+        proc = subprocess.run(argv + ["--threads", str(threads)], capture_output=True, text=True, check=False)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
+    if not lines:
+        print(f"ttft floor failed: {proc.stderr[-800:]}", file=sys.stderr)
+        return None
+    return dict(json.loads(lines[-1]))
+
+
 def _f(value: Any, fmt: str = "{:.2f}") -> str:
     return "-" if value is None else fmt.format(value)
 
@@ -272,6 +310,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, help="write `concurrency = N` into the config")
     ap.add_argument("--baseline", choices=("loop", "per-model", "none"), default="loop")
     ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--floor-requests", type=int, default=300, help="TTFT floor requests (0 = skip)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per canary process")
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, removed)")
     args = ap.parse_args()
@@ -311,10 +350,20 @@ def main() -> None:
             if args.baseline == "none"
             else phase("baseline", args, fleet_file, models, work / "baseline", plan)
         )
+        floor = None
+        if args.floor_requests:
+            threads = args.concurrency or 16
+            floor = ttft_floor(fleet_file, work, args.floor_requests, threads)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(table(cycle, base, args.baseline))
+    if floor:
+        print(
+            f"TTFT error floor, plain httpx client in {floor['threads']} threads, same simulator: "
+            + "/".join(_f(floor[k], "{:.0f}") for k in ("p50", "p95", "p99", "max"))
+            + f" ms p50/p95/p99/max (n={floor['n']})"
+        )
     if cycle.get("simulator_cpu_share") and cycle["simulator_cpu_share"] > 0.7:
         print("warning: the simulator used > 0.7 of a core while probing: it may be the bottleneck")
     print("processes in the cycle's tree: " + " | ".join(cycle["processes_seen"]))
@@ -325,6 +374,7 @@ def main() -> None:
         "baseline_kind": args.baseline,
         "cycle": cycle,
         "baseline": base,
+        "ttft_floor_ms": floor,
     }
     for r in (cycle, base):
         if r:
