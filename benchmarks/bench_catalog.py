@@ -159,11 +159,13 @@ def run_measured(
 ) -> dict[str, Any]:
     """Run the commands one after another; wall, CPU, peak tree RSS and exit codes of the whole lot."""
     wall = cpu = peak = 0.0
+    epochs: tuple[float, float] | None = None
     procs, codes = 0, []
     names: list[str] = []
     for i, argv in enumerate(argvs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
+        epochs = epochs or (time.time(), 0.0)
         with open(cwd / f"out-{i}.log", "w") as out:
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -175,6 +177,7 @@ def run_measured(
                     os.killpg(proc.pid, signal.SIGKILL)
                     codes.append(proc.wait())
         wall += time.monotonic() - t0
+        epochs = (epochs[0], time.time())
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         peak = max(peak, sampler.peak_rss_mb)
@@ -183,6 +186,8 @@ def run_measured(
             names = sorted(set(sampler.names.values()))
     return {
         "wall_s": wall,
+        "started_epoch": epochs[0] if epochs else None,
+        "ended_epoch": epochs[1] if epochs else None,
         "cpu_s": cpu,
         "peak_rss_mb": peak,
         "peak_processes": procs,
@@ -230,6 +235,9 @@ def phase(
         res["wall_per_slowest_chain"] = (
             res["wall_s"] / res["slowest_chain_s"] if res["slowest_chain_s"] else None
         )
+        if res.get("first_attempt_epoch") and res["started_epoch"]:
+            res["start_to_first_probe_s"] = res["first_attempt_epoch"] - res["started_epoch"]
+            res["last_probe_to_exit_s"] = res["ended_epoch"] - res["last_attempt_end_epoch"]
         rounds = res.get("rounds") or 0
         res["non_probing_s_per_round"] = (res["wall_s"] - probing) / rounds if rounds else None
     return res
@@ -280,6 +288,10 @@ def table(cycle: dict[str, Any], base: dict[str, Any] | None, base_name: str) ->
         (
             "round overhead s mean/median/max",
             lambda r: "/".join(_f(r.get(f"round_overhead_s_{k}")) for k in ("mean", "median", "max")),
+        ),
+        (
+            "start to first probe / last probe to exit s",
+            lambda r: _f(r.get("start_to_first_probe_s")) + "/" + _f(r.get("last_probe_to_exit_s")),
         ),
         ("non-probing s per round", lambda r: _f(r.get("non_probing_s_per_round"))),
         ("rounds complete / attempts", lambda r: f"{r.get('rounds_complete', '-')}/{r.get('attempts', '-')}"),

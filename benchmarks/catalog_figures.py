@@ -114,6 +114,8 @@ def run_figures(
         "slowest_chain_endpoint": slowest[0][1],
         "probe_span_s": (max(e for _, e in all_spans) - min(s for s, _ in all_spans)) if all_spans else 0.0,
         "probing_s": merged_span_s(all_spans),
+        "first_attempt_epoch": min((s for s, _ in all_spans), default=None),
+        "last_attempt_end_epoch": max((e for _, e in all_spans), default=None),
         "ttft_error_ms": {
             "n": len(ttft_err),
             "p50": percentile(ttft_err, 50),
