@@ -28,6 +28,8 @@ Figures (catalog_figures.py), from the run's DuckDB file, its published ignore l
                          busy: then the simulator, not the canary, would be the bottleneck);
   TTFT error             ttft_ms minus the simulator's planned first-token delay, over every attempt on a
                          healthy endpoint; healthy endpoints failing ttft (or any contract) are false alarms;
+                         a faulty endpoint counts as seen when any contract is not `pass` (pin_not_honoured
+                         is `inconclusive`; mojibake on an English-only reply is invisible);
   round overhead         per round: (published ignore-list mtime - round start) - probe phase (first attempt
                          start to last attempt end); non-probing time = wall - the union of attempt intervals;
   TTFT floor             benchmarks/ttft_floor.py: the same error measured by a plain httpx client in 16
@@ -284,7 +286,7 @@ def table(cycle: dict[str, Any], base: dict[str, Any] | None, base_name: str) ->
             "slow starts failing ttft",
             lambda r: f"{r.get('slow_starts_failing_ttft', '-')}/{r.get('slow_starts', '-')}",
         ),
-        ("faulty endpoints caught", lambda r: f"{r.get('faulty_caught', '-')}/{r.get('faulty', '-')}"),
+        ("faulty endpoints not passing", lambda r: f"{r.get('faulty_caught', '-')}/{r.get('faulty', '-')}"),
         (
             "round overhead s mean/median/max",
             lambda r: "/".join(_f(r.get(f"round_overhead_s_{k}")) for k in ("mean", "median", "max")),

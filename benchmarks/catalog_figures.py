@@ -81,8 +81,10 @@ def run_figures(
             else:
                 ttft_err.append(ttft - planned_ms[(model, tag)])
 
-    failing: dict[str, set[Key]] = {"ttft": set(), "any": set()}
+    failing: dict[str, set[Key]] = {"ttft": set(), "any": set(), "flagged": set()}
     for _round_id, model, tag, contract, outcome in outcomes:
+        if outcome != "pass":
+            failing["flagged"].add((model, tag))
         if outcome in ("fail", "transport"):
             failing["any"].add((model, tag))
             if contract == "ttft" and outcome == "fail":
@@ -128,7 +130,7 @@ def run_figures(
         "healthy_failing_any": of_role(failing["any"], "healthy"),
         "slow_starts_failing_ttft": of_role(failing["ttft"], "slow_start"),
         "slow_starts": sum(1 for r in roles.values() if r == "slow_start"),
-        "faulty_caught": len(failing["any"] & faulty),
+        "faulty_caught": len(failing["flagged"] & faulty),
         "faulty": len(faulty),
         "round_wall_s_median": percentile(round_walls, 50),
         "probe_phase_s_median": percentile(probe_phases, 50),
