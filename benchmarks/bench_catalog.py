@@ -1,9 +1,11 @@
 """Catalog benchmark: one cycle over N models x M simulated endpoints, beside a one-after-another baseline.
 
-    .venv/bin/python benchmarks/bench_catalog.py                      # 10 models x 15 endpoints (a few min)
-    .venv/bin/python benchmarks/bench_catalog.py --quick              # 3 x 5, smoke run (~1-2 min)
-    .venv/bin/python benchmarks/bench_catalog.py --models 100 --endpoints 15 --baseline none   # the catalog
-    .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity     # 100 x 15, all healthy, 0.3 s replies
+    .venv/bin/python benchmarks/bench_catalog.py                  # 10 models x 15 endpoints (~6 min today)
+    .venv/bin/python benchmarks/bench_catalog.py --quick          # 3 x 5, smoke run (~1.5 min)
+    .venv/bin/python benchmarks/bench_catalog.py --models 100 --endpoints 15   # the catalog (add
+                                         # --baseline none while `canary run` is itself the loop: ~20 min)
+    .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity --baseline none   # 100 x 15, all healthy,
+                                         # 0.3 s first tokens (~8 min today)
 
 Driven the way an operator drives the canary, so it measures today's code and tomorrow's without edits:
 
