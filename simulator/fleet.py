@@ -114,6 +114,11 @@ def load_fleet(path: str | Path) -> Fleet:
 
 def parse_fleet(mapping: Mapping[str, Any]) -> Fleet:
     """Validate a parsed fleet mapping; FleetError names the first bad key and its value."""
+    if "catalog" in mapping:  # a generated catalog (simulator/catalog.py) instead of listed models
+        from simulator.catalog import catalog_from_table
+
+        v.only_keys(mapping, {"catalog"}, "fleet")
+        return catalog_from_table(mapping["catalog"])
     v.only_keys(mapping, {"models"}, "fleet")
     models = v.list_of_tables(mapping.get("models"), "models", required=True)
     parsed = tuple(_model(m, f"models[{i}]") for i, m in enumerate(models))
