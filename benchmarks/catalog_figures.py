@@ -42,7 +42,7 @@ def merged_span_s(intervals: Sequence[tuple[float, float]]) -> float:
 
 
 def model_slug(model: str) -> str:
-    """The published file's stem, as tasks/plan.py names it (copied: the benchmark reads files, not code)."""
+    """The published file's stem, as tasks/core/plan.py names it (copied: the benchmark reads files, not code)."""
     out = "".join(c if c.isalnum() else "-" for c in model.lower())
     while "--" in out:
         out = out.replace("--", "-")
