@@ -77,7 +77,7 @@ def canary_cycle(
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run every configured model's round (or `models`) concurrently; one summary per model."""
-    from tasks.round_steps import resolve_config, warm_up
+    from tasks.round_steps import refresh_snapshot, resolve_config, warm_up
 
     logger = get_run_logger()
     extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
@@ -94,6 +94,7 @@ def canary_cycle(
             warm_up()  # one detector and one TLS context for every model, before any probe
             t0 = time.monotonic()
             summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight)
+            refresh_snapshot(cfg)  # once per cycle, not once per write
             wall_s = time.monotonic() - t0
     except TimeoutError:
         logger.error("Cycle %s not run: the previous cycle still held the slot after %.0f s", scheduled, CYCLE_WAIT_S)
@@ -116,7 +117,7 @@ def _run_models(models: list[str], mode: str | None, config_path: str | None, ro
 
         with slots:
             return canary_round(model=model, mode=mode, config_path=config_path, round_ts=round_ts,
-                                overrides=overrides)
+                                overrides=overrides, refresh_snapshot=False)
 
     futures = [(m, model_round.submit(m)) for m in models]
     summaries: list[dict[str, Any]] = []

@@ -253,7 +253,7 @@ def build_history(
                     apply_admin_event(str(db), ev, DEMO_MODEL, now)
                     say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
                 t0 = time.monotonic()
-                summary = canary_round(model=DEMO_MODEL, round_ts=now, overrides=overrides)
+                summary = canary_round(model=DEMO_MODEL, round_ts=now, overrides=overrides, refresh_snapshot=False)
                 walls.append(time.monotonic() - t0)
                 if on_round is not None:
                     on_round(n, summary)

@@ -53,8 +53,10 @@ def canary_round(
     db_path: str | None = None,
     round_ts: datetime | None = None,
     overrides: dict[str, Any] | None = None,
+    refresh_snapshot: bool = True,
 ) -> dict[str, Any]:
-    """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list."""
+    """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list.
+    `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models)."""
     logger = get_run_logger()
     cfg = steps.resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
     preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
@@ -91,6 +93,8 @@ def canary_round(
             journal.step("deliver")
             delivered = steps.deliver(cfg, round_ts)
             journal.finish()
+        if refresh_snapshot:
+            steps.refresh_snapshot(cfg)
     except RoundSkipped:  # logged by the guard; a skipped round is not a failure
         return {**summary, "skipped": True, "status": "skipped", "ignore": steps.ignore_in_force(cfg, model),
                 "reason": "the previous round of this model still holds its slot"}

@@ -93,7 +93,7 @@ def load_prior(
     ui_value = variable_sync.fetch_variable()  # outside the window: Prefect may be slow
     spools = judge_spools(cfg.db_path, cfg)
     try:
-        with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S) as con:
+        with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
             variable_value = variable_sync.reconcile(con, round_ts, ui_value)
             for line in land_leftovers(con, cfg, model, round_id, spools, utcnow()):
                 logger.warning("%s", line)
@@ -207,7 +207,7 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
     info = settled.info
     spools = judge_spools(cfg.db_path, cfg)
     try:
-        with store.open_store(cfg.db_path, lock_timeout_s=SAVE_LOCK_TIMEOUT_S) as con:
+        with store.open_store(cfg.db_path, lock_timeout_s=SAVE_LOCK_TIMEOUT_S, snapshot=False) as con:
             for line in land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow()):
                 _run_logger().warning("%s", line)
             saved = settle_and_save(con, cfg, info, mode_override, settled.judgement, settled.attempts,
@@ -253,6 +253,18 @@ def deliver(cfg: CanaryConfig, now: datetime) -> int:
 
     summary = deliver_outbox(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent
+
+
+@task(name="refresh-snapshot", cache_policy=NO_CACHE)
+def refresh_snapshot(cfg: CanaryConfig) -> None:
+    """Republish the analysts' snapshot once (a round, or a whole cycle): not once per write window."""
+    from tasks import store
+
+    try:
+        with store.open_store(cfg.db_path, snapshot=True, lock_timeout_s=5.0):
+            pass
+    except StoreError as exc:  # the next cycle refreshes it
+        _run_logger().warning("Analysts' snapshot not refreshed: %s", exc)
 
 
 def ignore_in_force(cfg: CanaryConfig, model: str) -> list[str] | str:

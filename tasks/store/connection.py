@@ -13,6 +13,7 @@ checkpointed and, if it changed, the analysts' snapshot is republished (tasks/st
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -38,6 +39,9 @@ _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 
 _log = logging.getLogger("tasks.store")
+#: How long each recent window held the file (path, read_only, seconds): what a benchmark reports as the time
+#: the lock is held per round. The snapshot copy happens after close and is not counted.
+HELD_S: collections.deque[tuple[str, bool, float]] = collections.deque(maxlen=10_000)
 _registry_lock = threading.Lock()
 _process_locks: dict[str, threading.RLock] = {}
 _depths: dict[str, int] = {}
@@ -77,6 +81,7 @@ def open_store(
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, read_only, lock_timeout_s, sleep, monotonic)
+        opened = time.monotonic()
         copy: SnapshotCopy | None = None
         try:
             con.execute("SET TimeZone = 'UTC'")
@@ -91,6 +96,8 @@ def open_store(
                     copy = SnapshotCopy.take(path)
         finally:
             con.close()
+            if outermost:
+                HELD_S.append((key, read_only, time.monotonic() - opened))
             if copy is not None and copy.finish() is None:
                 _log.warning("store: %s", copy.error)
     finally:
