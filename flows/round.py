@@ -20,14 +20,14 @@ from tasks import round_steps as steps
 from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
-from tasks.core.plan import make_round_id, plan_probes
+from tasks.core.plan import by_endpoint, make_round_id, plan_probes
 from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
 from tasks.secrets import preload_secrets
 from tasks.spool import Journal
 
-#: Probe tasks in flight at once; the requests themselves are bounded by the config's `concurrency`.
-PROBE_WORKERS = 64
+#: Probe tasks (one per endpoint) in flight at once; the requests are bounded by the config's `concurrency`.
+PROBE_WORKERS = 32
 
 
 def _flow_run_name() -> str:
@@ -76,7 +76,7 @@ def canary_round(
             footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without one)
             probes = [p for p in plan_probes(endpoints, cfg.languages, prior.previous_languages)
                       if p.endpoint.tag not in footprint.skip_tags]
-            futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg), unmapped(footprint))
+            futures = steps.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
             attempts = [a for f in futures for a in f.result()]
             failpoint("after-probe")
             journal.step("settle")

@@ -26,7 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.clock import SystemClock, utcnow
 from tasks.config import CanaryConfig, load_config
 from tasks.core.budget import FULL, Footprint
-from tasks.core.plan import Probe
+from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, RoundInfo
 from tasks.errors import StoreError
@@ -153,38 +153,52 @@ def warm_up() -> None:
     _ssl_context()
 
 
-@task(name="probe", task_run_name="probe-{probe.endpoint.tag}-{probe.contract}", cache_policy=NO_CACHE)
-def probe(probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
-    """Send the pinned probe; for the language contract, confirm a first failure with two more attempts."""
+@task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
+def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
+    """Every contract of one endpoint, pinned and concurrent (one Prefect task per endpoint: the task machinery
+    costs CPU that the other probes would measure as latency); a first language failure is confirmed by two
+    more attempts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = read_secret("OPENROUTER_API_KEY", required=True)
+    assert key is not None
+    with httpx.Client(verify=_ssl_context()) as client:
+        if len(plan.probes) == 1:
+            return _contract_chain(client, plan.probes[0], round_id, cfg, footprint, key)
+        with ThreadPoolExecutor(max_workers=len(plan.probes), thread_name_prefix=f"probe-{plan.endpoint.tag}") as ex:
+            chains = [ex.submit(_contract_chain, client, p, round_id, cfg, footprint, key) for p in plan.probes]
+            return [a for chain in chains for a in chain.result()]
+
+
+def _contract_chain(client: httpx.Client, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
+                    key: Any) -> list[Attempt]:
+    """One contract's attempts in order: its turns, then (language) the two confirmations of a first failure."""
     from tasks.core.contracts.language import needs_confirmation
     from tasks.core.plan import attempts_for
     from tasks.probe import probe_once
 
-    key = read_secret("OPENROUTER_API_KEY", required=True)
-    assert key is not None
     clock = SystemClock()
     slots = _request_slots(cfg.concurrency)
-    with httpx.Client(verify=_ssl_context()) as client:
 
-        def once(n: int) -> Attempt:
-            with slots:
-                started = clock.now()
-                try:
-                    return probe_once(client, base_url=cfg.base_url, api_key=key.get(), endpoint=probe.endpoint,
-                                      contract=probe.contract, round_id=round_id, attempt_no=n,
-                                      language=probe.language, cfg=cfg, clock=clock)
-                except Exception as exc:  # a bug of ours must not cost the other endpoints their results
-                    detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
-                    log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
-                    return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
-                                   provider_name=probe.endpoint.provider_name, contract=probe.contract,
-                                   attempt_no=n, started_at=started, language=probe.language,
-                                   error_class=ErrorClass.BAD_FRAME, error_detail=detail)
+    def once(n: int) -> Attempt:
+        with slots:
+            started = clock.now()
+            try:
+                return probe_once(client, base_url=cfg.base_url, api_key=key.get(), endpoint=probe.endpoint,
+                                  contract=probe.contract, round_id=round_id, attempt_no=n,
+                                  language=probe.language, cfg=cfg, clock=clock)
+            except Exception as exc:  # a bug of ours must not cost the other endpoints their results
+                detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
+                log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
+                return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
+                               provider_name=probe.endpoint.provider_name, contract=probe.contract,
+                               attempt_no=n, started_at=started, language=probe.language,
+                               error_class=ErrorClass.BAD_FRAME, error_detail=detail)
 
-        attempts = [once(n) for n in attempts_for(probe.contract)]
-        if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
-                and footprint.confirms(probe.endpoint.tag)):
-            attempts.extend([once(2), once(3)])
+    attempts = [once(n) for n in attempts_for(probe.contract)]
+    if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
+            and footprint.confirms(probe.endpoint.tag)):
+        attempts.extend([once(2), once(3)])
     return attempts
 
 

@@ -53,6 +53,22 @@ def plan_probes(
     return probes
 
 
+@dataclass(frozen=True, slots=True)
+class EndpointPlan:
+    """Everything one endpoint is asked in a round: one Prefect task (`probe-<tag>`), its contracts inside."""
+
+    endpoint: Endpoint
+    probes: tuple[Probe, ...]
+
+
+def by_endpoint(probes: Sequence[Probe]) -> list[EndpointPlan]:
+    """Group a round's probes per endpoint, in tag order (the order `plan_probes` gives)."""
+    plans: dict[str, list[Probe]] = {}
+    for p in probes:
+        plans.setdefault(p.endpoint.tag, []).append(p)
+    return [EndpointPlan(ps[0].endpoint, tuple(ps)) for ps in plans.values()]
+
+
 def supports(endpoint: Endpoint, contract: Contract) -> bool:
     """Whether the endpoint is probed for `contract` at all (tools only where it lists "tools")."""
     return contract is not Contract.TOOLS or "tools" in endpoint.supported_parameters
