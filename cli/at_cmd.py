@@ -16,7 +16,7 @@ import pandas as pd
 import typer
 
 from tasks.at import Report, build_report, parse_time, parse_window
-from tasks.errors import ConfigError
+from tasks.errors import CanaryError, ConfigError
 
 #: How far before the window `failing_since` looks for the start of a failing run.
 LOOKBACK = timedelta(days=7)
@@ -168,7 +168,11 @@ def _report(model: str, time: str, window: str, config: Path | None, db: str | N
 def at_command(
     *, model: str, time: str, window: str, config: Path | None, json_out: bool, db: str | None
 ) -> None:
-    report = _report(model, time, window, config, db)  # a CanaryError is one line, exit 2 (cli/main.py)
+    try:
+        report = _report(model, time, window, config, db)
+    except CanaryError as exc:  # one line, exit 2, also when the app runs without cli.main (tests, embedding)
+        typer.echo(f"canary: {exc}", err=True)
+        raise typer.Exit(2) from None
     if json_out:
         typer.echo(json.dumps(report.as_json(), indent=2))
     else:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tasks import secrets
 from tasks.secrets import FRAGMENT_CHARS, MASK, SecretStr, redact, redact_values, register_url, strip_userinfo
+from tests.support.secrets_registry import fresh_secret_registry  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.unit
 

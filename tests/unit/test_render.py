@@ -35,6 +35,7 @@ from tasks.core.types import (
     Outcome,
     RoundInfo,
 )
+from tests.support.secrets_registry import fresh_secret_registry  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.unit
 
