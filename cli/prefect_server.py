@@ -124,8 +124,10 @@ class PrivatePrefectServer:
         listener.listen(128)
         self.port = listener.getsockname()[1]
         pipe_r, self._pipe_w = os.pipe()
+        from tasks.secrets import ENV_SECRETS, ENV_URLS
+
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k not in (*ENV_SECRETS, *ENV_URLS)},  # it needs none
             "PREFECT_UI_ENABLED": "0",
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
