@@ -206,3 +206,40 @@ def test_c_a_configured_api_that_does_not_answer_is_one_line(sim: SimulatorHandl
     assert f"PREFECT_API_URL={url}" in lines[0] and "/health" in lines[0], lines[0]
     assert proc.stdout == ""
     assert time.monotonic() - t0 < 20  # nothing was started first (~1 s measured)
+
+
+def test_d_a_configured_api_that_answers_is_used_and_nothing_is_started(
+    sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    from cli.prefect_server import PrivatePrefectServer
+
+    configured = PrivatePrefectServer()  # a Prefect server of the test's own, standing in for a real one
+    env = run_env(sim, tmp_path, PREFECT_HOME=str(tmp_path / "configured-home"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_HOME", env["PREFECT_HOME"])
+        configured.start()
+    try:
+        configured.wait_ready()
+        cfg = write_config(sim, tmp_path)
+        proc = subprocess.Popen(
+            [CANARY, "run", "--config", str(cfg)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=run_env(sim, tmp_path, PREFECT_API_URL=configured.api_url),
+            cwd=tmp_path,
+        )
+        started: list[int] = []
+        while proc.poll() is None:
+            started += server_processes(proc.pid)
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+        assert started == [], "canary run started a server although PREFECT_API_URL answers"
+        names = [
+            r["name"]
+            for r in httpx.post(f"{configured.api_url}/flow_runs/filter", json={}, timeout=10).json()
+        ]
+        assert any(n.startswith(f"canary-round-{MODEL}") for n in names), names
+    finally:
+        configured.stop()
