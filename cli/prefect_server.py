@@ -1,41 +1,36 @@
 """The Prefect API a command's flow runs talk to: the configured one, or one private server that dies with us.
 
-With PREFECT_API_URL set (in the environment or the active Prefect profile) that API is used, after one
-GET of its /health: a server that does not answer is one line (ConfigError, exit 2), not a flow that fails
-later. Without it, Prefect would start its own temporary server in every process; that server is not tied to
-its parent (a `kill -9` of `canary run` left it running, ~200 MB each) and its shutdown printed
-`CancelledError` tracebacks on the user's terminal. So `prefect_api()` starts one private server itself:
+With PREFECT_API_URL set (environment or active Prefect profile) that API is used after one GET of its /health
+(no answer: one line, exit 2). Without it, Prefect would start a temporary server in every process, one that
+outlived a `kill -9` of its parent (~200 MB each). `prefect_api()` starts one private server instead:
 
-    canary run                       (parent; holds the write end of a pipe)
-    └── python -m cli.prefect_server  (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
+    canary run                       (owner; holds the write end of a pipe)
+    └── python -m cli.prefect_server_child (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
         └── watchdog                  (forked before any import; reads the pipe, SIGKILLs the group on EOF)
 
-* the server is the same app Prefect's temporary server runs (`create_app`, ephemeral mode: only the
-  services a temporary server runs; Prefect's default database, so flow runs and slots persist as before)
-  on a socket the parent bound to a free port first (no port race; connections made before the app is up
-  wait in the backlog). `prefect server start` spawns no extra process either, but it also imports the CLI
-  and runs every server service (scheduler, late runs, foreman, event persister...), whose SQLite writes
-  slow the rounds' own API calls down (see flows/history_sim.py); it was not faster to answer /health.
-* the server is started at once and waited for only when the flows are about to run, so its start-up
-  (importing Prefect's server, ~3-5 s of CPU) overlaps the parent's own imports and preflight;
-* death with the parent: the kernel SIGKILLs the server when the parent dies (PR_SET_PDEATHSIG, set by the
-  child itself before it imports anything, then a check that the parent is still the one that started it,
-  which closes the race a `preexec_fn` would close; no `preexec_fn` keeps Popen thread-safe). The server
-  spawns no process of its own today; should it ever (or a library do so), the watchdog, which shares the
-  server's process group and sees the pipe close when the parent dies, SIGKILLs the whole group;
-* every process of the group carries OWNER_ENV=<parent pid> in its environment (tests find them by it);
-* its output goes to a log file in the temporary directory (kept and named when the server fails to start,
+* the app is the one Prefect's temporary server runs (`create_app` in ephemeral mode: its few services,
+  Prefect's default database, so flow runs and slots persist as before), served on a socket the owner bound
+  to a free port first (no port race; early connections wait in the backlog). `prefect server start` also
+  spawns no process, but imports Prefect's CLI and runs every service (scheduler, foreman, event
+  persister...) whose SQLite writes slow the rounds' API calls (flows/history_sim.py); it was slower to
+  answer /health (4.7-6.5 s against 3.1-4.0 s, measured side by side);
+* it is spawned at once and waited for only before the first flow, so its start-up overlaps the owner's
+  imports and preflight;
+* death with the owner: the kernel SIGKILLs it when the owner dies (PR_SET_PDEATHSIG, set by the child
+  itself, then a check that its parent is still the owner: no `preexec_fn`, so Popen stays thread-safe).
+  It spawns no process today; should it ever, the watchdog in its process group sees the pipe close when
+  the owner dies and SIGKILLs the whole group. The signal fires when the *thread* that spawned the child
+  ends: start it from the main thread;
+* every process of the group carries OWNER_ENV=<owner pid> in its environment (tests find them by it);
+* its output goes to a log file in the temporary directory (named in the error when it fails to start,
   removed after a clean stop), never to the user's terminal;
-* stop: Prefect's log and event workers are drained first (they would otherwise post to a closed server
-  and print errors), then SIGTERM, up to STOP_GRACE_S for uvicorn to finish, then SIGKILL of the group.
-
-PR_SET_PDEATHSIG fires when the *thread* that started the child ends: start it from the main thread.
+* stop: Prefect's log and event workers are drained first (else they post to a closed server and print
+  errors), then SIGTERM, up to STOP_GRACE_S, then SIGKILL of the group.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -55,7 +50,8 @@ OWNER_ENV = "CANARY_PREFECT_SERVER_OWNER"
 STOP_GRACE_S = 5.0
 #: Seconds a configured API gets to answer /health.
 HEALTH_TIMEOUT_S = 5.0
-_PR_SET_PDEATHSIG = 1
+#: The server's log: <tmp>/canary-prefect-server-<owner pid>-<port>.log
+LOG_PREFIX = "canary-prefect-server-"
 
 
 def configured_api_url() -> str | None:
@@ -107,7 +103,7 @@ class PrivatePrefectServer:
     """One private Prefect API server in a child process (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.log_path = Path(tempfile.gettempdir()) / f"canary-prefect-server-{os.getpid()}.log"
+        self.log_path = Path(tempfile.gettempdir()) / f"{LOG_PREFIX}{os.getpid()}.log"  # + port once bound
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._pipe_w: int | None = None
@@ -119,10 +115,12 @@ class PrivatePrefectServer:
 
     def start(self) -> None:
         """Spawn the server on a free port of 127.0.0.1 and return at once (`wait_ready` waits)."""
+        _remove_stale_logs(self.log_path.parent)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
         self.port = listener.getsockname()[1]
+        self.log_path = self.log_path.with_name(f"{LOG_PREFIX}{os.getpid()}-{self.port}.log")
         pipe_r, self._pipe_w = os.pipe()
         from tasks.secrets import ENV_SECRETS, ENV_URLS
 
@@ -138,7 +136,7 @@ class PrivatePrefectServer:
         try:
             with self.log_path.open("wb") as log:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "cli.prefect_server", *args],
+                    [sys.executable, "-m", "cli.prefect_server_child", *args],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -197,10 +195,25 @@ class PrivatePrefectServer:
             self.log_path.unlink(missing_ok=True)
 
 
+def _remove_stale_logs(directory: Path) -> None:
+    """The logs a SIGKILLed owner left (named by its pid, which no longer runs)."""
+    for log in directory.glob(f"{LOG_PREFIX}*.log"):
+        pid = log.name.removeprefix(LOG_PREFIX).split("-")[0].removesuffix(".log")
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                log.unlink()
+        except OSError:  # alive but not ours, or not ours to remove
+            continue
+
+
 def _wait_exited(pid: int, timeout_s: float) -> None:
     """Wait for `pid` to exit without reaping it (WNOWAIT), so its pid and group id cannot be reused yet."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and hasattr(os, "waitid"):  # not on macOS: straight to SIGKILL
         try:
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                 return
@@ -275,47 +288,3 @@ def _prefect_settings(env: dict[str, str]) -> Iterator[None]:
     with temporary_settings(updates=updates):
         with prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
             yield
-
-
-# --- the child ------------------------------------------------------------------------------------------
-
-
-def _die_with(owner: int) -> None:
-    """SIGKILL this process when its parent dies; exit now if the parent already died."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        os._exit(3)
-    if os.getppid() != owner:
-        os._exit(3)
-
-
-def _watchdog(pipe_r: int) -> None:
-    """Block until the owner's end of the pipe closes (it stopped us or died), then SIGKILL the group."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stop() reaches the server; the group goes after
-    try:
-        while os.read(pipe_r, 4096):
-            pass
-    finally:
-        os.killpg(0, signal.SIGKILL)
-        os._exit(0)
-
-
-def serve_child(argv: list[str]) -> None:
-    """`python -m cli.prefect_server --fd=N --port=P --pipe=R --owner=PID`: serve Prefect's API on fd N."""
-    opts = dict(a.removeprefix("--").split("=", 1) for a in argv)
-    _die_with(int(opts["owner"]))
-    pipe_r = int(opts["pipe"])
-    if os.fork() == 0:
-        _watchdog(pipe_r)
-    os.close(pipe_r)
-    import uvicorn
-
-    sock = socket.socket(fileno=int(opts["fd"]))
-    config = uvicorn.Config(
-        "prefect.server.api.server:create_app", factory=True, lifespan="on", log_level="error"
-    )
-    uvicorn.Server(config).run(sockets=[sock])
-
-
-if __name__ == "__main__":
-    serve_child(sys.argv[1:])

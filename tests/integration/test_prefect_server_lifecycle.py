@@ -1,4 +1,4 @@
-"""cli/prefect_server.py without Prefect: the group watchdog, the death signal, the configured API's URL.
+"""cli/prefect_server*.py without Prefect: the group watchdog, the death signal, the configured API's URL.
 
 The watchdog test builds the process tree of a private server with `sleep` in place of uvicorn and a grandchild
 the server would have spawned, SIGKILLs the owner and expects every process of the group gone within seconds.
@@ -38,13 +38,13 @@ OWNER = textwrap.dedent(
 SERVER = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from cli.prefect_server import _die_with, _watchdog
+    from cli.prefect_server_child import die_with_owner, kill_group_when_owner_goes
     pipe_r, owner, with_death_signal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
     if with_death_signal:
-        _die_with(owner)
+        die_with_owner(owner)
     watchdog = os.fork()
     if watchdog == 0:
-        _watchdog(pipe_r)
+        kill_group_when_owner_goes(pipe_r)
     os.close(pipe_r)
     grandchild = subprocess.Popen(["sleep", "300"])
     print(os.getpid(), watchdog, grandchild.pid, flush=True)
