@@ -1,8 +1,9 @@
 """The Prefect API a command's flow runs talk to: the configured one, or one private server that dies with us.
 
 With PREFECT_API_URL set (environment or active Prefect profile) that API is used after one GET of its /health
-(no answer: one line, exit 2). Without it, Prefect would start a temporary server in every process, one that
-outlived a `kill -9` of its parent (~200 MB each). `prefect_api()` starts one private server instead:
+before the first flow (no answer: one line, exit 2). Without it, Prefect would start a temporary server in
+every process, one that outlived a `kill -9` of its parent (~200 MB each). `prefect_api()` starts one private
+server instead:
 
     canary run                       (owner; holds the write end of a pipe)
     └── python -m cli.prefect_server_child (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
@@ -39,7 +40,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tasks.errors import CanaryError, ConfigError
@@ -55,18 +56,26 @@ LOG_PREFIX = "canary-prefect-server-"
 
 
 def configured_api_url() -> str | None:
-    """PREFECT_API_URL from the environment, else from the active profile (`prefect config set ...`).
+    """PREFECT_API_URL as an already imported Prefect sees it (a settings context may set it, as
+    `prefect_test_harness` does), else `api_url_from_environment()`: no Prefect import (2-4 s) just for that."""
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import get_current_settings
 
-    Read without importing Prefect (2-4 s), so that a private server can start at once when there is none."""
-    if url := os.environ.get("PREFECT_API_URL", "").strip():
+        return get_current_settings().api.url or None
+    return api_url_from_environment(os.environ)
+
+
+def api_url_from_environment(env: Mapping[str, str]) -> str | None:
+    """PREFECT_API_URL from `env`, else from the active profile's file (`prefect config set ...`)."""
+    if url := env.get("PREFECT_API_URL", "").strip():
         return url
-    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
-    path = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
+    home = Path(env.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    path = Path(env.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
     try:
         profiles = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
+    active = env.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
     value = str(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL") or "").strip()
     return value or None
 
@@ -240,21 +249,26 @@ class PrefectApi:
     def __init__(self, url: str, server: PrivatePrefectServer | None) -> None:
         self.url = url
         self.server = server
+        self._checked = False
 
     def wait_ready(self) -> None:
+        """The private server answers /api/health, or the configured API /health (else one CanaryError)."""
         if self.server is not None:
             self.server.wait_ready()
+        elif not self._checked:
+            check_configured_api(self.url)
+            self._checked = True
 
 
 @contextlib.contextmanager
 def prefect_api(*, private: bool = False) -> Iterator[PrefectApi]:
-    """The configured Prefect API (checked), or a private server started now and stopped on exit.
+    """The configured Prefect API (checked by `wait_ready()`, after the command's own cheaper checks), or a
+    private server started now and stopped on exit.
 
     `private=True` always starts a private one (a simulated history must not reach a real deployment).
     PREFECT_API_URL is set for this process meanwhile (and in Prefect's settings if Prefect is imported)."""
     url = None if private else configured_api_url()
     if url is not None:
-        check_configured_api(url)
         yield PrefectApi(url, None)
         return
     server = PrivatePrefectServer()

@@ -2,9 +2,10 @@
 a missing key, an unknown model or an unreachable base URL into one clear line (exit 2) instead of a failed
 flow run with a traceback.
 
-The flow runs go to the configured Prefect API (PREFECT_API_URL, checked first) or to one private server that
-`cli.prefect_server.prefect_api()` starts right after the config checks, so that its start-up overlaps the
-preflight's network calls and the flow's imports, and that dies with this process even under SIGKILL."""
+The flow runs go to the configured Prefect API (PREFECT_API_URL, its /health checked after the preflight) or to
+one private server that `cli.prefect_server.prefect_api()` starts right after the config checks, so that its
+start-up overlaps the preflight's network calls and the flow's imports, and that dies with this process even
+under SIGKILL."""
 
 from __future__ import annotations
 

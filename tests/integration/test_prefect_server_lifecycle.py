@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.prefect_server import configured_api_url
+from cli.prefect_server import api_url_from_environment
 
 pytestmark = pytest.mark.integration
 
@@ -90,20 +90,15 @@ def test_a_killed_owner_takes_the_whole_server_group_with_it(death_signal: bool)
             owner.wait(timeout=10)
 
 
-def test_the_configured_api_comes_from_the_environment_then_the_active_profile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    monkeypatch.delenv("PREFECT_PROFILE", raising=False)
-    monkeypatch.delenv("PREFECT_PROFILES_PATH", raising=False)
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
-    assert configured_api_url() is None  # no profiles file
+def test_the_configured_api_comes_from_the_environment_then_the_active_profile(tmp_path: Path) -> None:
+    env = {"PREFECT_HOME": str(tmp_path)}
+    assert api_url_from_environment(env) is None  # no profiles file
     (tmp_path / "profiles.toml").write_text(
         'active = "local"\n[profiles.local]\nPREFECT_API_URL = "http://127.0.0.1:4200/api"\n'
         '[profiles.other]\nPREFECT_API_URL = "http://10.0.0.1:4200/api"\n[profiles.ephemeral]\n'
     )
-    assert configured_api_url() == "http://127.0.0.1:4200/api"
-    monkeypatch.setenv("PREFECT_PROFILE", "ephemeral")
-    assert configured_api_url() is None
-    monkeypatch.setenv("PREFECT_API_URL", "http://example.invalid/api")
-    assert configured_api_url() == "http://example.invalid/api"
+    assert api_url_from_environment(env) == "http://127.0.0.1:4200/api"
+    assert api_url_from_environment(env | {"PREFECT_PROFILE": "ephemeral"}) is None
+    assert api_url_from_environment(env | {"PREFECT_API_URL": "http://example.invalid/api"}) == (
+        "http://example.invalid/api"
+    )
