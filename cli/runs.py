@@ -1,6 +1,11 @@
 """`canary run`: one round per model now, each a Prefect flow run, after a preflight that turns a bad config,
 a missing key, an unknown model or an unreachable base URL into one clear line (exit 2) instead of a failed
-flow run with a traceback."""
+flow run with a traceback.
+
+The flow runs go to the configured Prefect API (PREFECT_API_URL, its /health checked after the preflight) or to
+one private server that `cli.prefect_server.prefect_api()` starts right after the config checks, so that its
+start-up overlaps the preflight's network calls and the flow's imports, and that dies with this process even
+under SIGKILL."""
 
 from __future__ import annotations
 
@@ -56,7 +61,18 @@ def run_once(
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
-    preflight(cfg, models)
+    from cli.prefect_server import prefect_api
+
+    with prefect_api() as api:  # a private server starts now, in parallel with the next two lines
+        preflight(cfg, models)
+        import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
+
+        api.wait_ready()
+        run_rounds(cfg, models, config=config, mode=mode)
+
+
+def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> None:
+    """One cycle (every model concurrently), against the Prefect API `run_once` provides."""
     from flows.cycle import canary_cycle
 
     cycle = canary_cycle(

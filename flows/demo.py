@@ -13,12 +13,15 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from tasks.clock import StepClock
+
+if TYPE_CHECKING:
+    from cli.prefect_server import PrefectApi
 
 DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
 #: The default fleet's positive control for the refusal probe (it always filters the roleplay).
@@ -63,11 +66,15 @@ def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb") 
 
         build_history(days=days, db_path=db_path)
         return
-    with quiet_logs():
-        _run_rounds(rounds, db_path)
+    from cli.prefect_server import prefect_api
+
+    # The configured Prefect API, else a private server that dies with this process (cli/prefect_server.py),
+    # starting while the flow is imported and the simulator starts.
+    with quiet_logs(), prefect_api() as api:
+        _run_rounds(rounds, db_path, api)
 
 
-def _run_rounds(rounds: int, db_path: str) -> None:
+def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
     from flows.round import canary_round
     from simulator.server import start_simulator
     from tasks import store
@@ -87,6 +94,7 @@ def _run_rounds(rounds: int, db_path: str) -> None:
         console.print(
             f"simulator at {sim.base_url}; enforce mode; positive control: {', '.join(DEMO_CONTROLS)}"
         )
+        api.wait_ready()
         for n in range(1, rounds + 1):
             t0 = datetime.now(UTC)
             summary = canary_round(model=DEMO_MODEL, round_ts=clock.now(), overrides=overrides)

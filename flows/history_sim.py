@@ -128,10 +128,11 @@ def _one_cert_bundle() -> Path:
 
 @contextmanager
 def history_prefect(lean: bool = True) -> Iterator[None]:
-    """The Prefect settings of a history: its own temporary server, and (lean) no per-run waste.
+    """The Prefect settings of a history: its own private server, and (lean) no per-run waste.
 
-    Always: the flow runs go to a temporary server of this process, never to PREFECT_API_URL (hundreds of
-    simulated runs do not belong in a real deployment's UI, and Slack secret blocks there must not fire).
+    Always: the flow runs go to a private server of this process that dies with it (cli/prefect_server.py),
+    never to PREFECT_API_URL (hundreds of simulated runs do not belong in a real deployment's UI, and Slack
+    secret blocks there must not fire).
     Lean (the flow code itself is untouched; each item measured, see benchmarks/bench_history.py):
 
     * no flow-run heartbeats: the engine joins its heartbeat thread, which sleeps in 1 s steps, at the end
@@ -144,24 +145,28 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
       inflating the TTFTs measured meanwhile). No TLS is spoken here: the simulator and the temporary server
       are plain http on 127.0.0.1 and Slack is off.
     """
-    from prefect.context import SettingsContext
-    from prefect.settings import get_current_settings
+    from cli.prefect_server import prefect_api
 
     env = {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "false" for n in IDLE_SERVER_SERVICES} if lean else {}
     if lean:
         env["SSL_CERT_FILE"] = str(_one_cert_bundle())
     env |= {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # offline (docs/design.md)
     saved = {n: os.environ.get(n) for n in env}
-    os.environ.update(env)
-    current = get_current_settings()
-    update: dict[str, Any] = {"api": current.api.model_copy(update={"url": None})}
-    if lean:
-        update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
-    ctx = SettingsContext.get()
-    assert ctx is not None
+    os.environ.update(env)  # before the server starts: it reads the services settings from its environment
     try:
-        with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
-            yield
+        with prefect_api(private=True) as api:
+            from prefect.context import SettingsContext
+            from prefect.settings import get_current_settings
+
+            api.wait_ready()
+            current = get_current_settings()
+            update: dict[str, Any] = {"api": current.api.model_copy(update={"url": api.url})}
+            if lean:
+                update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
+            ctx = SettingsContext.get()
+            assert ctx is not None
+            with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
+                yield
     finally:
         for n, v in saved.items():
             if v is None:
