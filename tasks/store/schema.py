@@ -187,3 +187,9 @@ ALTER TABLE rounds ADD COLUMN deferred BOOLEAN DEFAULT false;
 ALTER TABLE alerts ADD COLUMN sending_since TIMESTAMPTZ;
 ALTER TABLE alerts ADD COLUMN possible_duplicates INTEGER DEFAULT 0;
 """
+
+#: Migration 6. ``rounds.partial``: a confirmation round (tasks/core/confirm.py) that probed only some
+#: endpoints; the endpoints it lists are the probed ones, the others were absent (their streaks froze).
+ROUND_PARTIAL_SQL = """
+ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
+"""
