@@ -15,6 +15,7 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows import confirm
 from tasks import round_steps as steps
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
@@ -35,7 +36,8 @@ def _flow_run_name() -> str:
     model = params.get("model") or "default"
     ts = params.get("round_ts")
     stamp = ts.strftime("%Y-%m-%dT%H%M") if isinstance(ts, datetime) else utcnow().strftime("%Y-%m-%dT%H%M")
-    return f"canary-round-{model}-{stamp}"
+    kind = "confirm" if params.get("confirms") else "round"  # a confirmation round (flows/confirm.py)
+    return f"canary-{kind}-{model}-{stamp}"
 
 
 @flow(
@@ -51,14 +53,21 @@ def canary_round(
     db_path: str | None = None,
     round_ts: datetime | None = None,
     overrides: dict[str, Any] | None = None,
+    only: list[str] | None = None,  # confirmation round (flows/confirm.py): probe only these tags,
+    contracts: dict[str, list[str]] | None = None,  # only these contracts per tag,
+    confirms: str | None = None,  # confirming the hard failures of this round id
 ) -> dict[str, Any]:
-    """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list."""
+    """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list.
+
+    With `only`/`contracts` it is a confirmation round: a partial round probing just those (flows/confirm.py).
+    """
     logger = get_run_logger()
     cfg = steps.resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
     preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model = model or cfg.models[0]
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)
+    plan = confirm.parse_plan(only, contracts)  # None: a full round
     summary: dict[str, Any] = {"round_id": round_id, "model": model, "endpoints": 0, "attempts": 0,
                                "decisions": [], "ignore": []}
     try:
@@ -70,11 +79,12 @@ def canary_round(
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
             steps.warm_up()
             probes = plan_probes(endpoints, cfg.languages, prior.previous_languages)
+            probes, endpoints = confirm.narrow(probes, endpoints, plan)
             futures = steps.probe.map(probes, unmapped(round_id), unmapped(cfg))
             attempts = [a for f in futures for a in f.result()]
             failpoint("after-probe")
             journal.step("settle")
-            settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id)
+            settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id, plan is not None)
             journal.step("save")
             settled, status = steps.save(cfg, settled, mode, variable_value)
             failpoint("after-save")
@@ -85,6 +95,7 @@ def canary_round(
             journal.step("deliver")
             delivered = steps.deliver(cfg, round_ts)
             journal.finish()
+        confirmation = confirm.follow_up(cfg, settled, status)  # a confirmation round of the hard failures
     except RoundSkipped as skipped:  # logged by the guard; a skipped round is not a failure
         return {**summary, "skipped": True, "status": "skipped", "reason": str(skipped)}
 
@@ -99,4 +110,7 @@ def canary_round(
         "attempts": len(attempts),
         "decisions": [d.action.value + ":" + d.tag for d in settled.decisions],
         "ignore": list(settled.ignore.ignore),
+        "partial": plan is not None,
+        "confirms": confirms,
+        "confirmation": confirmation,
     }
