@@ -120,8 +120,12 @@ def export_history_command(*, out: Path, config: Path | None, model: str | None,
 
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)
+    from tasks.store.settlement import partial_round_ids
+
     with store.open_store(cfg.db_path, read_only=True) as con:
         frame = store.round_status_history(con, model=_model(cfg, model) if model else None)
+        partial = partial_round_ids(con)  # confirmation rounds: their lines say "partial": true
+    frame = frame.assign(partial=frame["round_id"].isin(partial)) if not frame.empty else frame
     n = 0
     with open(out, "w", encoding="utf-8") as fh:
         for line in build_replay_lines(frame):
