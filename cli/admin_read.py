@@ -196,11 +196,13 @@ def export_history_command(*, out: Path, config: Path | None, model: str | None,
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)
     from tasks.core.exclusions import load_builtin
+    from tasks.store.settlement import partial_round_ids
 
     builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
     layers: dict[tuple[str, str], dict[str, object]] = {}
     with store.open_store(cfg.db_path, read_only=True) as con:
         frame = store.round_status_history(con, model=_model(cfg, model) if model else None)
+        partial = partial_round_ids(con)  # confirmation rounds: their lines say "partial": true
         for m, ts in frame[["model", "round_ts"]].drop_duplicates().itertuples(index=False):
             at = ts.to_pydatetime()
             ops = store.exclusions_as_of(con, at, model=m)
@@ -208,6 +210,7 @@ def export_history_command(*, out: Path, config: Path | None, model: str | None,
                 "builtin": [b.tag for b in builtin if b.model in (None, m)],
                 "operational": [{"tag": o.tag, "until": o.until.isoformat() if o.until else None} for o in ops],
             }
+    frame = frame.assign(partial=frame["round_id"].isin(partial)) if not frame.empty else frame
     n = 0
     written: set[tuple[str, str]] = set()
     with open(out, "w", encoding="utf-8") as fh:

@@ -147,6 +147,7 @@ class HistoryResult:
     wall_s: float
     round_wall_s: tuple[float, ...]
     db_bytes: int
+    confirmations: int = 0  # confirmation rounds run between the rounds (build_history(confirmations=True))
 
     @property
     def rounds_per_s(self) -> float:
@@ -185,12 +186,17 @@ def build_history(
     lean: bool = True,
     out: TextIO | None = None,
     on_round: Callable[[int, dict[str, Any]], None] | None = None,
+    confirmations: bool = False,
 ) -> HistoryResult:
     """Run `days` x 48 real rounds over the simulated fleet into a fresh `db_path`; return timings.
 
     `ladder`: suspension lengths; default the configured ladder (1d, 3d, 7d), or SHORT_LADDER for a
     history shorter than SHORT_HISTORY_DAYS. Writes `<stem>.exclusions.toml` and `<stem>.canary.toml` next
     to the database (the builtin layer and a config for `canary at/status --config`).
+
+    `confirmations`: run the confirmation rounds the rounds ask for (flows/confirm.py) at their simulated
+    time, between the 30-minute rounds (`on_round` sees them too, with the round number they follow).
+    Off by default, so a history's rounds stay 30 minutes apart unless asked.
     """
     rounds = int(round(days * ROUNDS_PER_DAY))
     if rounds < 1:
@@ -225,6 +231,7 @@ def build_history(
         f"enforce mode, ladder {', '.join(rungs)}, time scale {time_scale:g}"
     )
     walls: list[float] = []
+    confirmed = 0
     t_all = time.monotonic()
     # Never alert a real Slack channel; the simulator's own key only while the history runs.
     saved_env = {k: os.environ.pop(k) for k in (*SLACK_ENV, "OPENROUTER_API_KEY") if k in os.environ}
@@ -234,6 +241,7 @@ def build_history(
             history_prefect(lean),
             simulator_process(fleet, time_scale=time_scale, clock=clock) as sim,
         ):
+            from flows.confirm import run_confirmations
             from flows.round import canary_round  # after quiet_logs() set Prefect's log level
 
             os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
@@ -249,6 +257,7 @@ def build_history(
             say(f"simulator at {sim.base_url} (child process); Prefect: this process's temporary server")
             for n in range(rounds):
                 now = clock.now()
+                next_at = now + ROUND_INTERVAL
                 for ev in (e for e in schedule if e.round_no == n):
                     apply_admin_event(str(db), ev, DEMO_MODEL, now)
                     say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
@@ -259,6 +268,16 @@ def build_history(
                     on_round(n, summary)
                 if summary["decisions"]:
                     say(f"  {now:%m-%d %H:%M} {', '.join(summary['decisions'])}")
+                if confirmations:
+                    def confirm_round(**kw: Any) -> dict[str, Any]:
+                        return canary_round(model=DEMO_MODEL, overrides=overrides, **kw)
+
+                    for extra in run_confirmations(summary, confirm_round, clock, before=next_at):
+                        confirmed += 1
+                        if on_round is not None:
+                            on_round(n, extra)
+                        if extra["decisions"]:
+                            say(f"  {clock.now():%m-%d %H:%M} confirmation: {', '.join(extra['decisions'])}")
                 if (n + 1) % ROUNDS_PER_DAY == 0 or n + 1 == rounds:
                     done = time.monotonic() - t_all
                     eta = done / (n + 1) * (rounds - n - 1)
@@ -267,7 +286,7 @@ def build_history(
                         f"{sum(walls[-ROUNDS_PER_DAY:]) / len(walls[-ROUNDS_PER_DAY:]):.2f} s/round, "
                         f"ETA {eta:5.0f} s; ignore={summary['ignore']}"
                     )
-                clock.advance(ROUND_INTERVAL)
+                clock.advance(next_at - clock.now())
     finally:
         clock.close()
         os.environ.pop("OPENROUTER_API_KEY", None)
@@ -277,7 +296,8 @@ def build_history(
         pass  # make sure the analysts' snapshot holds the last round
     size = db.stat().st_size
     result = HistoryResult(
-        str(db), config_path, rounds, start, start + (rounds - 1) * ROUND_INTERVAL, wall, tuple(walls), size
+        str(db), config_path, rounds, start, start + (rounds - 1) * ROUND_INTERVAL, wall, tuple(walls), size,
+        confirmed,
     )
     say(
         f"done: {rounds} rounds in {wall:.1f} s ({result.rounds_per_s:.2f} rounds/s, median round "

@@ -16,6 +16,7 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows import confirm
 from tasks import round_steps as steps
 from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
@@ -37,7 +38,8 @@ def _flow_run_name() -> str:
     model = params.get("model") or "default"
     ts = params.get("round_ts")
     stamp = ts.strftime("%Y-%m-%dT%H%M") if isinstance(ts, datetime) else utcnow().strftime("%Y-%m-%dT%H%M")
-    return f"canary-round-{model}-{stamp}"
+    kind = "confirm" if params.get("confirms") else "round"  # a confirmation round (flows/confirm.py)
+    return f"canary-{kind}-{model}-{stamp}"
 
 
 @flow(
@@ -54,15 +56,22 @@ def canary_round(
     round_ts: datetime | None = None,
     overrides: dict[str, Any] | None = None,
     refresh_snapshot: bool = True,
+    only: list[str] | None = None,  # confirmation round (flows/confirm.py): probe only these tags,
+    contracts: dict[str, list[str]] | None = None,  # only these contracts per tag,
+    confirms: str | None = None,  # confirming the hard failures of this round id
 ) -> dict[str, Any]:
     """Probe every endpoint of `model`, judge the contracts, apply the policy, publish the ignore list.
-    `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models)."""
+
+    With `only`/`contracts` it is a confirmation round: a partial round probing just those (flows/confirm.py).
+    `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models).
+    """
     logger = get_run_logger()
     cfg = steps.resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
     preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model = model or cfg.models[0]
     round_ts = round_ts or utcnow()
     round_id = make_round_id(model, round_ts)
+    plan = confirm.parse_plan(only, contracts)  # None: a full round
     summary: dict[str, Any] = {"round_id": round_id, "model": model, "endpoints": 0, "attempts": 0,
                                "decisions": [], "ignore": []}
     try:
@@ -76,11 +85,12 @@ def canary_round(
             footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without one)
             probes = [p for p in plan_probes(endpoints, cfg.languages, prior.previous_languages)
                       if p.endpoint.tag not in footprint.skip_tags]
+            probes, endpoints = confirm.narrow(probes, endpoints, plan)
             futures = steps.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
             attempts = [a for f in futures for a in f.result()]
             failpoint("after-probe")
             journal.step("settle")
-            settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id)
+            settled = steps.settle(prior, attempts, endpoints, cfg, round_ts, round_id, plan is not None)
             if footprint.alert is not None:
                 settled = replace(settled, extra_alerts=(footprint.alert,))
             journal.step("save")
@@ -93,6 +103,7 @@ def canary_round(
             journal.step("deliver")
             delivered = steps.deliver(cfg, round_ts)
             journal.finish()
+        confirmation = confirm.follow_up(cfg, settled, status)  # a confirmation round of the hard failures
         if refresh_snapshot:
             steps.refresh_snapshot(cfg)
     except RoundSkipped:  # logged by the guard; a skipped round is not a failure
@@ -110,4 +121,7 @@ def canary_round(
         "attempts": len(attempts),
         "decisions": [d.action.value + ":" + d.tag for d in settled.decisions],
         "ignore": list(settled.ignore.ignore),
+        "partial": plan is not None,
+        "confirms": confirms,
+        "confirmation": confirmation,
     }

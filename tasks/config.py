@@ -9,9 +9,10 @@ Every knob below: meaning, unit, default, why.
 Validation names the problem before anything starts (`config: <key> ...`, one line): numbers are finite and
 positive; `ttft_s < probe_budget_s`, `connect_timeout_s <= probe_budget_s`, `read_timeout_s <= probe_budget_s`
 (the two timeouts, when not set, default to the smaller of their default and `probe_budget_s`),
-`probe_budget_s <= interval_min` minutes (an attempt fits in a round interval); every ladder step is at least
-one round interval; paths are non-empty. `preflight(cfg)` then checks the file system (writable database
-directory and publish_dir, readable exclusions file); the CLI runs it before `run`, `serve` and `demo`.
+`probe_budget_s <= interval_min` minutes (an attempt fits in a round interval); `confirm_after_min <
+interval_min` (unless 0); every ladder step is at least one round interval; paths are non-empty.
+`preflight(cfg)` then checks the file system (writable database directory and publish_dir, readable
+exclusions file); the CLI runs it before `run`, `serve` and `demo`.
 
 A `base_url` with userinfo (`https://user:pass@host/...`): the password is registered with the redactor
 (tasks.secrets) and never shown; `public_base_url(cfg)` is the form without it, which is what a flow-run
@@ -78,6 +79,14 @@ DEFAULT_INTERVAL_MIN = 30
 #: language confirmations, then probe healthy endpoints every other round, and one `budget` alert is raised
 #: per day (tasks/core/budget.py). Suspended and failing endpoints are always probed in full.
 DEFAULT_BUDGET_USD_PER_DAY = 0.0
+#: Minutes after a round with a hard failure until its confirmation round (0: none). A hard fault that starts
+#: mid-interval is then suspended after about half an interval plus this delay instead of 30-60 minutes.
+DEFAULT_CONFIRM_AFTER_MIN = 5
+#: Contracts whose failure is confirmed at once: wrong answers that hurt every user right away. TTFT (slow,
+#: often load) and transport (never quality) wait for the next full round.
+DEFAULT_HARD_CONTRACTS: tuple[str, ...] = ("structured", "language", "opening", "refusal", "tools")
+#: Contracts that may never be hard (tasks/core/confirm.py).
+NEVER_HARD: frozenset[str] = frozenset({"ttft"})
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
@@ -136,6 +145,8 @@ class CanaryConfig:
     ladder_decay: timedelta = DEFAULT_LADDER_DECAY
     interval_min: int = DEFAULT_INTERVAL_MIN
     budget_usd_per_day: float = DEFAULT_BUDGET_USD_PER_DAY
+    confirm_after_min: int = DEFAULT_CONFIRM_AFTER_MIN
+    hard_contracts: tuple[str, ...] = DEFAULT_HARD_CONTRACTS
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
         """Apply `--set key=value` style overrides (values may be strings) with full validation.
@@ -263,6 +274,7 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         ("restore_rounds", 1),
         ("min_hosts", 0),
         ("interval_min", 1),
+        ("confirm_after_min", 0),
     ):
         if key in raw:
             v = _expect(raw, key, int, "an integer")
@@ -274,6 +286,8 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         if not math.isfinite(v) or v < 0:
             raise ConfigError(f"config: budget_usd_per_day must be a finite number >= 0, 0 = no budget (got {v})")
         values["budget_usd_per_day"] = v
+    if "hard_contracts" in raw:
+        values["hard_contracts"] = _hard_contracts(raw)
     if "ladder" in raw:
         steps = raw["ladder"]
         if not isinstance(steps, list | tuple) or not steps:
@@ -296,9 +310,27 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     return _check_relations(replace(cfg, **values))
 
 
+def _hard_contracts(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """Contract names; `ttft` is never hard (slowness is often load: the next full round decides)."""
+    from tasks.core.types import Contract
+
+    names = _str_list(raw, "hard_contracts") if raw["hard_contracts"] else ()
+    known = {str(c) for c in Contract} - NEVER_HARD
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"config: hard_contracts entries must be among {', '.join(sorted(known))} "
+                              f"(got {name!r})")
+    return tuple(dict.fromkeys(names))
+
+
 def _check_relations(cfg: CanaryConfig) -> CanaryConfig:
     """The rules between keys (each message names the key to change and both values)."""
     budget = cfg.probe_budget_s
+    if cfg.confirm_after_min and not cfg.confirm_after_min < cfg.interval_min:
+        raise ConfigError(
+            f"config: confirm_after_min ({cfg.confirm_after_min}) must be < interval_min ({cfg.interval_min}): "
+            "a confirmation comes before the next round (0 turns confirmation rounds off)"
+        )
     if not cfg.ttft_s < budget:
         raise ConfigError(f"config: ttft_s ({cfg.ttft_s:g}) must be < probe_budget_s ({budget:g})")
     for key in ("connect_timeout_s", "read_timeout_s"):

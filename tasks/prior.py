@@ -23,7 +23,7 @@ from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.spool import SpooledRound, dead_journals, spooled_rounds
-from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
+from tasks.store.settlement import last_full_round, mark_crashed, policy_applied, save_settlement, unfinished_rounds
 from tasks.store.state import load_policy_states
 
 _log = logging.getLogger("canary.round")
@@ -37,18 +37,20 @@ def read_prior(
     states = load_policy_states(con, model, mode)
     previous = store.complete_rounds(con, model=model, until=round_ts - timedelta(seconds=1))
     last = previous.iloc[-1] if len(previous) else None
+    full = last_full_round(previous)  # a confirmation round (partial) lists only what it probed
     builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
     return Prior(
         model=model,
         mode=mode,
         states=states,
-        previous_results=tuple(store.outcomes_of_round(con, str(last["round_id"]))) if last is not None else (),
+        previous_results=tuple(store.outcomes_of_round(con, str(full["round_id"]))) if full is not None else (),
         previous_languages=store.last_language_outcomes(con, model),
         builtin=tuple(builtin),
         operational=tuple(store.active_exclusions(con, round_ts)),
         decided_until=policy_applied(con, model),
         last_complete_ts=last["round_ts"].to_pydatetime() if last is not None else None,
         interval=timedelta(minutes=cfg.interval_min),
+        last_full_tags=tuple(full["endpoints"]) if full is not None else (),
     )
 
 
@@ -75,7 +77,7 @@ def settle_and_save(
     prior = read_prior(con, cfg, info.model, info.round_ts, mode_override)
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
         fresh = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
-                              round_id=info.round_id)
+                              round_id=info.round_id, partial=info.partial)
         settled = replace(fresh, extra_alerts=settled.extra_alerts) if settled is not None else fresh
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled

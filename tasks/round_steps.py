@@ -204,9 +204,10 @@ def _contract_chain(client: httpx.Client, probe: Probe, round_id: str, cfg: Cana
 
 @task(name="settle", cache_policy=NO_CACHE)
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
-           round_ts: datetime, round_id: str) -> Settlement:
-    """The pure core: outcomes, round statuses, policy, ignore list and alerts."""
-    return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id)
+           round_ts: datetime, round_id: str, partial: bool = False) -> Settlement:
+    """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
+    round, `endpoints` the probed ones)."""
+    return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial)
 
 
 @task(name="save", cache_policy=NO_CACHE)

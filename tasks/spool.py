@@ -57,13 +57,14 @@ def _encode(value: object) -> object:
     raise TypeError(f"cannot spool {type(value).__name__}")
 
 
-def _info_json(info: RoundInfo) -> dict[str, str]:
+def _info_json(info: RoundInfo) -> dict[str, str | bool]:
     return {"round_id": info.round_id, "model": info.model, "round_ts": info.round_ts.isoformat(),
-            "mode": str(info.mode)}
+            "mode": str(info.mode), "partial": info.partial}
 
 
 def _info(obj: dict[str, Any]) -> RoundInfo:
-    return RoundInfo(obj["round_id"], obj["model"], datetime.fromisoformat(obj["round_ts"]), Mode(obj["mode"]))
+    return RoundInfo(obj["round_id"], obj["model"], datetime.fromisoformat(obj["round_ts"]), Mode(obj["mode"]),
+                     bool(obj.get("partial", False)))
 
 
 def pid_alive(pid: int) -> bool:

@@ -6,7 +6,14 @@ Input (docs/design.md "Outside interfaces"), JSON Lines, one object a line, blan
     {"round_ts": "2026-11-01T10:00:00Z", "model": "m", "builtin": ["deepinfra"], "operational": []}
 
 A status line says how one endpoint did in one round; all status lines with the same (model, round_ts) are
-one round, and every tag with a status line counts as discovered in it. A line with `builtin` and/or
+one round, and every tag with a status line counts as discovered in it.
+
+**Partial rounds** (confirmation rounds, tasks/core/confirm.py) carry `"partial": true` on their status lines
+and list only the endpoints they probed. The endpoints they do not list are absent: their streaks freeze
+(policy rule 2), exactly as in the live round. For the floor (rule 4), a partial round's discovered
+endpoints are those of the same model's latest full round plus its own, the rule the live confirmation
+round applies (tasks/core/settle.py `discovered_tags`), so `canary export-history` then `canary replay`
+gives the live decisions. A line with `builtin` and/or
 `operational` sets the exclusions of that layer in force from its `round_ts` on (no `round_ts`: from the
 start), for its `model` (no `model`: every model), until another line for the same layer and scope replaces
 them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an item past its `until` no
@@ -67,6 +74,8 @@ class ReplayRound:
     round_ts: datetime
     statuses: Mapping[str, RoundStatus]
     excluded: Mapping[str, Layer]
+    partial: bool = False
+    discovered: tuple[str, ...] = ()  # the floor's discovered tags (partial: the latest full round's too)
 
     @property
     def round_id(self) -> str:
@@ -105,6 +114,7 @@ def iso(ts: datetime) -> str:
 class _Parser:
     def __init__(self) -> None:
         self.statuses: dict[tuple[str, datetime], dict[str, RoundStatus]] = defaultdict(dict)
+        self.partial: dict[tuple[str, datetime], bool] = {}
         self.changes: list[_Change] = []
         self._ts_cache: dict[str, datetime] = {}
 
@@ -153,6 +163,11 @@ class _Parser:
         except ValueError:
             raise ReplayInputError(lineno, f"status must be one of clean, fail, transport, inconclusive "
                                            f"(got {status!r})") from None
+        partial = obj.get("partial", False)
+        if not isinstance(partial, bool):
+            raise ReplayInputError(lineno, f"partial must be true or false (got {partial!r})")
+        if self.partial.setdefault((model, ts), partial) is not partial:
+            raise ReplayInputError(lineno, f"partial differs between the lines of {model} at {iso(ts)}")
         bucket = self.statuses[(model, ts)]
         if tag in bucket:
             raise ReplayInputError(lineno, f"second status for {model} {tag} at {iso(ts)}")
@@ -193,20 +208,25 @@ def parse_replay(lines: Iterable[str | Mapping[str, Any]]) -> ReplayHistory:
     changes = sorted(parser.changes, key=lambda c: (c.ts or far_past, c.lineno))
     in_force: dict[tuple[Layer, str | None], tuple[tuple[str, datetime | None], ...]] = {}
     rounds: list[ReplayRound] = []
+    last_full: dict[str, tuple[str, ...]] = {}
     i = 0
     for model, ts in sorted(parser.statuses, key=lambda k: (k[1], k[0])):
         while i < len(changes) and (changes[i].ts or far_past) <= ts:
             in_force[(changes[i].layer, changes[i].model)] = changes[i].items
             i += 1
         statuses = parser.statuses[(model, ts)]
+        partial = parser.partial.get((model, ts), False)
+        discovered = tuple(sorted(set(statuses) | (set(last_full.get(model, ())) if partial else set())))
+        if not partial:
+            last_full[model] = discovered
         excluded: dict[str, Layer] = {}
         for layer in _LAYERS:
             items = [t for t, until in (*in_force.get((layer, model), ()), *in_force.get((layer, None), ()))
                      if until is None or until > ts]
-            for tag in statuses:
+            for tag in discovered:
                 if tag not in excluded and any(matches(item, tag) for item in items):
                     excluded[tag] = layer
-        rounds.append(ReplayRound(model, ts, dict(sorted(statuses.items())), excluded))
+        rounds.append(ReplayRound(model, ts, dict(sorted(statuses.items())), excluded, partial, discovered))
     return ReplayHistory(tuple(rounds))
 
 
@@ -219,8 +239,8 @@ def replay_history(history: ReplayHistory, cfg: PolicyConfig) -> list[Decision]:
     decisions: list[Decision] = []
     for r in history.rounds:
         prior = Prior(model=r.model, mode=cfg.mode, states=states[r.model])
-        states[r.model], made = settle_policy(prior, r.round_id, r.round_ts, r.statuses, tuple(r.statuses), cfg,
-                                              excluded=r.excluded)
+        states[r.model], made = settle_policy(prior, r.round_id, r.round_ts, r.statuses,
+                                              r.discovered or tuple(r.statuses), cfg, excluded=r.excluded)
         decisions.extend(made)
     return decisions
 
@@ -239,21 +259,27 @@ def decision_line(d: Decision) -> dict[str, Any]:
             "until": iso(d.until) if d.until else None, "ladder_step": d.ladder_step}
 
 
-def build_replay_lines(statuses: pd.DataFrame) -> Iterator[dict[str, str]]:
-    """A round-status history (columns round_ts, model, tag, status) -> replay input lines, in time order.
+def build_replay_lines(statuses: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """A round-status history (columns round_ts, model, tag, status; optional boolean `partial`) -> replay
+    input lines, in time order; lines of a partial round carry `"partial": true`.
 
     Naive timestamps are taken as UTC. The store feeds this from its `rounds`/`outcomes` history.
     """
     if statuses.empty:
         return
     ts = pd.to_datetime(statuses["round_ts"], utc=True)
+    partial = statuses["partial"].fillna(False).astype(bool) if "partial" in statuses else False
     frame = pd.DataFrame({"round_ts": ts, "model": statuses["model"].astype(str),
-                          "tag": statuses["tag"].astype(str), "status": statuses["status"].astype(str)})
+                          "tag": statuses["tag"].astype(str), "status": statuses["status"].astype(str),
+                          "partial": partial})
     frame = frame.sort_values(["round_ts", "model", "tag"], kind="stable")
-    for round_ts, model, tag, status in zip(frame["round_ts"], frame["model"], frame["tag"], frame["status"],
-                                            strict=True):
-        yield {"round_ts": iso(round_ts.to_pydatetime()), "model": model, "tag": tag,
-               "status": RoundStatus(status).value}
+    for round_ts, model, tag, status, part in zip(frame["round_ts"], frame["model"], frame["tag"],
+                                                  frame["status"], frame["partial"], strict=True):
+        line: dict[str, Any] = {"round_ts": iso(round_ts.to_pydatetime()), "model": model, "tag": tag,
+                                "status": RoundStatus(status).value}
+        if part:
+            line["partial"] = True
+        yield line
 
 
 # -- what-if summaries -------------------------------------------------------------------------------------

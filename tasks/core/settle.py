@@ -60,7 +60,7 @@ class Prior:
     model: str
     mode: Mode
     states: Mapping[str, EndpointState] = field(default_factory=dict)  # this mode's, seeded from the other
-    previous_results: tuple[ContractResult, ...] = ()  # the last complete round's outcomes
+    previous_results: tuple[ContractResult, ...] = ()  # the last complete full round's outcomes
     previous_languages: Mapping[str, tuple[str, Outcome]] = field(default_factory=dict)
     builtin: tuple[BuiltinExclusion, ...] = ()
     operational: tuple[OperationalExclusion, ...] = ()  # active or not: settle filters by time
@@ -68,6 +68,7 @@ class Prior:
     last_complete_ts: datetime | None = None  # the latest complete round before this one
     interval: timedelta = timedelta(minutes=30)
     available: bool = True  # False: the store could not be read; the save step settles again
+    last_full_tags: tuple[str, ...] = ()  # endpoints of the last complete full round (a partial round's discovery)
 
     def fingerprint(self) -> str:
         """Changes whenever anything the policy part of settling reads changes."""
@@ -75,6 +76,7 @@ class Prior:
             self.model, str(self.mode), sorted(self.states.items()),
             [r.round_id for r in self.previous_results[:1]],
             self.builtin, self.operational, self.decided_until, self.last_complete_ts, self.available,
+            self.last_full_tags,
         )
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
@@ -147,11 +149,22 @@ def settle_round(
     now: datetime,
     *,
     round_id: str | None = None,
+    partial: bool = False,
 ) -> Settlement:
-    """Judge the round's attempts, then settle it against `prior` at `now` (the round's time)."""
+    """Judge the round's attempts, then settle it against `prior` at `now` (the round's time).
+
+    `partial`: a confirmation round (tasks/core/confirm.py): `endpoints` are the probed ones only; the
+    others are absent (frozen) and the floor counts them as discovered (`discovered_tags`)."""
     judgement = judge_round(attempts, endpoints, cfg)
     return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
-                         round_id=round_id or make_round_id(prior.model, now))
+                         round_id=round_id or make_round_id(prior.model, now), partial=partial)
+
+
+def discovered_tags(prior: Prior, probed: Sequence[str], partial: bool) -> list[str]:
+    """The tags the policy's floor and the ignore list see as discovered this round: a full round's own
+    discovery; for a partial round the last complete full round's endpoints plus the probed ones (the same
+    rule `canary replay` applies to partial rounds, so a replay of the history decides the same)."""
+    return sorted(set(probed) | (set(prior.last_full_tags) if partial else set()))
 
 
 def settle_judged(
@@ -163,15 +176,18 @@ def settle_judged(
     now: datetime,
     *,
     round_id: str,
+    partial: bool = False,
 ) -> Settlement:
     """`settle_round` after judging: statuses, policy, ignore list, alerts (cheap; runs again on a new prior)."""
     model = prior.model
     statuses = round_statuses(judgement.results)
-    tags = sorted({e.tag for e in endpoints if e.model == model})
+    probed = sorted({e.tag for e in endpoints if e.model == model})
+    tags = discovered_tags(prior, probed, partial)
+    previous = tuple(r for r in prior.previous_results if not partial or r.tag in probed)
     decided = not prior.already_decided(now)
     states, decisions = settle_policy(prior, round_id, now, statuses, tags, PolicyConfig.from_config(cfg))
     ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now)
-    before = findings_from_results(prior.previous_results, cfg)
+    before = findings_from_results(previous, cfg)
     findings = judgement.findings
     alerts = alerts_for_round(
         model, round_id, now, decisions,
@@ -188,7 +204,7 @@ def settle_judged(
         alerts += silence_alerts({model: prior.last_complete_ts}, now, prior.interval,
                                  ignore_lists={model: ignore})
     return Settlement(
-        info=RoundInfo(round_id=round_id, model=model, round_ts=now, mode=prior.mode),
+        info=RoundInfo(round_id=round_id, model=model, round_ts=now, mode=prior.mode, partial=partial),
         endpoints=tuple(endpoints),
         attempts=tuple(attempts),
         judgement=judgement,
@@ -198,6 +214,6 @@ def settle_judged(
         decisions=tuple(decisions),
         ignore=ignore,
         alerts=tuple(alerts),
-        changes=tuple(describe_changes(prior.previous_results, judgement.results)),
+        changes=tuple(describe_changes(previous, judgement.results)),
         prior_fingerprint=prior.fingerprint(),
     )

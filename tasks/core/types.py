@@ -196,6 +196,7 @@ class RoundInfo:
     model: str
     round_ts: datetime  # UTC; the policy's "now" for this round
     mode: Mode
+    partial: bool = False  # a confirmation round: only some endpoints probed (tasks/core/confirm.py)
 
 
 @dataclass(frozen=True, slots=True)

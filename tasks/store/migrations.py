@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from tasks.clock import utcnow
 from tasks.errors import StoreError
 from tasks.store.rows import Connection, fetch_first, transaction
-from tasks.store.schema import ATTEMPT_TOOL_CALLS_SQL, ENDPOINT_PRICING_SQL, ROUND_STEPS_SQL, TABLES_SQL
+from tasks.store.schema import (
+    ATTEMPT_TOOL_CALLS_SQL,
+    ENDPOINT_PRICING_SQL,
+    ROUND_PARTIAL_SQL,
+    ROUND_STEPS_SQL,
+    TABLES_SQL,
+)
 from tasks.store.views import COST_VIEWS_SQL, RECORDED_STATUSES_SQL, VIEWS_SQL
 
 
@@ -30,6 +36,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "attempt tool calls", ATTEMPT_TOOL_CALLS_SQL),
     Migration(5, "round steps and alert delivery states", ROUND_STEPS_SQL),
     Migration(6, "endpoint pricing and cost views", ENDPOINT_PRICING_SQL + ";\n" + COST_VIEWS_SQL),
+    Migration(7, "partial (confirmation) rounds", ROUND_PARTIAL_SQL),
 )
 
 #: The version a fully migrated file reports.

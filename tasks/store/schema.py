@@ -196,3 +196,9 @@ ALTER TABLE round_endpoints ADD COLUMN prompt_price_usd DOUBLE;
 ALTER TABLE round_endpoints ADD COLUMN completion_price_usd DOUBLE;
 ALTER TABLE round_endpoints ADD COLUMN request_price_usd DOUBLE;
 """
+
+#: Migration 7. ``rounds.partial``: a confirmation round (tasks/core/confirm.py) that probed only some
+#: endpoints; the endpoints it lists are the probed ones, the others were absent (their streaks froze).
+ROUND_PARTIAL_SQL = """
+ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
+"""

@@ -11,7 +11,9 @@ applies the policy twice (``policy_applied:<model>``) and never queues an alert 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
@@ -48,9 +50,27 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
         failpoint("inside-save")
         complete_round(con, info.round_id, dict(s.statuses), at=landed_at)
         con.execute(
-            "UPDATE rounds SET step = 'saved', landed_at = ?, deferred = ? WHERE round_id = ?",
-            [utc(landed_at), deferred, info.round_id],
+            "UPDATE rounds SET step = 'saved', landed_at = ?, deferred = ?, partial = ? WHERE round_id = ?",
+            [utc(landed_at), deferred, info.partial, info.round_id],
         )
+
+
+def last_full_round(rounds: pd.DataFrame) -> dict[str, Any] | None:
+    """The newest full (not partial) round of a `complete_rounds` frame, as a dict; None if there is none.
+
+    A confirmation round lists only the endpoints it probed; the next round's previous outcomes and a
+    partial round's discovered endpoints come from the last full round (tasks/core/settle.py)."""
+    if rounds.empty:
+        return None
+    full = rounds[~rounds["partial"].fillna(False).astype(bool)] if "partial" in rounds else rounds
+    return None if full.empty else dict(full.iloc[-1])
+
+
+def partial_round_ids(con: Connection, model: str | None = None) -> set[str]:
+    """Ids of the complete partial (confirmation) rounds, of `model` or all (export-history marks them)."""
+    sql = "SELECT round_id FROM rounds WHERE partial AND status = 'complete'"
+    rows = con.execute(sql + (" AND model = ?" if model else ""), [model] if model else []).fetchall()
+    return {str(r[0]) for r in rows}
 
 
 def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> None:
@@ -61,7 +81,7 @@ def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> N
     insert_rows(con, "rounds", [{
         "round_id": info.round_id, "model": info.model, "round_ts": utc(info.round_ts), "mode": str(info.mode),
         "status": "running", "started_at": utc(started_at), "endpoints": [], "endpoint_count": 0,
-        "attempt_count": 0, "outcome_count": 0, "step": "probe",
+        "attempt_count": 0, "outcome_count": 0, "step": "probe", "partial": info.partial,
     }])
 
 
