@@ -158,7 +158,7 @@ def heal_dead_holders(model: str, db_path: str | None, logger: Any) -> int:
     from tasks.spool import dead_journals
 
     own = _own_flow_run_id()
-    dead = {d.flow_run_id for d in dead_journals(db_path, model, besides="") if d.flow_run_id}
+    dead = {d.flow_run_id for d in dead_journals(db_path, model, besides="", own_process=False) if d.flow_run_id}
     dead.discard(str(own) if own else None)
     if not dead:
         return 0

@@ -113,8 +113,9 @@ class DeadRound:
     flow_run_id: str | None = None
 
 
-def dead_journals(db_path: str, model: str, *, besides: str) -> list[DeadRound]:
-    """Journals of `model`'s rounds other than `besides` whose process is gone (oldest first)."""
+def dead_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
+    """Journals of `model`'s rounds other than `besides` whose process is gone (oldest first). A journal of
+    this very process counts as dead (a round that raised left it) unless `own_process` is False."""
     out: list[DeadRound] = []
     directory = spool_dir(db_path)
     if not directory.is_dir():
@@ -129,7 +130,10 @@ def dead_journals(db_path: str, model: str, *, besides: str) -> list[DeadRound]:
             continue
         if obj.get("host", socket.gethostname()) != socket.gethostname():
             continue  # another machine's round: its liveness cannot be read from here
-        if int(obj.get("pid", 0)) != os.getpid() and pid_alive(int(obj.get("pid", 0))):
+        pid = int(obj.get("pid", 0))
+        if pid == os.getpid() and not own_process:
+            continue
+        if pid != os.getpid() and pid_alive(pid):
             continue
         out.append(DeadRound(info, str(obj.get("step", "unknown")), datetime.fromisoformat(obj["started_at"]),
                              path, obj.get("flow_run_id")))

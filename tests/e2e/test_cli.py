@@ -190,7 +190,10 @@ def test_export_history_feeds_replay(
     out = config_file.parent / "rounds.jsonl"
     invoke("export-history", str(out), "--config", str(config_file))
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(lines) == 30 and {ln["status"] for ln in lines} >= {"clean", "fail", "transport"}
+    statuses = [ln for ln in lines if "status" in ln]
+    layers = [ln for ln in lines if "builtin" in ln]  # the exclusion layers in force, one line per round
+    assert len(statuses) == 30 and {ln["status"] for ln in statuses} >= {"clean", "fail", "transport"}
+    assert len(layers) == 2 and all(set(ln) == {"round_ts", "model", "builtin", "operational"} for ln in layers)
     replayed = [
         json.loads(x)
         for x in invoke("replay", str(out), "--json", "--config", str(config_file)).stdout.splitlines()
