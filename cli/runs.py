@@ -93,5 +93,9 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
                 f"{summary['attempts']} attempts, decisions {summary['decisions'] or 'none'}, "
                 f"ignore {summary['ignore']}"
             )
+        if summary.get("confirmation") and not summary["confirmation"].get("flow_run_id"):
+            due = summary["confirmation"]["due"]
+            typer.echo(f"  hard failures to confirm at {due} (a served canary schedules this; by hand: canary run "
+                       f"--model {summary['model']} after that time)")
     if cycle.get("wall_s") is not None:
         typer.echo(f"cycle: {len(cycle['rounds'])} model(s) in {cycle['wall_s']:.1f} s")

@@ -75,15 +75,25 @@ def canary_cycle(
     db_path: str | None = None,
     cycle_ts: datetime | None = None,
     overrides: dict[str, Any] | None = None,
+    model: str | None = None,
+    only: list[str] | None = None,
+    contracts: dict[str, list[str]] | None = None,
+    confirms: str | None = None,
+    refresh_snapshot: bool = True,
 ) -> dict[str, Any]:
-    """Run every configured model's round (or `models`) concurrently; one summary per model."""
-    from tasks.round_steps import refresh_snapshot, resolve_config, warm_up
+    """Run every configured model's round (or `models`) concurrently; one summary per model.
+
+    `model` with `only`/`contracts`/`confirms`: a confirmation round of that model (flows/confirm.py schedules
+    such a run of this deployment `confirm_after_min` after a round with hard failures)."""
+    from tasks.round_steps import refresh_snapshot as refresh_analysts_snapshot
+    from tasks.round_steps import resolve_config, warm_up
 
     logger = get_run_logger()
     extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
              **({"db_path": db_path} if db_path else {})}
     cfg = resolve_config(config_path, extra)
-    chosen = list(models or cfg.models)
+    chosen = [model] if model else list(models or cfg.models)
+    confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
     scheduled = cycle_ts or utcnow()
     try:
         with _cycle_slot(logger, CYCLE_WAIT_S) as waited_s:
@@ -93,8 +103,8 @@ def canary_cycle(
                                "worker was busy)", scheduled.isoformat(), late_s)
             warm_up()  # one detector and one TLS context for every model, before any probe
             t0 = time.monotonic()
-            summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight)
-            refresh_snapshot(cfg)  # once per cycle, not once per write
+            summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight, confirmation)
+            refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
             wall_s = time.monotonic() - t0
     except TimeoutError:
         logger.error("Cycle %s not run: the previous cycle still held the slot after %.0f s", scheduled, CYCLE_WAIT_S)
@@ -106,7 +116,7 @@ def canary_cycle(
 
 
 def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,
-                overrides: dict[str, Any], in_flight: int) -> list[dict[str, Any]]:
+                overrides: dict[str, Any], in_flight: int, confirmation: dict[str, Any]) -> list[dict[str, Any]]:
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
     whose round failed is reported, never allowed to cost the other models theirs."""
     slots = threading.BoundedSemaphore(max(1, in_flight))
@@ -117,7 +127,7 @@ def _run_models(models: list[str], mode: str | None, config_path: str | None, ro
 
         with slots:
             return canary_round(model=model, mode=mode, config_path=config_path, round_ts=round_ts,
-                                overrides=overrides, refresh_snapshot=False)
+                                overrides=overrides, refresh_snapshot=False, **confirmation)
 
     futures = [(m, model_round.submit(m)) for m in models]
     summaries: list[dict[str, Any]] = []
