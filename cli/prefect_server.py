@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -115,6 +116,7 @@ class PrivatePrefectServer:
         self.log_path = Path(tempfile.gettempdir()) / f"{LOG_PREFIX}{os.getpid()}.log"  # + port once bound
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
+        self._db_dir: str | None = None
         self._pipe_w: int | None = None
         self._ready = False
 
@@ -135,6 +137,7 @@ class PrivatePrefectServer:
 
         env = {
             **{k: v for k, v in os.environ.items() if k not in (*ENV_SECRETS, *ENV_URLS)},  # it needs none
+            **self._private_database(),
             "PREFECT_UI_ENABLED": "0",
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
@@ -156,6 +159,16 @@ class PrivatePrefectServer:
         finally:
             listener.close()
             os.close(pipe_r)
+
+    def _private_database(self) -> dict[str, str]:
+        """A fresh SQLite file for this server alone (unless the operator configured a database): nothing a
+        killed run left (a held round slot, a zombie flow run) can reach the next run, and there is nothing to
+        keep: flow-run history that matters belongs on a real `prefect server start`."""
+        if any(os.environ.get(k) for k in ("PREFECT_API_DATABASE_CONNECTION_URL",
+                                           "PREFECT_SERVER_DATABASE_CONNECTION_URL")):
+            return {}
+        self._db_dir = tempfile.mkdtemp(prefix="canary-prefect-")
+        return {"PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self._db_dir}/prefect.db"}
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Block until /api/health answers; a server that exits or stays silent is one CanaryError."""
@@ -202,6 +215,9 @@ class PrivatePrefectServer:
         proc.wait(timeout=10)
         if self._ready:
             self.log_path.unlink(missing_ok=True)
+        if self._db_dir is not None:
+            shutil.rmtree(self._db_dir, ignore_errors=True)
+            self._db_dir = None
 
 
 def _remove_stale_logs(directory: Path) -> None:
