@@ -74,7 +74,7 @@ def fleet(faulty: bool) -> Any:
     if faulty:
         endpoints += [
             {"tag": "slowco", "provider_name": "Slowco",
-             "faults": [{"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}]},
+             "faults": [{"kind": "slow_first_token", "delay_s": 3.5, "keepalive_s": 0.5}]},
             {"tag": "errco", "provider_name": "Errco",
              "faults": [{"kind": "http_error_before_stream", "status": 502}]},
             {"tag": "midco", "provider_name": "Midco", "faults": [{"kind": "midstream_error", "tokens": 2}]},
@@ -263,7 +263,7 @@ def test_planted_secrets_appear_nowhere(
     from tasks.delivery import deliver_outbox
 
     sim, echo = upstream
-    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=1, languages=["en", "de"], min_hosts=2)
+    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2.5, languages=["en", "de"], min_hosts=2)  # load-proof
     ov["base_url"] = echo.base_url
     _capture_all_logs(caplog)
     raised: list[str] = []

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MODEL = "acme/served-model"
 MODEL_2 = "acme/served-model-2"
-SLOW = {"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}  # rounds long enough to overlap
+SLOW = {"kind": "slow_first_token", "delay_s": 5.0, "keepalive_s": 0.5}  # rounds long enough to overlap
 FLEET = parse_fleet({"models": [{"id": m, "endpoints": [
     {"tag": "alpha", "provider_name": "Alpha", "faults": [SLOW]},
     {"tag": "beta", "provider_name": "Beta", "faults": [SLOW]},
@@ -112,7 +112,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     config.write_text(
         f'models = ["{MODEL}", "{MODEL_2}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
         f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 5\nfail_rounds = 1\n',
+        'languages = ["en"]\nttft_s = 8\nfail_rounds = 1\n',
         encoding="utf-8",
     )
     server_env = _base_env(tmp_path / "prefect-server")
