@@ -257,6 +257,15 @@ def _drain_prefect_workers() -> None:
     for worker in (APILogWorker, EventsWorker):
         with contextlib.suppress(Exception):
             worker.drain_all(timeout=STOP_GRACE_S)
+    # The slot services keep a client bound to this server: stop them, so that a later API in this process
+    # (another private server, a test harness) gets fresh ones instead of waiting on a server that is gone.
+    with contextlib.suppress(Exception):
+        from prefect.concurrency import services
+
+        for name in ("ConcurrencySlotAcquisitionWithLeaseService", "ConcurrencySlotAcquisitionService"):
+            service = getattr(services, name, None)
+            if service is not None:
+                service.drain_all(timeout=STOP_GRACE_S)
 
 
 class PrefectApi:
@@ -289,6 +298,7 @@ def prefect_api(*, private: bool = False) -> Iterator[PrefectApi]:
         return
     server = PrivatePrefectServer()
     saved = {name: os.environ.get(name) for name in ("PREFECT_API_URL", "PREFECT_UI_URL")}
+    _drain_prefect_workers()  # services bound to an earlier API of this process must not serve this one
     try:
         server.start()
         # No UI is served: no "View at http://127.0.0.1:<port>/runs/..." line pointing at it.
