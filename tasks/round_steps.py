@@ -51,13 +51,13 @@ def resolve_config(
 
 
 def retry_on_transport(task: Any, task_run: Any, state: Any) -> bool:
-    """The one retry condition: retry network errors only (never a bug, never a quality result)."""
+    """Prefect's retry condition: the one predicate of tasks/core/classify.py (the network, a busy store)."""
+    from tasks.core.classify import is_retryable_exception
+
     try:
         state.result()
-    except httpx.TransportError:
-        return True
-    except Exception:
-        return False
+    except Exception as exc:
+        return is_retryable_exception(exc)
     return False
 
 
