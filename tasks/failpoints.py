@@ -30,3 +30,14 @@ def failpoint(name: str) -> None:
     armed = os.environ.get(ENV)
     if armed and name in {n.strip() for n in armed.split(",")}:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class FailpointError(RuntimeError):
+    """Raised by an armed `raise_point`: a bug of ours, simulated (tests only)."""
+
+
+def raise_point(name: str, key: str, armed: str | None, secret_hint: str = "") -> None:
+    """Raise `FailpointError` when `armed` (a CANARY_TEST_FAILPOINTS value, passed along to a worker process)
+    names `name:key`. `secret_hint` goes into the message, so a test can prove the message is redacted."""
+    if armed and f"{name}:{key}" in {n.strip() for n in armed.split(",")}:
+        raise FailpointError(f"failpoint {name}:{key} (a bug of ours, with a secret in its message: {secret_hint})")

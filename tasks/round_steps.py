@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import ssl
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -122,19 +121,8 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
         return fetch_endpoints(client, cfg.base_url, key.get(), model)
 
 
-_SSL_CONTEXT: ssl.SSLContext | None = None
 _SHARED_LOCK = threading.Lock()
 _SLOTS: dict[int, threading.BoundedSemaphore] = {}
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process: loading the CA bundle costs 15-25 ms of CPU per client, which the
-    probes running in the other threads would measure as latency (~1.5 s per round)."""
-    global _SSL_CONTEXT
-    with _SHARED_LOCK:
-        if _SSL_CONTEXT is None:
-            _SSL_CONTEXT = httpx.create_ssl_context()
-        return _SSL_CONTEXT
 
 
 def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
@@ -147,10 +135,11 @@ def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
 def warm_up() -> None:
     """Build the language detector before any probe starts: building it holds the GIL for about a second,
     which would otherwise be measured as latency by the probes running in the other threads."""
+    from tasks import probe_worker
     from tasks.core.langdetect import get_detector
 
+    probe_worker.start()  # the probes' process starts while the detector is built
     get_detector()
-    _ssl_context()
 
 
 @task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
@@ -160,22 +149,24 @@ def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footp
     more attempts."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from tasks.probe_worker import attempt_runner
+
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
-    with httpx.Client(verify=_ssl_context()) as client:
+    with attempt_runner() as run:
         if len(plan.probes) == 1:
-            return _contract_chain(client, plan.probes[0], round_id, cfg, footprint, key)
+            return _contract_chain(run, plan.probes[0], round_id, cfg, footprint, key)
         with ThreadPoolExecutor(max_workers=len(plan.probes), thread_name_prefix=f"probe-{plan.endpoint.tag}") as ex:
-            chains = [ex.submit(_contract_chain, client, p, round_id, cfg, footprint, key) for p in plan.probes]
+            chains = [ex.submit(_contract_chain, run, p, round_id, cfg, footprint, key) for p in plan.probes]
             return [a for chain in chains for a in chain.result()]
 
 
-def _contract_chain(client: httpx.Client, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
+def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
                     key: Any) -> list[Attempt]:
     """One contract's attempts in order: its turns, then (language) the two confirmations of a first failure."""
     from tasks.core.contracts.language import needs_confirmation
     from tasks.core.plan import attempts_for
-    from tasks.probe import probe_once
+    from tasks.probe_worker import ProbeCall
 
     clock = SystemClock()
     slots = _request_slots(cfg.concurrency)
@@ -184,9 +175,9 @@ def _contract_chain(client: httpx.Client, probe: Probe, round_id: str, cfg: Cana
         with slots:
             started = clock.now()
             try:
-                return probe_once(client, base_url=cfg.base_url, api_key=key.get(), endpoint=probe.endpoint,
-                                  contract=probe.contract, round_id=round_id, attempt_no=n,
-                                  language=probe.language, cfg=cfg, clock=clock)
+                return run(ProbeCall(base_url=cfg.base_url, endpoint=probe.endpoint, contract=probe.contract,
+                                     round_id=round_id, attempt_no=n, language=probe.language, cfg=cfg,
+                                     api_key=key.get()))
             except Exception as exc:  # a bug of ours must not cost the other endpoints their results
                 detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
                 log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
