@@ -155,6 +155,8 @@ def write_config(
     ]
     if args.concurrency:
         lines.append(f"concurrency = {args.concurrency}")
+    if args.models_in_flight:
+        lines.append(f"models_in_flight = {args.models_in_flight}")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -324,6 +326,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--languages", default="en,es,pt,fr,de")
     ap.add_argument("--concurrency", type=int, help="write `concurrency = N` into the config")
+    ap.add_argument("--models-in-flight", type=int, help="write `models_in_flight = N` into the config")
     ap.add_argument("--baseline", choices=("loop", "per-model", "none"), default="loop")
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--floor-requests", type=int, default=300, help="TTFT floor requests (0 = skip)")
