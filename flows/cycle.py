@@ -115,13 +115,26 @@ def canary_cycle(
             "rounds": summaries}
 
 
+def _retry_on_orchestrator(task: Any, task_run: Any, state: Any) -> bool:
+    """A model's round is run again when Prefect's API did not answer (a server under load answers 503 when
+    creating the round's runs), never for a failure of the round itself (tasks/core/classify.py)."""
+    from tasks.core.classify import is_orchestrator_blip
+
+    try:
+        state.result()
+    except Exception as exc:
+        return is_orchestrator_blip(exc)
+    return False
+
+
 def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,
                 overrides: dict[str, Any], in_flight: int, confirmation: dict[str, Any]) -> list[dict[str, Any]]:
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
     whose round failed is reported, never allowed to cost the other models theirs."""
     slots = threading.BoundedSemaphore(max(1, in_flight))
 
-    @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE)
+    @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE, retries=2,
+          retry_delay_seconds=[10, 30], retry_condition_fn=_retry_on_orchestrator)
     def model_round(model: str) -> dict[str, Any]:
         from flows.round import canary_round
 

@@ -97,6 +97,18 @@ def is_retryable_exception(exc: BaseException) -> bool:
     return any(cls.__name__ == "TransportError" for cls in _httpx_mro(exc))
 
 
+def is_orchestrator_blip(exc: BaseException) -> bool:
+    """The retry predicate of a model's round in a cycle: the orchestrator's API did not answer (the network,
+    or a 408/429/5xx from it, e.g. Prefect's SQLite-backed server answering 503 under load), never a round's
+    own failure. A retried round replaces its stored attempts and its decisions are not taken twice."""
+    if is_retryable_exception(exc):
+        return True
+    if not any(cls.__name__ == "HTTPStatusError" for cls in _httpx_mro(exc)):
+        return False
+    response = getattr(exc, "response", None)
+    return is_transport_status(getattr(response, "status_code", None))
+
+
 def exchange_judgement(a: Attempt) -> Judgement | None:
     """`fail`/`transport`/`inconclusive` when the exchange did not complete normally; None when it did."""
     ec = a.error_class

@@ -20,6 +20,7 @@ from tasks.core.classify import (
     EXCEPTION_CLASSES,
     classify_exception,
     exchange_judgement,
+    is_orchestrator_blip,
     is_retryable_exception,
     is_transport,
     is_transport_status,
@@ -424,3 +425,34 @@ def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
         assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
     results = judge_round([a], [endpoint], cfg)
     assert {r.contract for r in results} == {contract, Contract.OPENING}
+
+
+def _status_error(code: int) -> httpx.HTTPStatusError:
+    request = httpx.Request("POST", "http://127.0.0.1:4200/api/task_runs/")
+    return httpx.HTTPStatusError("x", request=request, response=httpx.Response(code, request=request))
+
+
+@pytest.mark.parametrize(
+    ("exc", "retry"),
+    [
+        (_status_error(503), True),
+        (_status_error(429), True),
+        (_status_error(502), True),
+        (httpx.ConnectError("x"), True),
+        (httpx.ReadTimeout("x"), True),
+        (_status_error(404), False),
+        (_status_error(422), False),
+        (ValueError("a round's own bug"), False),
+        (ConfigError("bad"), False),
+    ],
+    ids=lambda v: f"{type(v).__name__}-{getattr(getattr(v, 'response', None), 'status_code', '')}",
+)
+def test_a_round_is_retried_when_the_orchestrator_did_not_answer_only(exc: BaseException, retry: bool) -> None:
+    assert is_orchestrator_blip(exc) is retry
+
+
+def test_prefects_status_error_is_an_orchestrator_blip() -> None:
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    exc = PrefectHTTPStatusError.from_httpx_error(_status_error(503))
+    assert is_orchestrator_blip(exc)
