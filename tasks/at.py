@@ -29,7 +29,6 @@ from tasks.errors import ConfigError
 MAX_FINDINGS_PER_ENDPOINT = 4
 EXCERPT_CHARS = 160
 MAX_WINDOW = timedelta(days=31)
-_STATUS_RANK = {"fail": 3, "transport": 2, "inconclusive": 1, "clean": 0}
 
 
 def parse_time(text: str) -> datetime:

@@ -6,7 +6,12 @@
     inconclusive   else (only inconclusive outcomes).
 
 Pure pandas over frames; the outcome frame has the columns of the `outcomes` table
-(round_id, model, tag, contract, outcome, reason), one row per contract result.
+(round_id, model, tag, contract, outcome, reason), one row per contract result. An endpoint without a
+contract result has no row (the policy sees it absent; both absent and inconclusive freeze its streaks).
+
+This is the reference. Its SQL twin is `v_endpoint_rounds.derived_status` (tasks/store/views.py), which
+shows a discovered endpoint without results as inconclusive; tests/integration/test_status_agreement.py
+keeps the two equal. Migrations are append-only, so a change to the rule here is a new view migration there.
 """
 
 from __future__ import annotations

@@ -135,7 +135,8 @@ CREATE TABLE endpoint_rounds (
 """
 
 #: v_endpoint_rounds, version 3: ``status`` is the recorded status when the flow recorded one, else the
-#: status derived from the outcomes; ``derived_status`` is always the SQL derivation (to cross-check).
+#: status derived from the outcomes; ``derived_status`` is always the SQL derivation (to cross-check). The
+#: rule's reference is tasks/core/verdicts.py; tests/integration/test_status_agreement.py checks they agree.
 V_ENDPOINT_ROUNDS_3 = """
 CREATE OR REPLACE VIEW v_endpoint_rounds AS
 WITH oc AS (
