@@ -142,12 +142,9 @@ def _budget_alert(model: str, now: datetime, evidence: str, skipped: int) -> Ale
 def last_round_statuses(results: Sequence[ContractResult]) -> dict[str, RoundStatus]:
     """Each tag's round status from its outcomes in the last round (docs/design.md: fail > transport >
     clean > inconclusive); a tag without outcomes there is absent."""
+    from tasks.core.verdicts import status_of
+
     outcomes: dict[str, set[Outcome]] = {}
     for r in results:
         outcomes.setdefault(r.tag, set()).add(r.outcome)
-    order = ((Outcome.FAIL, RoundStatus.FAIL), (Outcome.TRANSPORT, RoundStatus.TRANSPORT),
-             (Outcome.PASS, RoundStatus.CLEAN))
-    return {
-        tag: next((status for outcome, status in order if outcome in seen), RoundStatus.INCONCLUSIVE)
-        for tag, seen in outcomes.items()
-    }
+    return {tag: status_of(seen) for tag, seen in outcomes.items()}

@@ -22,7 +22,7 @@ import pandas as pd
 
 from tasks.core.types import ContractResult, Outcome, RoundStatus
 
-__all__ = ["OUTCOME_COLUMNS", "STATUS_COLUMNS", "results_frame", "round_status", "status_map"]
+__all__ = ["OUTCOME_COLUMNS", "STATUS_COLUMNS", "results_frame", "round_status", "status_map", "status_of"]
 
 OUTCOME_COLUMNS: tuple[str, ...] = ("round_id", "model", "tag", "contract", "outcome", "reason")
 STATUS_COLUMNS: tuple[str, ...] = ("round_id", "model", "tag", "status")
@@ -40,6 +40,12 @@ _STATUS_BY_RANK: Mapping[int, str] = {
     2: RoundStatus.TRANSPORT.value,
     3: RoundStatus.FAIL.value,
 }
+
+
+def status_of(outcomes: Iterable[Outcome | str]) -> RoundStatus:
+    """One endpoint's round status from its outcomes, without a frame: the same precedence as `round_status`
+    (for the budget projection and the round artifact; no outcomes at all is inconclusive)."""
+    return RoundStatus(_STATUS_BY_RANK[max((_RANK[str(o)] for o in outcomes), default=0)])
 
 
 def results_frame(results: Iterable[ContractResult]) -> pd.DataFrame:

@@ -11,15 +11,11 @@ from tasks.core.cost import RoundCost, describe_totals
 from tasks.core.render.text import cell, fmt_ts
 from tasks.core.types import Contract, ContractResult, Decision, IgnoreList, Outcome, RoundInfo
 
-_STATUS_ORDER = ((Outcome.FAIL, "fail"), (Outcome.TRANSPORT, "transport"), (Outcome.PASS, "clean"))
-
 
 def round_status(results: Sequence[ContractResult]) -> str:
-    outcomes = {r.outcome for r in results}
-    for outcome, status in _STATUS_ORDER:
-        if outcome in outcomes:
-            return status
-    return "inconclusive"
+    from tasks.core.verdicts import status_of
+
+    return status_of(r.outcome for r in results).value
 
 
 def describe_changes(previous: Sequence[ContractResult], current: Sequence[ContractResult]) -> list[str]:
