@@ -19,7 +19,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from tasks.config import load_config
+from tasks.config_loading import load_config
 from tasks.core.replay import decision_line, format_summaries, parse_replay, replay, summarize, what_if
 from tasks.errors import CanaryError, ConfigError
 

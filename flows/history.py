@@ -35,7 +35,8 @@ from typing import Any, TextIO
 
 from flows.demo import DEMO_CONTROLS, DEMO_MODEL, quiet_logs
 from flows.history_sim import SharedStepClock, history_prefect, simulator_process
-from tasks.config import DEFAULT_LADDER, format_duration
+from tasks.config import DEFAULT_LADDER
+from tasks.config_loading import format_duration
 from tasks.errors import ConfigError
 
 HISTORY_FLEET = Path(__file__).resolve().parent.parent / "simulator" / "fleets" / "history.toml"

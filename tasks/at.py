@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from tasks.config import parse_duration
+from tasks.config_loading import parse_duration
 from tasks.core.exclusions import merge_ignore_list
 from tasks.core.types import BuiltinExclusion, EndpointState, Mode, OperationalExclusion
 from tasks.errors import ConfigError

@@ -24,7 +24,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import SystemClock, utcnow
-from tasks.config import CanaryConfig, load_config
+from tasks.config import CanaryConfig
+from tasks.config_loading import load_config
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round

@@ -24,7 +24,7 @@ from flows.history import (
     history_overrides,
 )
 from tasks import store
-from tasks.config import load_config
+from tasks.config_loading import load_config
 
 pytestmark = pytest.mark.e2e
 MODEL = "meta-llama/llama-3.3-70b-instruct"
