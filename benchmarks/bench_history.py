@@ -60,6 +60,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from flows import history as h
     from flows import history_scenario as scenario
     from flows.round import PROBE_WORKERS
+    from tasks import probe_steps
     from tasks import round_steps as steps
     from tasks.core.plan import make_round_id, plan_probes
 
@@ -87,7 +88,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
                 rid = make_round_id(model, ts)
                 endpoints = steps.discover.fn(cfg, model)
                 probes = plan_probes(endpoints, cfg.languages, steps.previous_languages.fn(cfg, model))
-                results = pool.map(steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
+                results = pool.map(probe_steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
                 attempts = [a for r in results for a in r]
                 judged = steps.judge.fn(attempts, endpoints, cfg)
                 steps.land.fn(cfg, model, rid, ts, endpoints, attempts, judged)
