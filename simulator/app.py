@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from simulator import wire
+from simulator import catalog_wire, wire
 from simulator.faults import PROTOCOL_KINDS, FaultCounters, select_fault
 from simulator.fleet import EndpointSpec, Fleet
 from simulator.language import detect_language
@@ -81,12 +81,12 @@ def _bearer(request: Request) -> str:
 def build_app(state: SimulatorState) -> Starlette:
     async def models(request: Request) -> Response:
         fleet = state.fleet
-        data = [wire.model_entry(m) for m in fleet.models]
+        data = [catalog_wire.model_entry(m) for m in fleet.models]
         return _json(200, {"data": data, "total_count": len(data), "links": {"next": None}})
 
     async def providers(request: Request) -> Response:
         items = sorted(state.fleet.providers().items())
-        return _json(200, {"data": [wire.provider_entry(slug, name) for slug, name in items]})
+        return _json(200, {"data": [catalog_wire.provider_entry(slug, name) for slug, name in items]})
 
     async def endpoints(request: Request) -> Response:
         model_id = f"{request.path_params['author']}/{request.path_params['slug']}"
@@ -94,7 +94,7 @@ def build_app(state: SimulatorState) -> Starlette:
         if model is None:
             return _json(404, wire.error_body(f"No endpoints found for {model_id}.", 404, user=False))
         authenticated = _bearer(request) == state.api_key
-        return _json(200, wire.endpoints_payload(model, authenticated=authenticated))
+        return _json(200, catalog_wire.endpoints_payload(model, authenticated=authenticated))
 
     async def chat(request: Request) -> Response:
         return await _chat(state, request)
