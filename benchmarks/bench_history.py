@@ -58,19 +58,21 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
 
     from flows import history as h
+    from flows import history_scenario as scenario
     from flows.round import PROBE_WORKERS
+    from tasks import probe_steps
     from tasks import round_steps as steps
     from tasks.core.plan import make_round_id, plan_probes
 
     rounds = int(round(days * h.ROUNDS_PER_DAY))
     stem = db.removesuffix(".duckdb")
-    Path(f"{stem}.exclusions.toml").write_text(h.builtin_file_text(h.DEMO_MODEL))
+    Path(f"{stem}.exclusions.toml").write_text(scenario.builtin_file_text(h.DEMO_MODEL))
     clock = h.SharedStepClock(h.HISTORY_START, Path(f"{stem}.clock"))
     walls: list[float] = []
     t_all = time.monotonic()
     with h.simulator_process(h.HISTORY_FLEET, time_scale=h.DEFAULT_TIME_SCALE, clock=clock) as sim:
         os.environ["OPENROUTER_API_KEY"] = sim.api_key
-        ov = h.history_overrides(
+        ov = scenario.history_overrides(
             sim.base_url,
             db,
             time_scale=h.DEFAULT_TIME_SCALE,
@@ -86,7 +88,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
                 rid = make_round_id(model, ts)
                 endpoints = steps.discover.fn(cfg, model)
                 probes = plan_probes(endpoints, cfg.languages, steps.previous_languages.fn(cfg, model))
-                results = pool.map(steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
+                results = pool.map(probe_steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
                 attempts = [a for r in results for a in r]
                 judged = steps.judge.fn(attempts, endpoints, cfg)
                 steps.land.fn(cfg, model, rid, ts, endpoints, attempts, judged)

@@ -22,7 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.config import CanaryConfig  # noqa: E402
-from tasks.core.replay import format_summaries, parse_replay, replay, summarize, what_if  # noqa: E402
+from tasks.core.replay import replay  # noqa: E402
+from tasks.core.replay_input import parse_replay  # noqa: E402
+from tasks.core.replay_summary import format_summaries, summarize, what_if  # noqa: E402
 from tasks.core.types import Mode  # noqa: E402
 
 MODEL = "meta-llama/llama-3.3-70b-instruct"

@@ -40,7 +40,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from router.routes import parse_routes  # noqa: E402
+from router.routes_loading import parse_routes  # noqa: E402
 from router.server import start_router  # noqa: E402
 from router.tokens import TOKENIZER  # noqa: E402
 from simulator.fleet import parse_fleet  # noqa: E402

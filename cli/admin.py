@@ -25,7 +25,8 @@ import typer
 from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
-from tasks.config import CanaryConfig, parse_duration
+from tasks.config import CanaryConfig
+from tasks.config_loading import parse_duration
 from tasks.core.exclusions import is_valid_tag, matches
 from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError

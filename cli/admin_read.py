@@ -191,7 +191,7 @@ def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, 
 
 
 def export_history_command(*, out: Path, config: Path | None, model: str | None, db: str | None) -> None:
-    from tasks.core.replay import build_replay_lines
+    from tasks.core.replay_input import build_replay_lines
 
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)

@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 import typer
 
-from tasks.at import Report, build_report, parse_time, parse_window
+from tasks.at import build_report, parse_time, parse_window
+from tasks.at_records import Report
 from tasks.errors import CanaryError, ConfigError
 
 #: How far before the window `failing_since` looks for the start of a failing run.

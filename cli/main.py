@@ -51,7 +51,8 @@ def demo(
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
     from flows.demo import run_demo
-    from tasks.config import CanaryConfig, preflight
+    from tasks.config import CanaryConfig
+    from tasks.config_preflight import preflight
 
     preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
     run_demo(rounds=rounds, days=days, db_path=db)
@@ -75,7 +76,8 @@ def run(
 def serve(config: ConfigOpt = None) -> None:
     """Serve the `canary-round` deployment on its 30-minute schedule (one schedule per model)."""
     from flows.serve import serve_deployment
-    from tasks.config import load_config, preflight
+    from tasks.config_loading import load_config
+    from tasks.config_preflight import preflight
 
     preflight(load_config(config))
     serve_deployment(config)

@@ -1,4 +1,4 @@
-"""The private Prefect server's process (cli/prefect_server.py starts it): serve Prefect's API app on a socket
+"""The private Prefect server's process (cli/private_prefect_server.py starts it): serve Prefect's API app on a socket
 the owner bound, die with the owner, and take the whole process group along.
 
     python -m cli.prefect_server_child --fd=N --port=P --pipe=R --owner=PID

@@ -19,8 +19,10 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from tasks.config import load_config
-from tasks.core.replay import decision_line, format_summaries, parse_replay, replay, summarize, what_if
+from tasks.config_loading import load_config
+from tasks.core.replay import decision_line, replay
+from tasks.core.replay_input import parse_replay
+from tasks.core.replay_summary import format_summaries, summarize, what_if
 from tasks.errors import CanaryError, ConfigError
 
 __all__ = ["parse_set", "replay_command"]

@@ -26,7 +26,7 @@ def router_command(
     log_level: Annotated[str, typer.Option("--log-level", help="debug | info | warning | error")] = "info",
 ) -> None:
     """Run the OpenAI-compatible router with first-chunk commit failover."""
-    from router.routes import load_routes
+    from router.routes_loading import load_routes
     from router.savings import SAVERS
 
     try:

@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 import typer
 
-from tasks.config import CanaryConfig, load_config, public_base_url
-from tasks.config import preflight as preflight_paths
+from tasks.config import CanaryConfig, public_base_url
+from tasks.config_loading import load_config
+from tasks.config_preflight import preflight as preflight_paths
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret
 

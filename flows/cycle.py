@@ -85,8 +85,9 @@ def canary_cycle(
 
     `model` with `only`/`contracts`/`confirms`: a confirmation round of that model (flows/confirm.py schedules
     such a run of this deployment `confirm_after_min` after a round with hard failures)."""
+    from tasks.probe_steps import warm_up
     from tasks.round_steps import refresh_snapshot as refresh_analysts_snapshot
-    from tasks.round_steps import resolve_config, warm_up
+    from tasks.round_steps import resolve_config
 
     logger = get_run_logger()
     extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),

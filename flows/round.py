@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import confirm
+from tasks import probe_steps
 from tasks import round_steps as steps
 from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
@@ -81,12 +82,13 @@ def canary_round(
             prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, mode)
             journal.step("probe")
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
-            steps.warm_up()
+            probe_steps.warm_up()
             footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without one)
             probes = [p for p in plan_probes(endpoints, cfg.languages, prior.previous_languages)
                       if p.endpoint.tag not in footprint.skip_tags]
             probes, endpoints = confirm.narrow(probes, endpoints, plan)
-            futures = steps.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
+            futures = probe_steps.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg),
+                                            unmapped(footprint))
             attempts = [a for f in futures for a in f.result()]
             failpoint("after-probe")
             journal.step("settle")

@@ -14,7 +14,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tasks.config import CanaryConfig, load_config
+from tasks.config import CanaryConfig
+from tasks.config_loading import load_config
 from tasks.errors import ConfigError
 
 INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"

@@ -32,7 +32,8 @@ from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.payload import build_body
-from router.routes import Route, Routes, resolve_api_keys
+from router.routes import Route, Routes
+from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, SaverContext, Savings, measure_savings, run_savers
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, TierFailure, relay, try_once, try_stream

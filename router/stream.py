@@ -23,40 +23,38 @@ chunk always starts on an event boundary.
     committed EOF after finish or error    -> Finish                          -> closed
     committed EOF / read error otherwise   -> Abort(error chunk)              -> closed
     committed idle budget exhausted        -> Abort(error chunk)              -> closed
+
+What one event is (`classify`, `Kind`) is read by router/stream_events.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
+
+from router.stream_events import (
+    Kind,
+    classify,
+    error_summary,
+    last_boundary,
+    may_change_state,
+    plain_text_only,
+    split_events,
+    usage_prompt_tokens,
+)
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
 #: An incomplete event longer than this is a broken stream, not a slow one.
 MAX_PENDING_BYTES = 4 << 20
 
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
-_FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
-
 
 class Phase(StrEnum):
     WAITING = "waiting"  # no content chunk yet: the client has received nothing
     COMMITTED = "committed"  # the client is bound to this tier
     CLOSED = "closed"  # terminal: the caller stops reading
-
-
-class Kind(StrEnum):
-    """What one complete SSE event is."""
-
-    KEEPALIVE = "keepalive"  # comments only, or no data line
-    EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
-    CONTENT = "content"  # the commit point
-    DONE = "done"  # data: [DONE]
-    ERROR = "error"  # a top-level "error" object (or finish_reason "error")
-    BAD = "bad"  # a data line that is not a JSON object
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,64 +102,6 @@ class Gate:
     provider: str | None = None
 
 
-def event_data(raw: bytes) -> bytes | None:
-    """The joined `data:` payload of one event, or None when it has no data line (a comment)."""
-    parts = []
-    for line in raw.splitlines():
-        if line.startswith(b"data:"):
-            value = line[5:]
-            parts.append(value[1:] if value.startswith(b" ") else value)
-    return b"\n".join(parts) if parts else None
-
-
-def _has_output(choice: Any) -> bool:
-    if not isinstance(choice, dict):
-        return False
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        for key in ("content", "reasoning", "reasoning_content", "refusal"):
-            value = delta.get(key)
-            if isinstance(value, str) and value:
-                return True
-        if delta.get("tool_calls") or delta.get("reasoning_details"):
-            return True
-    return choice.get("finish_reason") not in (None, "error")
-
-
-def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
-    """Kind of one complete event, and its parsed chunk when it has one."""
-    data = event_data(raw)
-    if data is None or not data.strip():
-        return Kind.KEEPALIVE, None
-    if data.strip() == b"[DONE]":
-        return Kind.DONE, None
-    try:
-        chunk = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return Kind.BAD, None
-    if not isinstance(chunk, dict):
-        return Kind.BAD, None
-    choices = chunk.get("choices")
-    choices = choices if isinstance(choices, list) else []
-    if chunk.get("error") is not None or any(
-        isinstance(c, dict) and c.get("finish_reason") == "error" for c in choices
-    ):
-        return Kind.ERROR, chunk
-    if any(_has_output(c) for c in choices):
-        return Kind.CONTENT, chunk
-    return Kind.EMPTY, chunk
-
-
-def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Complete events (each with its terminating blank line, bytes untouched) and the incomplete rest."""
-    events: list[bytes] = []
-    start = 0
-    for match in _EVENT_END.finditer(buffer):
-        events.append(buffer[start : match.end()])
-        start = match.end()
-    return events, buffer[start:]
-
-
 def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
     if chunk is None:
         return gate
@@ -173,13 +113,6 @@ def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
         model=chunk.get("model") if isinstance(chunk.get("model"), str) else gate.model,
         provider=chunk.get("provider") if isinstance(chunk.get("provider"), str) else gate.provider,
     )
-
-
-def _error_code(chunk: dict[str, Any] | None) -> str:
-    error = chunk.get("error") if chunk else None
-    if isinstance(error, dict):
-        return f"{error.get('code')}: {str(error.get('message', ''))[:120]}"
-    return "finish_reason error"
 
 
 def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
@@ -202,14 +135,8 @@ def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
     if kind is Kind.DONE:
         return closed, [FailOver("stream_ended_before_commit", "[DONE] before any content")]
     if kind is Kind.ERROR:
-        return closed, [FailOver("error_chunk_before_commit", _error_code(chunk))]
+        return closed, [FailOver("error_chunk_before_commit", error_summary(chunk))]
     return closed, [FailOver("bad_frame_before_commit", raw[:80].decode("utf-8", "replace"))]
-
-
-def _usage_prompt_tokens(chunk: dict[str, Any] | None) -> int | None:
-    usage = chunk.get("usage") if chunk else None
-    value = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
@@ -218,9 +145,9 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
         kind, _ = classify(raw)
         if kind is Kind.DONE:
             return replace(gate, done=True), kind
-    if b'"error"' in raw or b'"usage"' in raw or _FINISH.search(raw):
+    if may_change_state(raw):
         kind, chunk = classify(raw)
-        tokens = _usage_prompt_tokens(chunk)
+        tokens = usage_prompt_tokens(chunk)
         if tokens is not None:
             gate = replace(gate, prompt_tokens=tokens)
         if kind is Kind.ERROR:
@@ -233,17 +160,6 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
     return gate, Kind.CONTENT
 
 
-def _last_boundary(buffer: bytes) -> int:
-    """Index just past the last complete event in `buffer` (0 if none)."""
-    lf, crlf = buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r\n")
-    return max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
-
-
-def _plain_text_only(events: bytes) -> bool:
-    """True when no event in `events` can change the state (no [DONE], error, usage or finish_reason)."""
-    return not (b"[DONE]" in events or b'"error"' in events or b'"usage"' in events or _FINISH.search(events))
-
-
 def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
     """Bytes read from the upstream -> the new gate and what to do."""
     if gate.phase is Phase.CLOSED:
@@ -251,8 +167,8 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
     buffer = gate.pending + data
     if gate.phase is Phase.COMMITTED and len(buffer) <= MAX_PENDING_BYTES:
         # fast path after the commit: forward every complete event at once, parse nothing
-        cut = _last_boundary(buffer)
-        if _plain_text_only(buffer[:cut]):
+        cut = last_boundary(buffer)
+        if plain_text_only(buffer[:cut]):
             gate = replace(gate, pending=buffer[cut:]) if gate.pending or cut != len(buffer) else gate
             return gate, [Send(buffer[:cut])] if cut else []
     events, rest = split_events(buffer)

@@ -1,6 +1,6 @@
 """Pure: what one endpoint answers to one request, given the fault it drew (or none).
 
-The app (simulator/app.py) then plays the Plan as SSE or JSON."""
+The app (simulator/app.py) then plays the Plan as SSE or JSON (simulator/player.py)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import uvicorn
 
-from simulator.app import CutConnection, SimulatorState, build_app
+from simulator.app import SimulatorState, build_app
 from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, load_fleet
+from simulator.player import CutConnection
 
 _STARTUP_TIMEOUT_S = 10.0
 

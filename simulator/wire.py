@@ -1,5 +1,8 @@
 """OpenRouter wire objects, built in the key order of the captures (docs/openrouter-api.md) and encoded as
-compact JSON with JavaScript number formatting (`0.00000495`, `2687`), as OpenRouter's servers emit it."""
+compact JSON with JavaScript number formatting (`0.00000495`, `2687`), as OpenRouter's servers emit it.
+
+Chat completions (stream chunks, the non-streamed result, usage), error bodies and protocol-violation bytes;
+the catalog APIs' items (`/models`, `/endpoints`, `/providers`) are in simulator/catalog_wire.py."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import string
 from decimal import Decimal
 from typing import Any
 
-from simulator.fleet import EndpointSpec, ModelSpec, Percentiles
+from simulator.fleet import EndpointSpec
 
 KEEPALIVE = b": OPENROUTER PROCESSING\n\n"
 DONE = b"data: [DONE]\n\n"
@@ -23,8 +26,6 @@ ERROR_TYPES = {
     524: "timeout",
     529: "provider_overloaded",
 }
-_DEFAULT_LATENCY = Percentiles(620, 910, 1420, 3180)
-_DEFAULT_THROUGHPUT = Percentiles(38, 45, 51, 63)
 
 
 def dumps(value: Any) -> str:
@@ -241,96 +242,6 @@ def upstream_error(status: int, model_id: str, provider_name: str) -> dict[str, 
         return error_body("Internal Server Error", 500)
     meta = {"raw": raw.get(status, "error"), "provider_name": provider_name, "is_byok": False}
     return error_body("Provider returned error", status, meta)
-
-
-def endpoint_entry(model: ModelSpec, ep: EndpointSpec, *, authenticated: bool) -> dict[str, Any]:
-    """One `/endpoints` item in the [CAP-K3] key order."""
-    latency = (ep.latency_last_30m or _DEFAULT_LATENCY).as_dict() if authenticated else None
-    throughput = (ep.throughput_last_30m or _DEFAULT_THROUGHPUT).as_dict() if authenticated else None
-    return {
-        "name": f"{ep.provider_name} | {model.permaslug or model.id}",
-        "model_id": model.id,
-        "model_name": model.name,
-        "context_length": ep.context_length,
-        "pricing": {"prompt": ep.prompt_price, "completion": ep.completion_price, "discount": 0},
-        "provider_name": ep.provider_name,
-        "tag": ep.tag,
-        "quantization": ep.quantization,
-        "max_completion_tokens": ep.max_completion_tokens,
-        "max_prompt_tokens": None,
-        "supported_parameters": list(ep.supported_parameters),
-        "status": ep.status,
-        "uptime_last_30m": ep.uptime_last_30m,
-        "uptime_last_5m": ep.uptime_last_5m,
-        "uptime_last_1d": ep.uptime_last_1d,
-        "supports_implicit_caching": False,
-        "supports_voice_cloning": False,
-        "latency_last_30m": latency,
-        "throughput_last_30m": throughput,
-    }
-
-
-def _architecture() -> dict[str, Any]:
-    return {
-        "tokenizer": "Llama3",
-        "instruct_type": None,
-        "modality": "text->text",
-        "input_modalities": ["text"],
-        "output_modalities": ["text"],
-    }
-
-
-def endpoints_payload(model: ModelSpec, *, authenticated: bool) -> dict[str, Any]:
-    return {
-        "data": {
-            "id": model.id,
-            "name": model.name,
-            "created": model.created,
-            "description": model.description,
-            "architecture": _architecture(),
-            "endpoints": [endpoint_entry(model, ep, authenticated=authenticated) for ep in model.endpoints],
-        }
-    }
-
-
-def model_entry(model: ModelSpec) -> dict[str, Any]:
-    """A `/models` item in the docs-table order (wire order unconfirmed)."""
-    cheapest = min(model.endpoints, key=lambda e: Decimal(e.prompt_price))
-    params = sorted({p for e in model.endpoints for p in e.supported_parameters})
-    return {
-        "id": model.id,
-        "canonical_slug": model.permaslug or model.id,
-        "hugging_face_id": None,
-        "name": model.name,
-        "created": model.created,
-        "description": model.description,
-        "context_length": model.context_length,
-        "architecture": _architecture(),
-        "pricing": {"prompt": cheapest.prompt_price, "completion": cheapest.completion_price},
-        "top_provider": {
-            "context_length": cheapest.context_length,
-            "max_completion_tokens": cheapest.max_completion_tokens,
-            "is_moderated": False,
-        },
-        "per_request_limits": None,
-        "supported_parameters": params,
-        "default_parameters": None,
-        "supported_voices": None,
-        "links": {"details": f"/api/v1/models/{model.id}/endpoints"},
-    }
-
-
-def provider_entry(slug: str, name: str) -> dict[str, Any]:
-    """A `/providers` item in the order of the real DeepInfra item."""
-    return {
-        "name": name,
-        "slug": slug,
-        "headquarters": None,
-        "datacenters": None,
-        "privacy_policy_url": None,
-        "terms_of_service_url": None,
-        "status_page_url": None,
-    }
 
 
 # --- protocol violations (simulator/protocol.py) ---------------------------------------------------------

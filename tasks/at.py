@@ -13,16 +13,18 @@ Inputs are DataFrames with the columns of the store's tables/views (docs/schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pandas as pd
 
-from tasks.config import parse_duration
+from tasks.at_frames import cell_text, cell_ts, frame_records
+from tasks.at_in_force import operational_at, suspensions_at
+from tasks.at_records import EndpointReport, Finding, InForce, Report
+from tasks.config_loading import parse_duration
 from tasks.core.exclusions import merge_ignore_list
-from tasks.core.types import BuiltinExclusion, EndpointState, Mode, OperationalExclusion
+from tasks.core.types import BuiltinExclusion, EndpointState, Mode
 from tasks.errors import ConfigError
 
 #: Failing/transport outcomes shown per endpoint (the nearest to T first); the rest are counted.
@@ -48,104 +50,6 @@ def parse_window(text: str) -> timedelta:
         raise ConfigError(f"at: --window must be more than 0 and at most 31d (got {text!r})")
     return window
 
-
-@dataclass(frozen=True)
-class Finding:
-    """One failing or transport outcome of an endpoint in one round (inconclusives are not evidence)."""
-
-    round_ts: datetime
-    contract: str
-    outcome: str
-    reason: str
-    evidence: str
-    language: str | None
-    excerpt: str
-
-
-@dataclass(frozen=True)
-class EndpointReport:
-    tag: str
-    provider_name: str
-    rounds: int
-    statuses: dict[str, int]
-    status_at_t: str | None  # the status in the round nearest to T
-    findings: tuple[Finding, ...]
-    more_findings: int
-    #: Start of the failing run that includes the round nearest to T (transport/inconclusive rounds do not
-    #: break it, as in the policy); None when not failing at T. Earlier than the lookback: the lookback start.
-    failing_since: datetime | None = None
-
-    @property
-    def failing_rounds(self) -> int:
-        return self.statuses.get("fail", 0)
-
-
-@dataclass(frozen=True)
-class InForce:
-    tag: str
-    layer: str  # builtin | operational | canary | shadow
-    reason: str
-    since: datetime | None
-    until: datetime | None
-
-
-@dataclass(frozen=True)
-class Report:
-    model: str
-    time: datetime
-    since: datetime
-    until: datetime
-    round_ids: tuple[str, ...]
-    nearest_round: str | None
-    endpoints: tuple[EndpointReport, ...]
-    suspects: tuple[str, ...]
-    in_force: tuple[InForce, ...]
-    ignore_at_t: tuple[str, ...]
-    decisions: tuple[dict[str, Any], ...]
-    exclusion_changes: tuple[dict[str, Any], ...]
-    route_events: tuple[dict[str, Any], ...]
-    notes: tuple[str, ...] = field(default=())
-
-    def as_json(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, pd.Timestamp):
-        return None if pd.isna(obj) else obj.to_pydatetime().isoformat()
-    if isinstance(obj, datetime):
-        return obj.isoformat()
-    if obj is None or isinstance(obj, str | int | float | bool):
-        return None if isinstance(obj, float) and pd.isna(obj) else obj
-    return str(obj)
-
-
-def _ts(value: Any) -> datetime | None:
-    if value is None or value is pd.NaT or (not isinstance(value, datetime) and pd.isna(value)):
-        return None
-    ts = pd.Timestamp(value)
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return ts.to_pydatetime()
-
-
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
-
-
-def _records(frame: pd.DataFrame | None, columns: Sequence[str]) -> tuple[dict[str, Any], ...]:
-    if frame is None or frame.empty:
-        return ()
-    keep = [c for c in columns if c in frame.columns]
-    return tuple(
-        {str(k): (_ts(v) if isinstance(v, pd.Timestamp | datetime) else _jsonable(v)) for k, v in row.items()}
-        for row in frame[keep].to_dict("records")
-    )
-
-
 def _findings(
     outcomes: pd.DataFrame, attempts: pd.DataFrame | None, tag: str, t: datetime
 ) -> tuple[list[Finding], int]:
@@ -159,17 +63,17 @@ def _findings(
         mine = attempts[attempts["tag"] == tag].sort_values("attempt_no", kind="stable")
         for row in mine.itertuples(index=False):
             key = (str(row.round_id), str(row.contract))
-            text = _text(getattr(row, "excerpt", "")) or _text(getattr(row, "error_detail", ""))
+            text = cell_text(getattr(row, "excerpt", "")) or cell_text(getattr(row, "error_detail", ""))
             if key not in excerpts and text:
                 excerpts[key] = text[:EXCERPT_CHARS]
     out = [
         Finding(
-            round_ts=_ts(r["round_ts"]) or t,
+            round_ts=cell_ts(r["round_ts"]) or t,
             contract=str(r["contract"]),
             outcome=str(r["outcome"]),
-            reason=_text(r.get("reason")),
-            evidence=_text(r.get("evidence")),
-            language=_text(r.get("language")) or None,
+            reason=cell_text(r.get("reason")),
+            evidence=cell_text(r.get("evidence")),
+            language=cell_text(r.get("language")) or None,
             excerpt=excerpts.get((str(r["round_id"]), str(r["contract"])), ""),
         )
         for r in bad.head(MAX_FINDINGS_PER_ENDPOINT).to_dict("records")
@@ -197,44 +101,6 @@ def _failing_since(frame: pd.DataFrame, t: datetime) -> dict[str, datetime]:
         if start is not None and any(s == "fail" for s in statuses[-3:]):
             out[str(tag)] = start.to_pydatetime()
     return out
-
-
-def _suspensions_at(suspensions: pd.DataFrame | None, t: datetime) -> list[InForce]:
-    """Suspensions in force at t: started at or before t, not yet ended (decision or planned end)."""
-    if suspensions is None or suspensions.empty:
-        return []
-    out: list[InForce] = []
-    for r in suspensions.to_dict("records"):
-        start, planned, ended = _ts(r["started_at"]), _ts(r.get("planned_until")), _ts(r.get("ended_at"))
-        end = min(x for x in (planned, ended) if x is not None) if (planned or ended) else None
-        if start is not None and start <= t and (end is None or t < end):
-            layer = "canary" if str(r.get("mode")) == Mode.ENFORCE.value else "shadow"
-            step = r.get("ladder_step")
-            reason = _text(r.get("reason")) + (
-                f" (ladder step {int(step)})" if step and not pd.isna(step) else ""
-            )
-            out.append(InForce(str(r["tag"]), layer, reason, start, end))
-    return out
-
-
-def _operational_at(exclusions: pd.DataFrame | None, model: str, t: datetime) -> list[OperationalExclusion]:
-    if exclusions is None or exclusions.empty:
-        return []
-    out: list[OperationalExclusion] = []
-    for r in exclusions.to_dict("records"):
-        added, removed, until = _ts(r["added_at"]), _ts(r.get("removed_at")), _ts(r.get("until"))
-        row_model = _text(r.get("model")) or None
-        if added is None or added > t or (removed is not None and removed <= t):
-            continue
-        if (until is not None and until <= t) or (row_model is not None and row_model != model):
-            continue
-        out.append(
-            OperationalExclusion(
-                str(r["tag"]), _text(r.get("reason")), _text(r.get("who")), added, row_model, until
-            )
-        )
-    return out
-
 
 def build_report(
     model: str,
@@ -282,7 +148,7 @@ def build_report(
         endpoints.append(
             EndpointReport(
                 tag=str(tag),
-                provider_name=_text(group["provider_name"].dropna().iloc[0])
+                provider_name=cell_text(group["provider_name"].dropna().iloc[0])
                 if group["provider_name"].notna().any()
                 else "",
                 rounds=int(group["round_id"].nunique()),
@@ -310,8 +176,8 @@ def build_report(
         )
     )
     builtin_list = [b for b in builtin if b.model is None or b.model == model]
-    operational = _operational_at(exclusions, model, t)
-    suspended = _suspensions_at(suspensions, t)
+    operational = operational_at(exclusions, model, t)
+    suspended = suspensions_at(suspensions, t)
     states = [
         EndpointState(
             model=model, tag=s.tag, mode=Mode.ENFORCE, suspended_until=s.until or until, suspended_at=s.since
@@ -347,10 +213,10 @@ def build_report(
         suspects=suspects,
         in_force=tuple(in_force),
         ignore_at_t=merged.ignore,
-        decisions=_records(
+        decisions=frame_records(
             decisions, ("decided_at", "tag", "action", "mode", "ladder_step", "until", "reason", "actor")
         ),
-        exclusion_changes=_records(
+        exclusion_changes=frame_records(
             changes,
             (
                 "tag",
@@ -364,6 +230,6 @@ def build_report(
                 "removed_reason",
             ),
         ),
-        route_events=_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
+        route_events=frame_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
         notes=tuple(notes),
     )

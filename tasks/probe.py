@@ -37,7 +37,8 @@ from tasks.clock import Clock
 from tasks.config import CanaryConfig
 from tasks.core.classify import classify_exception
 from tasks.core.prompts import build_request, prompt_language
-from tasks.core.sse import SSEParser, chunk_error, escape_bytes, one_line
+from tasks.core.sse import SSEParser, escape_bytes
+from tasks.core.sse_chunks import chunk_error, one_line
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass
 from tasks.probe_record import AttemptRecorder
 

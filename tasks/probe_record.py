@@ -32,13 +32,9 @@ from tasks.core.sse import (
     Done,
     FrameProblem,
     SSEEvent,
-    chunk_error,
-    chunk_finish,
-    chunk_provider,
-    delta_text,
     escape_bytes,
-    one_line,
 )
+from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
 from tasks.core.sse_tools import delta_tool_calls
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
 from tasks.secrets import redact, redact_opt

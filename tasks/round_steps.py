@@ -3,6 +3,8 @@
     load_prior -> discover -> probe.map -> settle (pure) -> save (one transaction, or spooled) -> publish
     -> deliver (Slack, no database lock held)
 
+warm_up and probe live in tasks/probe_steps.py.
+
 Retries only where they cannot hide a fault (`retry_on_transport`): discovery retries network errors; a probe
 never retries (a transport outcome is data that freezes the streak, not something to hide). The store's lock
 is not retried by Prefect: each window waits a bounded time, and a round that cannot get its write window
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -22,14 +23,13 @@ import httpx
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.clock import SystemClock, utcnow
-from tasks.config import CanaryConfig, load_config
-from tasks.core.budget import FULL, Footprint
-from tasks.core.plan import EndpointPlan, Probe
+from tasks.clock import utcnow
+from tasks.config import CanaryConfig
+from tasks.config_loading import load_config
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
-from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, RoundInfo
+from tasks.core.types import Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
-from tasks.secrets import read_secret, redact
+from tasks.secrets import read_secret
 
 log = logging.getLogger("canary")
 
@@ -119,78 +119,6 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
     assert key is not None
     with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
         return fetch_endpoints(client, cfg.base_url, key.get(), model)
-
-
-_SHARED_LOCK = threading.Lock()
-_SLOTS: dict[int, threading.BoundedSemaphore] = {}
-
-
-def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
-    """`concurrency` probe requests in flight at once in this process, whatever the thread pool holds."""
-    with _SHARED_LOCK:
-        return _SLOTS.setdefault(concurrency, threading.BoundedSemaphore(concurrency))
-
-
-@task(name="warm-up", cache_policy=NO_CACHE)
-def warm_up() -> None:
-    """Build the language detector before any probe starts: building it holds the GIL for about a second,
-    which would otherwise be measured as latency by the probes running in the other threads."""
-    from tasks import probe_worker
-    from tasks.core.langdetect import get_detector
-
-    probe_worker.start()  # the probes' process starts while the detector is built
-    get_detector()
-
-
-@task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
-def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
-    """Every contract of one endpoint, pinned and concurrent (one Prefect task per endpoint: the task machinery
-    costs CPU that the other probes would measure as latency); a first language failure is confirmed by two
-    more attempts."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tasks.probe_worker import attempt_runner
-
-    key = read_secret("OPENROUTER_API_KEY", required=True)
-    assert key is not None
-    with attempt_runner() as run:
-        if len(plan.probes) == 1:
-            return _contract_chain(run, plan.probes[0], round_id, cfg, footprint, key)
-        with ThreadPoolExecutor(max_workers=len(plan.probes), thread_name_prefix=f"probe-{plan.endpoint.tag}") as ex:
-            chains = [ex.submit(_contract_chain, run, p, round_id, cfg, footprint, key) for p in plan.probes]
-            return [a for chain in chains for a in chain.result()]
-
-
-def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
-                    key: Any) -> list[Attempt]:
-    """One contract's attempts in order: its turns, then (language) the two confirmations of a first failure."""
-    from tasks.core.contracts.language import needs_confirmation
-    from tasks.core.plan import attempts_for
-    from tasks.probe_worker import ProbeCall
-
-    clock = SystemClock()
-    slots = _request_slots(cfg.concurrency)
-
-    def once(n: int) -> Attempt:
-        with slots:
-            started = clock.now()
-            try:
-                return run(ProbeCall(base_url=cfg.base_url, endpoint=probe.endpoint, contract=probe.contract,
-                                     round_id=round_id, attempt_no=n, language=probe.language, cfg=cfg,
-                                     api_key=key.get()))
-            except Exception as exc:  # a bug of ours must not cost the other endpoints their results
-                detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
-                log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
-                return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
-                               provider_name=probe.endpoint.provider_name, contract=probe.contract,
-                               attempt_no=n, started_at=started, language=probe.language,
-                               error_class=ErrorClass.BAD_FRAME, error_detail=detail)
-
-    attempts = [once(n) for n in attempts_for(probe.contract)]
-    if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
-            and footprint.confirms(probe.endpoint.tag)):
-        attempts.extend([once(2), once(3)])
-    return attempts
 
 
 @task(name="settle", cache_policy=NO_CACHE)

@@ -32,7 +32,7 @@ def round_status_history(
 ) -> pd.DataFrame:
     """Endpoint round statuses of complete rounds: round_ts, model, tag, status (+ round_id, discovered).
 
-    The replay input (docs/design.md "Replay input", tasks.core.replay.build_replay_lines), round then tag order.
+    The replay input (docs/design.md "Replay input", tasks.core.replay_input.build_replay_lines), round then tag order.
     """
     where, params = _round_filter(model, since, until)
     return con.execute(

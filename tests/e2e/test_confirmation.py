@@ -123,8 +123,9 @@ def test_ttft_waits_for_the_full_round_and_healthy_endpoints_are_never_touched(h
 
 def test_export_then_replay_gives_the_live_decisions(history: dict[str, Any], tmp_path: Path) -> None:
     from cli.admin_read import export_history_command
-    from tasks.config import config_from_mapping
-    from tasks.core.replay import decision_line, iso, replay
+    from tasks.config_loading import config_from_mapping
+    from tasks.core.replay import decision_line, replay
+    from tasks.core.replay_input import iso
 
     out = tmp_path / "rounds.jsonl"
     export_history_command(out=out, config=None, model=None, db=history["db"])

@@ -15,16 +15,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.history import (
-    HISTORY_START,
-    HistoryResult,
-    admin_schedule,
-    build_history,
-    config_file_text,
-    history_overrides,
-)
+from flows.history import HISTORY_START, HistoryResult, build_history
+from flows.history_scenario import admin_schedule, config_file_text, history_overrides
 from tasks import store
-from tasks.config import load_config
+from tasks.config_loading import load_config
 
 pytestmark = pytest.mark.e2e
 MODEL = "meta-llama/llama-3.3-70b-instruct"

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.prefect_server import OWNER_ENV
+from cli.private_prefect_server import OWNER_ENV
 from simulator.server import SimulatorHandle, start_simulator
 
 pytestmark = pytest.mark.e2e
@@ -211,7 +211,7 @@ def test_c_a_configured_api_that_does_not_answer_is_one_line(sim: SimulatorHandl
 def test_d_a_configured_api_that_answers_is_used_and_nothing_is_started(
     sim: SimulatorHandle, tmp_path: Path
 ) -> None:
-    from cli.prefect_server import PrivatePrefectServer
+    from cli.private_prefect_server import PrivatePrefectServer
 
     configured = PrivatePrefectServer()  # a Prefect server of the test's own, standing in for a real one
     env = run_env(sim, tmp_path, PREFECT_HOME=str(tmp_path / "configured-home"))

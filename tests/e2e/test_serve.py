@@ -187,7 +187,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 
     import yaml
 
-    from tasks.config import load_config
+    from tasks.config_loading import load_config
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     deployments = {d["name"]: d for d in spec["deployments"]}

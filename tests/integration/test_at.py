@@ -68,7 +68,7 @@ def test_pure_report_from_fetched_rows(history: SharedHistory) -> None:
     from cli.at_cmd import fetch_report_inputs
     from tasks import store
     from tasks.at import build_report, parse_time
-    from tasks.config import load_config
+    from tasks.config_loading import load_config
     from tasks.core.exclusions import load_builtin
 
     t, window = parse_time(INCIDENT), timedelta(hours=1)

@@ -1,4 +1,4 @@
-"""cli/prefect_server*.py without Prefect: the group watchdog, the death signal, the configured API's URL.
+"""cli/*prefect*.py without Prefect: the group watchdog, the death signal, the configured API's URL.
 
 The watchdog test builds the process tree of a private server with `sleep` in place of uvicorn and a grandchild
 the server would have spawned, SIGKILLs the owner and expects every process of the group gone within seconds.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.prefect_server import api_url_from_environment
+from cli.configured_prefect_api import api_url_from_environment
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from router.events import read_events
-from router.routes import parse_routes
+from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tasks.core.plan import model_slug
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.routes import parse_routes
+from router.routes_loading import parse_routes
 from router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 

@@ -18,7 +18,8 @@ import pytest
 
 from router import savings
 from router.events import read_events
-from router.routes import key_id, parse_routes
+from router.routes import key_id
+from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from router.tokens import count_body
 from tasks.core.plan import model_slug

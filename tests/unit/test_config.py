@@ -1,4 +1,4 @@
-"""Config validation names the problem before anything starts (tasks/config.py).
+"""Config validation names the problem before anything starts (tasks/config_loading.py).
 
 Every case of issue 11 that used to be accepted (and blinded the canary or failed 11-17 s later inside the
 flow) is a ConfigError naming the key and the bad value; `preflight` checks the file system; the CLI prints
@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from tasks.config import CanaryConfig, config_from_mapping, load_config, preflight, public_base_url
+from tasks.config import CanaryConfig, public_base_url
+from tasks.config_loading import config_from_mapping, load_config
+from tasks.config_preflight import preflight
 from tasks.errors import ConfigError
 
 pytestmark = pytest.mark.unit

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from tasks.clock import SystemClock
-from tasks.config import CanaryConfig, config_from_mapping
+from tasks.config import CanaryConfig
+from tasks.config_loading import config_from_mapping
 from tasks.core.types import Contract, Endpoint
 from tasks.errors import ConfigError
 from tasks.probe import probe_once

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tasks.config import CanaryConfig, config_from_mapping
+from tasks.config import CanaryConfig
+from tasks.config_loading import config_from_mapping
 from tasks.core.confirm import (
     contracts_to_probe,
     hard_failures,

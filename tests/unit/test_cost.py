@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.config import CanaryConfig, config_from_mapping
+from tasks.config import CanaryConfig
+from tasks.config_loading import config_from_mapping
 from tasks.core.cost import CostBasis, CostTotals, attempt_cost, describe_totals, format_usd, round_cost
 from tasks.core.render import render_round_markdown
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage

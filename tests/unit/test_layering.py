@@ -14,6 +14,7 @@ PURE = [
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tasks/core").rglob("*.py")),
     "router/tiers.py",
     "router/stream.py",
+    "router/stream_events.py",
     "router/savings.py",
 ]
 FORBIDDEN = {"prefect", "httpx", "duckdb", "slack_sdk", "starlette", "uvicorn", "typer"}

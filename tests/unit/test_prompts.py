@@ -11,13 +11,8 @@ import jsonschema
 import pytest
 
 from tasks.config import ALL_LANGUAGES, CanaryConfig
-from tasks.core.prompts import (
-    LANGUAGE_PROMPTS,
-    REFUSAL_MIN_EXPECTED_CHARS,
-    STRUCTURED_SCHEMA,
-    build_request,
-    prompt_language,
-)
+from tasks.core.language_prompts import LANGUAGE_PROMPTS
+from tasks.core.prompts import REFUSAL_MIN_EXPECTED_CHARS, STRUCTURED_SCHEMA, build_request, prompt_language
 from tasks.core.types import PROBED_CONTRACTS, Contract
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.config import CanaryConfig, format_duration
+from tasks.config import CanaryConfig
+from tasks.config_loading import format_duration
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"

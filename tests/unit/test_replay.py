@@ -14,16 +14,9 @@ from typer.testing import CliRunner
 from cli.replay_cmd import parse_set, replay_command
 from tasks.config import CanaryConfig
 from tasks.core.policy import PolicyConfig, RoundInput, decide
-from tasks.core.replay import (
-    ReplayInputError,
-    build_replay_lines,
-    decision_line,
-    format_summaries,
-    parse_replay,
-    replay,
-    summarize,
-    what_if,
-)
+from tasks.core.replay import decision_line, replay
+from tasks.core.replay_input import ReplayInputError, build_replay_lines, parse_replay
+from tasks.core.replay_summary import format_summaries, summarize, what_if
 from tasks.core.types import EndpointState, Layer, Mode, RoundStatus
 from tasks.errors import ConfigError
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tasks.core.policy import PolicyConfig
-from tasks.core.replay import ReplayInputError, build_replay_lines, parse_replay, replay
+from tasks.core.replay import replay
+from tasks.core.replay_input import ReplayInputError, build_replay_lines, parse_replay
 from tasks.core.types import Mode
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from router.routes import key_id, load_routes, parse_routes, resolve_api_keys
+from router.routes import key_id
+from router.routes_loading import load_routes, parse_routes, resolve_api_keys
 from router.savings import SAVERS
 from tasks.errors import RoutesError
 

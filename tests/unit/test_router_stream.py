@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from router import stream as g
-from router.stream import Abort, Commit, FailOver, Finish, Gate, Kind, Phase, Send
+from router.stream import Abort, Commit, FailOver, Finish, Gate, Phase, Send
+from router.stream_events import Kind, classify
 
 pytestmark = pytest.mark.unit
 
@@ -150,7 +151,7 @@ def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
     ],
 )
 def test_classify(raw: bytes, kind: Kind) -> None:
-    assert g.classify(raw)[0] is kind
+    assert classify(raw)[0] is kind
 
 
 def test_crlf_framing_is_understood() -> None:

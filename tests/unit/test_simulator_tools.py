@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from simulator import catalog_wire, wire
 from simulator import tools as sim_tools
-from simulator import wire
 from simulator.faults import FAULT_KINDS, Fault
 from simulator.fleet import load_fleet
 from simulator.plan import has_tools, plan_reply
@@ -141,7 +141,7 @@ def test_stream_deltas_follow_the_recording() -> None:
 def test_endpoints_list_tools_only_where_the_fleet_says() -> None:
     listed = {
         e["tag"]: e["supported_parameters"]
-        for e in wire.endpoints_payload(MODEL, authenticated=True)["data"]["endpoints"]
+        for e in catalog_wire.endpoints_payload(MODEL, authenticated=True)["data"]["endpoints"]
     }
     assert "tools" in listed["novita"] and "tools" not in listed["lepton"]
-    assert "tools" in wire.model_entry(MODEL)["supported_parameters"]
+    assert "tools" in catalog_wire.model_entry(MODEL)["supported_parameters"]

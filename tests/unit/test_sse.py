@@ -12,20 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.core.sse import (
-    BadFrame,
-    Chunk,
-    Comment,
-    Done,
-    FrameProblem,
-    SSEEvent,
-    SSEParser,
+from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEEvent, SSEParser, escape_bytes
+from tasks.core.sse_chunks import (
     chunk_error,
     chunk_finish,
     chunk_has_text,
     chunk_provider,
     delta_text,
-    escape_bytes,
     first_text_chunk,
     is_first_text_chunk,
     one_line,

@@ -1,0 +1,206 @@
+"""One private Prefect API server in a child process, that dies with its owner (cli/prefect_server.py uses it).
+
+    canary run                       (owner; holds the write end of a pipe)
+    └── python -m cli.prefect_server_child (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
+        └── watchdog                  (forked before any import; reads the pipe, SIGKILLs the group on EOF)
+
+* the app is the one Prefect's temporary server runs (`create_app` in ephemeral mode: its few services,
+  Prefect's default database, so flow runs and slots persist as before), served on a socket the owner bound
+  to a free port first (no port race; early connections wait in the backlog). `prefect server start` also
+  spawns no process, but imports Prefect's CLI and runs every service (scheduler, foreman, event
+  persister...) whose SQLite writes slow the rounds' API calls (flows/history_sim.py); it was slower to
+  answer /health (4.7-6.5 s against 3.1-4.0 s, measured side by side);
+* it is spawned at once and waited for only before the first flow, so its start-up overlaps the owner's
+  imports and preflight;
+* death with the owner: the kernel SIGKILLs it when the owner dies (PR_SET_PDEATHSIG, set by the child
+  itself, then a check that its parent is still the owner: no `preexec_fn`, so Popen stays thread-safe).
+  It spawns no process today; should it ever, the watchdog in its process group sees the pipe close when
+  the owner dies and SIGKILLs the whole group. The signal fires when the *thread* that spawned the child
+  ends: start it from the main thread;
+* every process of the group carries OWNER_ENV=<owner pid> in its environment (tests find them by it);
+* its output goes to a log file in the temporary directory (named in the error when it fails to start,
+  removed after a clean stop), never to the user's terminal;
+* stop: Prefect's log and event workers are drained first (else they post to a closed server and print
+  errors), then SIGTERM, up to STOP_GRACE_S, then SIGKILL of the group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tasks.errors import CanaryError
+
+#: Environment variable set in every process of a private server: the pid of the process that owns it.
+OWNER_ENV = "CANARY_PREFECT_SERVER_OWNER"
+#: Seconds uvicorn gets to stop after SIGTERM before the group is SIGKILLed.
+STOP_GRACE_S = 5.0
+#: The server's log: <tmp>/canary-prefect-server-<owner pid>-<port>.log
+LOG_PREFIX = "canary-prefect-server-"
+
+
+class PrivatePrefectServer:
+    """One private Prefect API server in a child process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.log_path = Path(tempfile.gettempdir()) / f"{LOG_PREFIX}{os.getpid()}.log"  # + port once bound
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._db_dir: str | None = None
+        self._pipe_w: int | None = None
+        self._ready = False
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def start(self) -> None:
+        """Spawn the server on a free port of 127.0.0.1 and return at once (`wait_ready` waits)."""
+        _remove_stale_logs(self.log_path.parent)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self.port = listener.getsockname()[1]
+        self.log_path = self.log_path.with_name(f"{LOG_PREFIX}{os.getpid()}-{self.port}.log")
+        pipe_r, self._pipe_w = os.pipe()
+        from tasks.secrets import ENV_SECRETS, ENV_URLS
+
+        env = {
+            **{k: v for k, v in os.environ.items() if k not in (*ENV_SECRETS, *ENV_URLS)},  # it needs none
+            **self._private_database(),
+            "PREFECT_UI_ENABLED": "0",
+            "PREFECT__SERVER_EPHEMERAL": "1",
+            "PREFECT__SERVER_FINAL": "1",
+            OWNER_ENV: str(os.getpid()),
+        }
+        env.pop("PREFECT_API_URL", None)
+        args = [f"--fd={listener.fileno()}", f"--port={self.port}", f"--pipe={pipe_r}", f"--owner={os.getpid()}"]
+        try:
+            with self.log_path.open("wb") as log:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "cli.prefect_server_child", *args],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    pass_fds=(listener.fileno(), pipe_r),
+                    start_new_session=True,
+                )
+        finally:
+            listener.close()
+            os.close(pipe_r)
+
+    def _private_database(self) -> dict[str, str]:
+        """A fresh SQLite file for this server alone (unless the operator configured a database): nothing a
+        killed run left (a held round slot, a zombie flow run) can reach the next run, and there is nothing to
+        keep: flow-run history that matters belongs on a real `prefect server start`."""
+        if any(os.environ.get(k) for k in ("PREFECT_API_DATABASE_CONNECTION_URL",
+                                           "PREFECT_SERVER_DATABASE_CONNECTION_URL")):
+            return {}
+        self._db_dir = tempfile.mkdtemp(prefix="canary-prefect-")
+        return {"PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self._db_dir}/prefect.db"}
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until /api/health answers; a server that exits or stays silent is one CanaryError."""
+        import httpx
+
+        if self._ready:
+            return
+        assert self._proc is not None, "start() first"
+        if timeout_s is None:
+            timeout_s = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") or 90)
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=httpx.Timeout(2.0)) as client:
+            while time.monotonic() < deadline:
+                if (code := self._proc.poll()) is not None:
+                    raise CanaryError(
+                        f"prefect: the private Prefect server exited during start-up (code {code}); "
+                        f"its log: {self.log_path}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        self._ready = True
+                        return
+                time.sleep(0.05)
+        raise CanaryError(
+            f"prefect: the private Prefect server did not answer within {timeout_s:g} s "
+            f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); its log: {self.log_path}"
+        )
+
+    def stop(self) -> None:
+        """SIGTERM, up to STOP_GRACE_S, then SIGKILL of the whole group; the log goes if the server started."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if self._ready:
+            drain_prefect_workers()
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            _wait_exited(proc.pid, STOP_GRACE_S)
+        if self._pipe_w is not None:  # the watchdog sees EOF and kills what is left of the group
+            os.close(self._pipe_w)
+            self._pipe_w = None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the leader is unreaped (a zombie at worst): its pgid is ours
+        proc.wait(timeout=10)
+        if self._ready:
+            self.log_path.unlink(missing_ok=True)
+        if self._db_dir is not None:
+            shutil.rmtree(self._db_dir, ignore_errors=True)
+            self._db_dir = None
+
+
+def _remove_stale_logs(directory: Path) -> None:
+    """The logs a SIGKILLed owner left (named by its pid, which no longer runs)."""
+    for log in directory.glob(f"{LOG_PREFIX}*.log"):
+        pid = log.name.removeprefix(LOG_PREFIX).split("-")[0].removesuffix(".log")
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                log.unlink()
+        except OSError:  # alive but not ours, or not ours to remove
+            continue
+
+
+def _wait_exited(pid: int, timeout_s: float) -> None:
+    """Wait for `pid` to exit without reaping it (WNOWAIT), so its pid and group id cannot be reused yet."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and hasattr(os, "waitid"):  # not on macOS: straight to SIGKILL
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.05)
+
+
+def drain_prefect_workers() -> None:
+    """Let Prefect's background log and event workers deliver what they hold before the server goes."""
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):
+            worker.drain_all(timeout=STOP_GRACE_S)
+    # The slot services keep a client bound to this server: stop them, so that a later API in this process
+    # (another private server, a test harness) gets fresh ones instead of waiting on a server that is gone.
+    with contextlib.suppress(Exception):
+        from prefect.concurrency import services
+
+        for name in ("ConcurrencySlotAcquisitionWithLeaseService", "ConcurrencySlotAcquisitionService"):
+            service = getattr(services, name, None)
+            if service is not None:
+                service.drain_all(timeout=STOP_GRACE_S)

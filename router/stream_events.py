@@ -1,0 +1,106 @@
+"""What one complete SSE event of an upstream stream is, read from its bytes (pure; router/stream.py's gate uses it).
+
+`split_events` cuts a buffer into complete events (bytes untouched); `classify` says what one event is (a
+keep-alive, an empty chunk, the first content, [DONE], an error, a bad frame). The fast-path helpers let the
+gate forward plain text deltas after the commit without parsing them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from typing import Any
+
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+_FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
+
+
+class Kind(StrEnum):
+    """What one complete SSE event is."""
+
+    KEEPALIVE = "keepalive"  # comments only, or no data line
+    EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
+    CONTENT = "content"  # the commit point
+    DONE = "done"  # data: [DONE]
+    ERROR = "error"  # a top-level "error" object (or finish_reason "error")
+    BAD = "bad"  # a data line that is not a JSON object
+
+def event_data(raw: bytes) -> bytes | None:
+    """The joined `data:` payload of one event, or None when it has no data line (a comment)."""
+    parts = []
+    for line in raw.splitlines():
+        if line.startswith(b"data:"):
+            value = line[5:]
+            parts.append(value[1:] if value.startswith(b" ") else value)
+    return b"\n".join(parts) if parts else None
+
+def _has_output(choice: Any) -> bool:
+    if not isinstance(choice, dict):
+        return False
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        for key in ("content", "reasoning", "reasoning_content", "refusal"):
+            value = delta.get(key)
+            if isinstance(value, str) and value:
+                return True
+        if delta.get("tool_calls") or delta.get("reasoning_details"):
+            return True
+    return choice.get("finish_reason") not in (None, "error")
+
+def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
+    """Kind of one complete event, and its parsed chunk when it has one."""
+    data = event_data(raw)
+    if data is None or not data.strip():
+        return Kind.KEEPALIVE, None
+    if data.strip() == b"[DONE]":
+        return Kind.DONE, None
+    try:
+        chunk = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return Kind.BAD, None
+    if not isinstance(chunk, dict):
+        return Kind.BAD, None
+    choices = chunk.get("choices")
+    choices = choices if isinstance(choices, list) else []
+    if chunk.get("error") is not None or any(
+        isinstance(c, dict) and c.get("finish_reason") == "error" for c in choices
+    ):
+        return Kind.ERROR, chunk
+    if any(_has_output(c) for c in choices):
+        return Kind.CONTENT, chunk
+    return Kind.EMPTY, chunk
+
+def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Complete events (each with its terminating blank line, bytes untouched) and the incomplete rest."""
+    events: list[bytes] = []
+    start = 0
+    for match in _EVENT_END.finditer(buffer):
+        events.append(buffer[start : match.end()])
+        start = match.end()
+    return events, buffer[start:]
+
+def error_summary(chunk: dict[str, Any] | None) -> str:
+    error = chunk.get("error") if chunk else None
+    if isinstance(error, dict):
+        return f"{error.get('code')}: {str(error.get('message', ''))[:120]}"
+    return "finish_reason error"
+
+def usage_prompt_tokens(chunk: dict[str, Any] | None) -> int | None:
+    usage = chunk.get("usage") if chunk else None
+    value = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+def last_boundary(buffer: bytes) -> int:
+    """Index just past the last complete event in `buffer` (0 if none)."""
+    lf, crlf = buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r\n")
+    return max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
+
+def plain_text_only(events: bytes) -> bool:
+    """True when no event in `events` can change the state (no [DONE], error, usage or finish_reason)."""
+    return not (b"[DONE]" in events or b'"error"' in events or b'"usage"' in events or _FINISH.search(events))
+
+
+def may_change_state(raw: bytes) -> bool:
+    """Whether a committed event can be [DONE], an error, usage or a finish_reason (else: a plain delta)."""
+    return bool(b'"error"' in raw or b'"usage"' in raw or _FINISH.search(raw))

@@ -1,0 +1,287 @@
+"""Loading the configuration: the TOML file, the environment, `--set` overrides, and their validation.
+
+`load_config` reads `canary.toml` (or `--config` / `CANARY_CONFIG`), then applies OPENROUTER_BASE_URL and
+CANARY_DB; `config_from_mapping` validates a TOML-shaped mapping into a `CanaryConfig` (tasks/config.py).
+
+Validation names the problem before anything starts (`config: <key> ...`, one line): numbers are finite and
+positive; `ttft_s < probe_budget_s`, `connect_timeout_s <= probe_budget_s`, `read_timeout_s <= probe_budget_s`
+(the two timeouts, when not set, default to the smaller of their default and `probe_budget_s`),
+`probe_budget_s <= interval_min` minutes (an attempt fits in a round interval); `confirm_after_min <
+interval_min` (unless 0); every ladder step is at least one round interval; paths are non-empty.
+`preflight(cfg)` (tasks/config_preflight.py) then checks the file system (writable database directory and
+publish_dir, readable exclusions file); the CLI runs it before `run`, `serve` and `demo`.
+
+A `base_url` with userinfo (`https://user:pass@host/...`): the password is registered with the redactor
+(tasks.secrets) and never shown; `public_base_url(cfg)` (tasks/config.py) is the form without it, which is
+what a flow-run parameter may carry. Given that stripped form back (a `--base-url` or flow parameter),
+`config_from_mapping` restores the registered userinfo of the same URL (same process), and a flow process of
+its own (`serve`) reads it again from the config file or OPENROUTER_BASE_URL.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from tasks.config import ALL_LANGUAGES, NEVER_HARD, CanaryConfig
+from tasks.core.types import Mode
+from tasks.errors import ConfigError
+from tasks.secrets import redact, register_url, with_known_userinfo
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: Longest duration accepted (about 27 years): beyond it timedelta arithmetic overflows.
+_MAX_DAYS = 10_000
+
+
+def parse_duration(value: object, key: str) -> timedelta:
+    """'1d', '36h', '90m', '30s', or a number of days."""
+    if isinstance(value, bool):
+        raise ConfigError(f"config: {key} must be a duration like '1d' or '12h' (got {value!r})")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) > _MAX_DAYS:
+            raise ConfigError(f"config: {key} must be a finite duration like '1d' or '12h' (got {value!r})")
+        return timedelta(days=float(value))
+    if isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+        if seconds > _MAX_DAYS * 86400:
+            raise ConfigError(f"config: {key} must be a finite duration like '1d' or '12h' (got {value!r})")
+        return timedelta(seconds=seconds)
+    raise ConfigError(f"config: {key} must be a duration like '1d' or '12h' (got {value!r})")
+
+
+def format_duration(td: timedelta) -> str:
+    s = int(td.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s % size == 0 and s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+def apply_overrides(cfg: CanaryConfig, overrides: Mapping[str, Any]) -> CanaryConfig:
+    """`CanaryConfig.with_overrides`: `--set key=value` style overrides (values may be strings), fully validated.
+
+    Keys still at their default are left out of the re-validation, so that a default follows the rules
+    again (a smaller `probe_budget_s` also lowers the unset timeouts)."""
+    defaults = CanaryConfig()
+    current = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    raw = {k: v for k, v in current.items() if v != getattr(defaults, k)}
+    if "ladder" in raw:
+        raw["ladder"] = [format_duration(t) for t in cfg.ladder]
+    if "ladder_decay" in raw:
+        raw["ladder_decay"] = format_duration(cfg.ladder_decay)
+    for key, value in overrides.items():
+        if key not in current:
+            raise ConfigError(f"config: unknown key {key!r}")
+        raw[key] = _coerce_cli_value(value, current[key])
+    return config_from_mapping(raw)
+
+
+def _coerce_cli_value(value: Any, current: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if isinstance(current, bool):
+        return value.lower() in ("1", "true", "yes")
+    if isinstance(current, int):
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    if isinstance(current, float):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(current, list | tuple):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+def _expect(raw: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str) -> Any:
+    value = raw[key]
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise ConfigError(f"config: {key} must be {what} (got {value!r})")
+    if not isinstance(value, kinds):
+        raise ConfigError(f"config: {key} must be {what} (got {value!r})")
+    return value
+
+
+def _str_list(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = raw[key]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"config: {key} must be a list of strings (got {value!r})")
+    return tuple(value)
+
+
+def validate_base_url(url: str, key: str = "base_url") -> str:
+    """An http(s) URL without a trailing slash. Userinfo is registered as a secret (never shown); a URL given
+    without it gets back the userinfo registered for the same URL (the flow-parameter form)."""
+    register_url(url)
+    try:
+        parsed = urlparse(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"config: {key} must be an http(s) URL (got {redact(url)!r})")
+    return with_known_userinfo(url.rstrip("/"))
+def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
+    """Build and validate a config from a TOML-shaped mapping; unknown keys are an error."""
+    known = {f.name for f in fields(CanaryConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"config: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    cfg = CanaryConfig()
+    values: dict[str, Any] = {}
+    if "models" in raw:
+        values["models"] = _str_list(raw, "models")
+        if not values["models"]:
+            raise ConfigError("config: models must name at least one model")
+        for m in values["models"]:
+            if m.count("/") != 1 or " " in m:
+                raise ConfigError(f"config: models entries must look like 'author/slug' (got {m!r})")
+    if "mode" in raw:
+        try:
+            values["mode"] = Mode(raw["mode"])
+        except ValueError:
+            raise ConfigError(f"config: mode must be 'observe' or 'enforce' (got {raw['mode']!r})") from None
+    if "base_url" in raw:
+        values["base_url"] = validate_base_url(_expect(raw, "base_url", str, "a URL"))
+    for key in ("db_path", "publish_dir", "exclusions_file"):
+        if key in raw:
+            values[key] = _expect(raw, key, str, "a path")
+            if not values[key].strip():
+                raise ConfigError(f"config: {key} must be a non-empty path (got {values[key]!r})")
+    if "refusal_controls" in raw:
+        values["refusal_controls"] = _str_list(raw, "refusal_controls") if raw["refusal_controls"] else ()
+    if "languages" in raw:
+        langs = _str_list(raw, "languages")
+        bad = [lang for lang in langs if lang not in ALL_LANGUAGES]
+        if bad or not langs:
+            got = bad[0] if bad else "[]"
+            raise ConfigError(f"config: languages must be among {', '.join(ALL_LANGUAGES)} (got {got!r})")
+        values["languages"] = langs
+    for key in ("ttft_s", "connect_timeout_s", "read_timeout_s", "probe_budget_s"):
+        if key in raw:
+            v = float(_expect(raw, key, (int, float), "a number of seconds"))
+            if not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"config: {key} must be a finite number of seconds > 0 (got {v})")
+            values[key] = v
+    for key, minimum in (
+        ("text_cap_bytes", 256),
+        ("concurrency", 1),
+        ("models_in_flight", 1),
+        ("fail_rounds", 1),
+        ("restore_rounds", 1),
+        ("min_hosts", 0),
+        ("interval_min", 1),
+        ("confirm_after_min", 0),
+    ):
+        if key in raw:
+            v = _expect(raw, key, int, "an integer")
+            if v < minimum:
+                raise ConfigError(f"config: {key} must be >= {minimum} (got {v})")
+            values[key] = v
+    if "budget_usd_per_day" in raw:
+        v = float(_expect(raw, "budget_usd_per_day", (int, float), "a number of US dollars"))
+        if not math.isfinite(v) or v < 0:
+            raise ConfigError(f"config: budget_usd_per_day must be a finite number >= 0, 0 = no budget (got {v})")
+        values["budget_usd_per_day"] = v
+    if "hard_contracts" in raw:
+        values["hard_contracts"] = _hard_contracts(raw)
+    if "ladder" in raw:
+        steps = raw["ladder"]
+        if not isinstance(steps, list | tuple) or not steps:
+            raise ConfigError(f"config: ladder must be a non-empty list of durations (got {steps!r})")
+        values["ladder"] = tuple(parse_duration(s, "ladder") for s in steps)
+        interval = timedelta(minutes=values.get("interval_min", cfg.interval_min))
+        for raw_step, step in zip(steps, values["ladder"], strict=True):
+            if step < interval:
+                raise ConfigError(
+                    f"config: ladder steps must be at least one round interval "
+                    f"(interval_min = {format_duration(interval)}) (got {raw_step!r})"
+                )
+    if "ladder_decay" in raw:
+        values["ladder_decay"] = parse_duration(raw["ladder_decay"], "ladder_decay")
+        if values["ladder_decay"] < timedelta(0):
+            raise ConfigError(f"config: ladder_decay must be >= 0 (got {raw['ladder_decay']!r})")
+    budget = values.get("probe_budget_s", cfg.probe_budget_s)
+    for key in ("connect_timeout_s", "read_timeout_s"):  # unset timeouts follow a smaller budget
+        values.setdefault(key, min(getattr(cfg, key), budget))
+    return _check_relations(replace(cfg, **values))
+
+
+def _hard_contracts(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """Contract names; `ttft` is never hard (slowness is often load: the next full round decides)."""
+    from tasks.core.types import Contract
+
+    names = _str_list(raw, "hard_contracts") if raw["hard_contracts"] else ()
+    known = {str(c) for c in Contract} - NEVER_HARD
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"config: hard_contracts entries must be among {', '.join(sorted(known))} "
+                              f"(got {name!r})")
+    return tuple(dict.fromkeys(names))
+
+
+def _check_relations(cfg: CanaryConfig) -> CanaryConfig:
+    """The rules between keys (each message names the key to change and both values)."""
+    budget = cfg.probe_budget_s
+    if cfg.confirm_after_min and not cfg.confirm_after_min < cfg.interval_min:
+        raise ConfigError(
+            f"config: confirm_after_min ({cfg.confirm_after_min}) must be < interval_min ({cfg.interval_min}): "
+            "a confirmation comes before the next round (0 turns confirmation rounds off)"
+        )
+    if not cfg.ttft_s < budget:
+        raise ConfigError(f"config: ttft_s ({cfg.ttft_s:g}) must be < probe_budget_s ({budget:g})")
+    for key in ("connect_timeout_s", "read_timeout_s"):
+        if not getattr(cfg, key) <= budget:
+            raise ConfigError(f"config: {key} ({getattr(cfg, key):g}) must be <= probe_budget_s ({budget:g})")
+    interval = timedelta(minutes=cfg.interval_min)
+    if budget > interval.total_seconds():
+        raise ConfigError(
+            f"config: probe_budget_s ({budget:g}) must be <= interval_min ({cfg.interval_min} min = "
+            f"{interval.total_seconds():g} s): an attempt must end before the next round starts"
+        )
+    for step in cfg.ladder:
+        if step < interval:
+            raise ConfigError(
+                f"config: ladder steps must be at least one round interval "
+                f"(interval_min = {format_duration(interval)}) (got {format_duration(step)!r})"
+            )
+    return cfg
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("CANARY_CONFIG", "canary.toml"))
+
+
+def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> CanaryConfig:
+    """Load the TOML file (if it exists, or fail if it was named explicitly), then apply the environment."""
+    env = os.environ if env is None else env
+    explicit = path is not None or "CANARY_CONFIG" in env
+    p = Path(path) if path is not None else Path(env.get("CANARY_CONFIG", "canary.toml"))
+    raw: dict[str, Any] = {}
+    if p.exists():
+        try:
+            raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config: {p} is not valid TOML ({exc})") from None
+    elif explicit:
+        raise ConfigError(f"config: file {p} not found")
+    cfg = config_from_mapping(raw)
+    overrides: dict[str, Any] = {}
+    if env.get("OPENROUTER_BASE_URL"):
+        overrides["base_url"] = validate_base_url(env["OPENROUTER_BASE_URL"], "OPENROUTER_BASE_URL")
+    if env.get("CANARY_DB"):
+        overrides["db_path"] = env["CANARY_DB"]
+    return replace(cfg, **overrides)

@@ -1,0 +1,80 @@
+"""The canary's enums (docs/design.md "Vocabulary"): contracts, outcomes, error classes, modes, actions, layers.
+
+Enum values are exactly docs/design.md's strings; they are what lands in DuckDB, JSON and Slack.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Contract(StrEnum):
+    TTFT = "ttft"
+    REFUSAL = "refusal"
+    STRUCTURED = "structured"
+    LANGUAGE = "language"
+    OPENING = "opening"  # judged over the round's text replies; never probed on its own
+    TOOLS = "tools"  # function calling; probed only where `supported_parameters` include "tools"
+
+
+#: The contracts that send requests (opening is judged from the others' replies).
+PROBED_CONTRACTS: tuple[Contract, ...] = (
+    Contract.TTFT,
+    Contract.REFUSAL,
+    Contract.STRUCTURED,
+    Contract.LANGUAGE,
+    Contract.TOOLS,  # tasks/core/plan.py sends it only to endpoints that list "tools"
+)
+
+
+class Outcome(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    TRANSPORT = "transport"
+
+    def is_quality(self) -> bool:
+        """pass and fail say something about the endpoint's output; the others do not."""
+        return self in (Outcome.PASS, Outcome.FAIL)
+
+
+class RoundStatus(StrEnum):
+    CLEAN = "clean"
+    FAIL = "fail"
+    TRANSPORT = "transport"
+    INCONCLUSIVE = "inconclusive"
+
+
+class ErrorClass(StrEnum):
+    """What went wrong on the wire during one attempt (None on the attempt when nothing did)."""
+
+    CONNECT = "connect"  # no TCP/TLS connection
+    TIMEOUT = "timeout"  # no response (or no further bytes) within the budget
+    HTTP_STATUS = "http_status"  # a non-200 HTTP response before any stream
+    STREAM_CUT = "stream_cut"  # the stream ended before a finish_reason / [DONE]
+    MIDSTREAM_ERROR = "midstream_error"  # an SSE chunk with a top-level "error"
+    BAD_FRAME = "bad_frame"  # a broken exchange we cannot attribute (older rows: a bad SSE frame)
+    PROTOCOL = "protocol_violation"  # HTTP 200, then a body that is not what was asked (tasks/core/classify.py)
+
+
+class Mode(StrEnum):
+    OBSERVE = "observe"
+    ENFORCE = "enforce"
+
+
+class Action(StrEnum):
+    SUSPEND = "suspend"
+    FLOOR_BLOCKED = "floor_blocked"
+    RESTORE = "restore"
+    EXPIRE = "expire"
+    LIFT = "lift"
+    WOULD_SUSPEND = "would_suspend"
+    WOULD_RESTORE = "would_restore"
+    WOULD_EXPIRE = "would_expire"
+    WOULD_LIFT = "would_lift"
+
+
+class Layer(StrEnum):
+    BUILTIN = "builtin"
+    OPERATIONAL = "operational"
+    CANARY = "canary"

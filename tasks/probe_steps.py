@@ -1,0 +1,96 @@
+"""The round's probing tasks: warm up once per process, then probe every contract of one endpoint.
+
+Part of the round's shell (tasks/round_steps.py has the other steps). A probe never retries: a transport
+outcome is data that freezes the streak, not something to hide. One TLS context and one detector per
+process, and a process-wide bound on requests in flight (`concurrency`); the requests themselves run in the
+probe worker process (tasks/probe_worker.py), so this process's CPU work is never measured as latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.clock import SystemClock
+from tasks.config import CanaryConfig
+from tasks.core.budget import FULL, Footprint
+from tasks.core.plan import EndpointPlan, Probe
+from tasks.core.types import Attempt, Contract, ErrorClass
+from tasks.secrets import read_secret, redact
+
+log = logging.getLogger("canary")
+
+_SHARED_LOCK = threading.Lock()
+_SLOTS: dict[int, threading.BoundedSemaphore] = {}
+
+
+def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
+    """`concurrency` probe requests in flight at once in this process, whatever the thread pool holds."""
+    with _SHARED_LOCK:
+        return _SLOTS.setdefault(concurrency, threading.BoundedSemaphore(concurrency))
+
+
+@task(name="warm-up", cache_policy=NO_CACHE)
+def warm_up() -> None:
+    """Build the language detector before any probe starts: building it holds the GIL for about a second,
+    which would otherwise be measured as latency by the probes running in the other threads."""
+    from tasks import probe_worker
+    from tasks.core.langdetect import get_detector
+
+    probe_worker.start()  # the probes' process starts while the detector is built
+    get_detector()
+
+
+@task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
+def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
+    """Every contract of one endpoint, pinned and concurrent (one Prefect task per endpoint: the task machinery
+    costs CPU that the other probes would measure as latency); a first language failure is confirmed by two
+    more attempts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tasks.probe_worker import attempt_runner
+
+    key = read_secret("OPENROUTER_API_KEY", required=True)
+    assert key is not None
+    with attempt_runner() as run:
+        if len(plan.probes) == 1:
+            return _contract_chain(run, plan.probes[0], round_id, cfg, footprint, key)
+        with ThreadPoolExecutor(max_workers=len(plan.probes), thread_name_prefix=f"probe-{plan.endpoint.tag}") as ex:
+            chains = [ex.submit(_contract_chain, run, p, round_id, cfg, footprint, key) for p in plan.probes]
+            return [a for chain in chains for a in chain.result()]
+
+
+def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
+                    key: Any) -> list[Attempt]:
+    """One contract's attempts in order: its turns, then (language) the two confirmations of a first failure."""
+    from tasks.core.contracts.language import needs_confirmation
+    from tasks.core.plan import attempts_for
+    from tasks.probe_worker import ProbeCall
+
+    clock = SystemClock()
+    slots = _request_slots(cfg.concurrency)
+
+    def once(n: int) -> Attempt:
+        with slots:
+            started = clock.now()
+            try:
+                return run(ProbeCall(base_url=cfg.base_url, endpoint=probe.endpoint, contract=probe.contract,
+                                     round_id=round_id, attempt_no=n, language=probe.language, cfg=cfg,
+                                     api_key=key.get()))
+            except Exception as exc:  # a bug of ours must not cost the other endpoints their results
+                detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
+                log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
+                return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
+                               provider_name=probe.endpoint.provider_name, contract=probe.contract,
+                               attempt_no=n, started_at=started, language=probe.language,
+                               error_class=ErrorClass.BAD_FRAME, error_detail=detail)
+
+    attempts = [once(n) for n in attempts_for(probe.contract)]
+    if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
+            and footprint.confirms(probe.endpoint.tag)):
+        attempts.extend([once(2), once(3)])
+    return attempts
