@@ -8,9 +8,9 @@ start) over the same simulated days, fleet and clock:
 * lean     build_history() as shipped: real `canary-round` flow runs, flows/history.py's lean settings
            (no flow heartbeats, idle server services off, a one-certificate CA bundle);
 * default  build_history(lean=False): the same flow runs with Prefect's and httpx's defaults;
-* plain    baseline without orchestration: the round's task functions (`.fn`) called in the flow's order,
-           probes in a ThreadPoolExecutor of the same size, no Prefect API at all (artifact step skipped),
-           the lean variant's CA bundle.
+* plain    baseline without orchestration: the round's task functions (`.fn`) called in the flow's order
+           (load prior, discover, probe per endpoint in a ThreadPoolExecutor of the same size, settle, save,
+           the ignore-list file, deliver), no Prefect API at all (the artifacts skipped).
            Not the real flow: it shows what the orchestration costs.
 
 Printed per variant: rounds, wall, rounds/s, median round, the median probe phase (first request sent to
@@ -62,7 +62,8 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from flows.round import PROBE_WORKERS
     from tasks import probe_steps
     from tasks import round_steps as steps
-    from tasks.core.plan import make_round_id, plan_probes
+    from tasks.core.plan import by_endpoint, make_round_id, plan_probes
+    from tasks.publish import publish_ignore_list
 
     rounds = int(round(days * h.ROUNDS_PER_DAY))
     stem = db.removesuffix(".duckdb")
@@ -86,14 +87,15 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
             for _ in range(rounds):
                 t0, ts = time.monotonic(), clock.now()
                 rid = make_round_id(model, ts)
+                prior, variable_value = steps.load_prior.fn(cfg, model, rid, ts, None)
                 endpoints = steps.discover.fn(cfg, model)
-                probes = plan_probes(endpoints, cfg.languages, steps.previous_languages.fn(cfg, model))
-                results = pool.map(probe_steps.probe.fn, probes, [rid] * len(probes), [cfg] * len(probes))
+                plans = by_endpoint(plan_probes(endpoints, cfg.languages, prior.previous_languages))
+                results = pool.map(probe_steps.probe.fn, plans, [rid] * len(plans), [cfg] * len(plans))
                 attempts = [a for r in results for a in r]
-                judged = steps.judge.fn(attempts, endpoints, cfg)
-                steps.land.fn(cfg, model, rid, ts, endpoints, attempts, judged)
-                outcome = steps.decide_and_publish.fn(cfg, model, rid, ts, endpoints, judged, None)
-                steps.alert.fn(cfg, model, rid, ts, judged, outcome, attempts)
+                settled = steps.settle.fn(prior, attempts, endpoints, cfg, ts, rid)
+                settled, status = steps.save.fn(cfg, settled, None, variable_value)
+                publish_ignore_list(cfg, settled.ignore, artifact=False)  # the artifacts need an API
+                steps.deliver.fn(cfg, ts)
                 walls.append(time.monotonic() - t0)
                 clock.advance(timedelta(minutes=30))
     clock.close()
