@@ -82,7 +82,7 @@ def canary_round(
             prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, mode)
             journal.step("probe")
             endpoints = steps.discover.with_options(name=f"discover-{model}")(cfg, model)
-            probe_steps.warm_up()
+            probe_steps.warm_up_once()
             footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without one)
             probes = [p for p in plan_probes(endpoints, cfg.languages, prior.previous_languages)
                       if p.endpoint.tag not in footprint.skip_tags]

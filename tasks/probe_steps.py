@@ -45,6 +45,16 @@ def warm_up() -> None:
     get_detector()
 
 
+def warm_up_once() -> None:
+    """`warm_up` as a task run the first time in this process only: in a cycle the cycle has warmed up, and
+    a task run per round that does nothing costs its round Prefect's machinery and API events for no news."""
+    from tasks import probe_worker
+    from tasks.core.langdetect import DEFAULT_MODE, is_built
+
+    if not (is_built(DEFAULT_MODE) and probe_worker.is_running()):
+        warm_up()
+
+
 @task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
 def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
     """Every contract of one endpoint, pinned and concurrent (one Prefect task per endpoint: the task machinery

@@ -156,6 +156,14 @@ def worker() -> _Worker:
         return _WORKER
 
 
+def is_running() -> bool:
+    """True when the probes run in this thread (nothing to start) or this process's worker is alive."""
+    if in_process():
+        return True
+    with _LOCK:
+        return _WORKER is not None and _WORKER.alive and _WORKER.proc.poll() is None
+
+
 def in_process() -> bool:
     return os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off")
 

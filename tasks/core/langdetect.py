@@ -83,6 +83,10 @@ def build_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
     return builder.with_preloaded_language_models().build()
 
 
+def is_built(mode: DetectorMode = DEFAULT_MODE) -> bool:
+    return mode in _DETECTORS
+
+
 def get_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
     """The process-wide detector for `mode`, built on first use (lingua detectors are thread-safe)."""
     detector = _DETECTORS.get(mode)
