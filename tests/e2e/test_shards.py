@@ -34,7 +34,7 @@ pytestmark = pytest.mark.e2e
 
 SHARDS = {"shard-a": ["acme/shard-a-1", "acme/shard-a-2"], "shard-b": ["acme/shard-b-1", "acme/shard-b-2"]}
 POOL = "canary-pool"
-SLOW = {"kind": "slow_first_token", "delay_s": 4.0, "keepalive_s": 0.5}  # cycles long enough to overlap
+SLOW = {"kind": "slow_first_token", "delay_s": 10.0, "keepalive_s": 0.5}  # probes in flight > start jitter
 FLEET = parse_fleet({"models": [{"id": m, "endpoints": [
     {"tag": "alpha", "provider_name": "Alpha", "faults": [SLOW]},
     {"tag": "beta", "provider_name": "Beta", "faults": [SLOW]},
@@ -123,12 +123,12 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
     config.write_text(  # one config for every shard; db_path is the default no shard uses
         f'models = ["acme/unused"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
         f'db_path = "{tmp_path / "canary.duckdb"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 8\nfail_rounds = 1\n',
+        'languages = ["en"]\nttft_s = 15\nfail_rounds = 1\n',
         encoding="utf-8",
     )
     spec = tmp_path / "prefect.yaml"
     spec.write_text(yaml.safe_dump(shard_prefect_yaml(config, tmp_path), sort_keys=False), encoding="utf-8")
-    server_env = _base_env(tmp_path / "prefect-server")
+    server_env = {**_base_env(tmp_path / "prefect-server"), "PREFECT_SERVER_LOGGING_LEVEL": "INFO"}
     client_env = {**_base_env(tmp_path / "prefect-client"), "PREFECT_API_URL": api, "CANARY_HOME": str(REPO)}
     worker_env = {**client_env, "OPENROUTER_API_KEY": sim.api_key, "PREFECT_WORKER_QUERY_SECONDS": "1",
                   "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"}
@@ -188,7 +188,9 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
         db = tmp_path / f"{shard}.duckdb"
         with store.open_store(db, read_only=True) as con:
             rounds = con.execute("SELECT model, status FROM rounds ORDER BY model").fetchall()
-            probing[shard] = con.execute("SELECT min(started_at), max(started_at) FROM attempts").fetchone()
+            probing[shard] = con.execute(  # first request sent .. last reply ended
+                "SELECT min(started_at), max(started_at + to_milliseconds(coalesce(total_ms, 0))) FROM attempts"
+            ).fetchone()
         assert rounds == [(m, "complete") for m in models], (shard, rounds)  # its own models, in its own file
         for m in models:
             assert (tmp_path / f"{shard}-published" / f"{model_slug(m)}.json").exists()
