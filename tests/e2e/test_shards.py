@@ -209,3 +209,36 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
     print(f"shards e2e: {time.monotonic() - started:.1f} s (trigger to both cycles complete: {cycles_s:.1f} s; "
           f"cycles {', '.join(f'{s} {(e - b).total_seconds():.1f} s' for s, (b, e) in spans.items())}; probes "
           f"{', '.join(f'{s} {b:%H:%M:%S.%f}-{e:%H:%M:%S.%f}' for s, (b, e) in probing.items())})")
+
+
+@pytest.mark.unit
+def test_the_documented_shard_layout_deploys_disjoint_models_into_files_with_their_own_slots() -> None:
+    """docs/operations.md 2c's prefect.yaml: per shard a cycle and a dead-man deployment with the same models
+    and file, no model in two shards, parameters the flows take, and one cycle slot per shard."""
+    import importlib
+    import inspect
+    import re
+
+    from flows.cycle import cycle_limit_name
+
+    doc = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = doc.split("## 2c. Past one machine: shards", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block, "no yaml example in docs/operations.md 2c"
+    deployments = yaml.safe_load(block.group(1))["deployments"]
+    by_shard: dict[str, dict[str, Any]] = {}
+    for dep in deployments:
+        kind, shard = re.fullmatch(r"canary-(cycle|deadman)-(.+)", dep["name"]).groups()  # type: ignore[union-attr]
+        path, func = dep["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), func)
+        assert flow.name == f"canary-{kind}"
+        assert set(dep["parameters"]) <= set(inspect.signature(flow.fn).parameters), dep["name"]
+        by_shard.setdefault(shard, {})[kind] = dep["parameters"]
+    assert len(by_shard) == 2
+    for shard, kinds in by_shard.items():
+        assert kinds["cycle"]["models"] == kinds["deadman"]["models"], shard
+        assert kinds["cycle"]["db_path"] == kinds["deadman"]["db_path"], shard
+    models = [m for kinds in by_shard.values() for m in kinds["cycle"]["models"]]
+    assert len(models) == len(set(models))
+    slots = {cycle_limit_name(kinds["cycle"]["db_path"]) for kinds in by_shard.values()}
+    assert slots == {"canary-cycle-shard-a", "canary-cycle-shard-b"}
