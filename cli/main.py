@@ -251,6 +251,18 @@ def at(
 
 
 @app.command()
+def catalog(
+    dbs: Annotated[list[Path], typer.Argument(metavar="DB...", help="each shard's DuckDB file")],
+    sql: Annotated[str | None, typer.Option("--sql", help="a query over every shard (column `shard`)")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Every shard's snapshot as one read-only catalog: a line per shard, or --sql over all of them."""
+    from cli.catalog_cmd import catalog_command
+
+    catalog_command(dbs=dbs, sql=sql, json_out=json_out)
+
+
+@app.command()
 def router(
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8788,
     routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),

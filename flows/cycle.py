@@ -5,10 +5,14 @@
 
 One process holds one language detector and one TLS context (both built once), and one bounded pool of probe
 requests (`concurrency`) shared by every model in flight; the policy stays sequential per model (each model's
-round settles and saves on its own). Two cycles never overlap (the Prefect global concurrency limit
-`canary-cycle`, one slot); a cycle that had to wait for the previous one, or that starts late, says so in its
-log and its result (`late_s`), it is never silently skipped. `canary run` runs one cycle; `canary serve` and
-the work-pool deployment schedule one every `interval_min`.
+round settles and saves on its own). Two cycles of one database never overlap (a Prefect global concurrency
+limit of one slot per DuckDB file, `cycle_limit_name`); a cycle that had to wait for the previous one, or that
+starts late, says so in its log and its result (`late_s`), it is never silently skipped. `canary run` runs one
+cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
+
+Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
+`db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run
+at the same time on workers of one pool; the default file `canary.duckdb` keeps the slot `canary-cycle`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import contextlib
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -24,7 +29,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from tasks.clock import utcnow
+from tasks.config import DEFAULT_DB_PATH
+from tasks.core.plan import model_slug
 
+#: The slot of the default database (`canary.duckdb`): one shard, the name every single-file setup uses.
 CYCLE_LIMIT = "canary-cycle"
 #: How long a cycle waits for the previous one before it gives up (and says so), seconds.
 CYCLE_WAIT_S = 600.0
@@ -45,9 +53,20 @@ def _start_delay_s() -> float:
     return max(0.0, (utcnow() - planned).total_seconds()) if planned is not None else 0.0
 
 
+def cycle_limit_name(db_path: str) -> str:
+    """The cycle slot of a database file: `canary-cycle` for `canary.duckdb` (wherever it lives), else
+    `canary-cycle-<stem>` (`shard-b.duckdb` -> `canary-cycle-shard-b`), like the publish directory's name.
+    One writer per file is what the slot protects, so shards with their own files never wait for each other;
+    two files of one stem in different directories share a slot (they wait, they never clash)."""
+    stem = Path(db_path).expanduser().stem
+    if stem == Path(DEFAULT_DB_PATH).stem:
+        return CYCLE_LIMIT
+    return f"{CYCLE_LIMIT}-{model_slug(stem) or 'db'}"
+
+
 @contextlib.contextmanager
-def _cycle_slot(logger: Any, wait_s: float) -> Any:
-    """One cycle at a time; yields how long this one waited for the previous one, seconds."""
+def _cycle_slot(name: str, wait_s: float) -> Any:
+    """One cycle of a database at a time; yields how long this one waited for the previous one, seconds."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
     from prefect.concurrency.sync import concurrency
@@ -55,12 +74,12 @@ def _cycle_slot(logger: Any, wait_s: float) -> Any:
 
     with get_client(sync_client=True) as client:
         try:
-            client.read_global_concurrency_limit_by_name(CYCLE_LIMIT)
+            client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:
-            with contextlib.suppress(Exception):
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=CYCLE_LIMIT, limit=1))
+            with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
     t0 = time.monotonic()
-    with concurrency(CYCLE_LIMIT, occupy=1, timeout_seconds=wait_s, lease_duration=300, strict=True,
+    with concurrency(name, occupy=1, timeout_seconds=wait_s, lease_duration=300, strict=True,
                      raise_on_lease_renewal_failure=False):
         yield time.monotonic() - t0
 
@@ -96,8 +115,9 @@ def canary_cycle(
     chosen = [model] if model else list(models or cfg.models)
     confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
     scheduled = cycle_ts or utcnow()
+    slot = cycle_limit_name(cfg.db_path)
     try:
-        with _cycle_slot(logger, CYCLE_WAIT_S) as waited_s:
+        with _cycle_slot(slot, CYCLE_WAIT_S) as waited_s:
             late_s = max(waited_s, _start_delay_s())
             if late_s > 60:
                 logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
@@ -108,12 +128,14 @@ def canary_cycle(
             refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
             wall_s = time.monotonic() - t0
     except TimeoutError:
-        logger.error("Cycle %s not run: the previous cycle still held the slot after %.0f s", scheduled, CYCLE_WAIT_S)
-        return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "rounds": []}
-    logger.info("Cycle of %d models in %.1f s: %s", len(chosen), wall_s,
+        logger.error("Cycle %s not run: the previous cycle still held the slot %s after %.0f s", scheduled, slot,
+                     CYCLE_WAIT_S)
+        return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "slot": slot,
+                "rounds": []}
+    logger.info("Cycle of %d models in %.1f s (slot %s, %s): %s", len(chosen), wall_s, slot, cfg.db_path,
                 ", ".join(f"{s['model']} {s.get('status')}" for s in summaries))
     return {"cycle_ts": scheduled.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
-            "rounds": summaries}
+            "slot": slot, "db_path": cfg.db_path, "rounds": summaries}
 
 
 def _retry_on_orchestrator(task: Any, task_run: Any, state: Any) -> bool:

@@ -110,11 +110,14 @@ def canary_deadman(
     db_path: str | None = None,
     now: datetime | None = None,
     overrides: dict[str, Any] | None = None,
+    models: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Alert once per silence episode for every configured model without a recent complete round."""
+    """Alert once per silence episode for every configured model (a shard: its `models`) without a recent
+    complete round."""
     from tasks.round_steps import resolve_config
 
-    cfg = resolve_config(config_path, overrides, db_path=db_path)
+    cfg = resolve_config(config_path, {**(overrides or {}), **({"models": models} if models else {})},
+                         db_path=db_path)
     return deadman_check(cfg, now or utcnow())
 
 
