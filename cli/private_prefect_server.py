@@ -45,6 +45,8 @@ OWNER_ENV = "CANARY_PREFECT_SERVER_OWNER"
 STOP_GRACE_S = 5.0
 #: The server's log: <tmp>/canary-prefect-server-<owner pid>-<port>.log
 LOG_PREFIX = "canary-prefect-server-"
+#: The server's SQLite database: <tmp>/canary-prefect-db-<owner pid>-<random>/ (removed with the server).
+DB_DIR_PREFIX = "canary-prefect-db-"
 
 
 class PrivatePrefectServer:
@@ -105,7 +107,7 @@ class PrivatePrefectServer:
         if any(os.environ.get(k) for k in ("PREFECT_API_DATABASE_CONNECTION_URL",
                                            "PREFECT_SERVER_DATABASE_CONNECTION_URL")):
             return {}
-        self._db_dir = tempfile.mkdtemp(prefix="canary-prefect-")
+        self._db_dir = tempfile.mkdtemp(prefix=f"{DB_DIR_PREFIX}{os.getpid()}-")
         return {"PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self._db_dir}/prefect.db"}
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
@@ -159,16 +161,18 @@ class PrivatePrefectServer:
 
 
 def _remove_stale_logs(directory: Path) -> None:
-    """The logs a SIGKILLed owner left (named by its pid, which no longer runs)."""
-    for log in directory.glob(f"{LOG_PREFIX}*.log"):
-        pid = log.name.removeprefix(LOG_PREFIX).split("-")[0].removesuffix(".log")
+    """The logs and database directories a SIGKILLed owner left (named by its pid, which no longer runs)."""
+    leftovers = [(p, p.name.removeprefix(LOG_PREFIX)) for p in directory.glob(f"{LOG_PREFIX}*.log")]
+    leftovers += [(p, p.name.removeprefix(DB_DIR_PREFIX)) for p in directory.glob(f"{DB_DIR_PREFIX}*") if p.is_dir()]
+    for path, rest in leftovers:
+        pid = rest.split("-")[0].removesuffix(".log")
         if not pid.isdigit():
             continue
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             with contextlib.suppress(OSError):
-                log.unlink()
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
         except OSError:  # alive but not ours, or not ours to remove
             continue
 

@@ -137,6 +137,7 @@ def test_a_successful_run_prints_no_traceback_and_leaves_no_process(
     assert f"{MODEL}@" in out and "15 endpoints" in out, out
     assert server_processes(proc.pid) == []  # stopped, not left to the kernel
     assert list(tmp_path.glob("canary-prefect-server-*.log")) == []  # a clean stop removes its log
+    assert list(tmp_path.glob("canary-prefect-db-*")) == []  # and its database
     print(f"canary run end to end: {wall:.1f} s")
 
 
@@ -168,6 +169,9 @@ def test_b_kill_9_of_a_run_in_progress_leaves_no_prefect_server(
         assert port is not None
         before = server_processes(proc.pid, port)
         assert before, "the private server was not found by its owner marker"
+        while not (workers := probe_workers(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert workers, "the run's probe worker process was not found"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         t_kill = time.monotonic()
@@ -176,10 +180,41 @@ def test_b_kill_9_of_a_run_in_progress_leaves_no_prefect_server(
         assert left == [], f"still running {time.monotonic() - t_kill:.1f} s after the kill: {left}"
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
+        while (alive := [w for w in workers if _running(w)]) and time.monotonic() - t_kill < GONE_WITHIN_S:
+            time.sleep(0.1)
+        assert alive == [], "the probe worker outlived its round's process"
+        # What the kill left on disk (the server's database) goes with the next private server's start.
+        from cli.private_prefect_server import _remove_stale_logs
+
+        left_dirs = list(tmp_path.glob(f"canary-prefect-db-{proc.pid}-*"))
+        assert left_dirs, "expected the killed run's server database directory"
+        _remove_stale_logs(tmp_path)
+        assert not any(d.exists() for d in left_dirs)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def probe_workers(parent: int) -> list[int]:
+    """The probe worker processes (tasks/probe_worker.py) that `parent` started."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            ppid = int((d / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"tasks.probe_worker" in cmd and ppid == parent:
+            found.append(int(d.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def closed_port() -> int:
