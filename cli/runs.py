@@ -62,8 +62,11 @@ def run_once(
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
+    from cli.configured_prefect_api import configured_api_url
     from cli.prefect_server import prefect_api
 
+    if configured_api_url() is None:  # a private server is fresh: it has no Secret blocks to look in
+        read_secret("OPENROUTER_API_KEY", required=True, use_blocks=False)
     with prefect_api() as api:  # a private server starts now, in parallel with the next two lines
         preflight(cfg, models)
         import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
