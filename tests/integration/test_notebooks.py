@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs both files: the history they share is built once per worker that needs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_history")]
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 HISTORY_DAYS = 0.5
