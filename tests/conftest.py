@@ -47,18 +47,52 @@ def tmp_db(tmp_path: Any) -> str:
     return str(tmp_path / "canary.duckdb")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup, scripts/test)
+#: Test files whose tests share state built once per process (a module- or session-scoped fixture that builds
+#: rounds or a history under tmp_path_factory): under pytest-xdist (scripts/test) each group runs on one worker,
+#: which builds that state once; every other test is dealt out on its own. Files sharing a group share a worker
+#: (test_at.py reuses the history test_notebooks.py built). pytest_collection_modifyitems keeps this list honest.
+SHARED_STATE_GROUPS = {
+    "tests/e2e/test_confirmation.py": "confirmation",
+    "tests/e2e/test_cost_status.py": "cost_status",
+    "tests/e2e/test_history.py": "history",
+    "tests/e2e/test_round.py": "round",
+    "tests/e2e/test_round_tools.py": "round_tools",
+    "tests/integration/test_at.py": "shared_history",
+    "tests/integration/test_notebooks.py": "shared_history",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` by SHARED_STATE_GROUPS. (pytest-xdist's own `xdist_group` marker renames the test ids,
+    which pytest 9 no longer lets it do: marked tests were spread over every worker.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedStateScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_STATE_GROUPS.get(path, nodeid)
+
+    return SharedStateScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests sharing a module-scoped fixture that builds state on disk (rounds, a history: it asks for
-    tmp_path_factory) form one xdist group, so one worker builds it once instead of every worker again.
-    A test that names its group itself (a state shared across modules) keeps it."""
+    """A test using a module- or session-scoped fixture that builds state on disk must be in a shared-state
+    group, or every xdist worker that runs one of its tests builds that state again."""
+    missing = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
-        module = getattr(item, "module", None)
-        if info is None or module is None or item.get_closest_marker("xdist_group") is not None:
+        if info is None:
             continue
         for name in info.names_closure:
             defs = info.name2fixturedefs.get(name)
-            if defs and defs[-1].scope == "module" and "tmp_path_factory" in defs[-1].argnames:
-                item.add_marker(pytest.mark.xdist_group(module.__name__))
-                break
+            if defs and defs[-1].scope in ("module", "session") and "tmp_path_factory" in defs[-1].argnames:
+                path = item.nodeid.split("::", 1)[0]
+                if path not in SHARED_STATE_GROUPS:
+                    missing.add(f"{path} (fixture {name})")
+    if missing:
+        raise pytest.UsageError(
+            "tests/conftest.py: add to SHARED_STATE_GROUPS (they build shared state): " + ", ".join(sorted(missing))
+        )

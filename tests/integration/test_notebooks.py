@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-# One xdist worker runs both files: the history they share is built once per worker that needs it.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("shared_history")]
+pytestmark = pytest.mark.e2e  # one xdist worker runs this file and its history's other user (conftest)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 HISTORY_DAYS = 0.5
