@@ -122,7 +122,9 @@ def _one_cert_bundle() -> Path:
     if not path.exists():
         pem = Path(certifi.where()).read_text(encoding="ascii")
         first = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", pem, re.S)
-        path.write_text(first.group(0) if first else pem, encoding="ascii")
+        part = path.with_name(f"{path.name}.{os.getpid()}")  # whole or absent: other processes may read it now
+        part.write_text(first.group(0) if first else pem, encoding="ascii")
+        os.replace(part, path)
     return path
 
 

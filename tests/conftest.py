@@ -1,11 +1,16 @@
 """Shared fixtures: one Prefect harness per session, a loopback simulator, temp databases.
 
-Nothing here reaches outside 127.0.0.1.
+Nothing here reaches outside 127.0.0.1. Under pytest-xdist every worker is its own session: its own harness
+(a temporary SQLite database and a free port), and its own PREFECT_HOME (profiles, local result storage),
+so workers share no Prefect state with each other or with the developer's ~/.prefect.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +23,13 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # Never let a developer's real key or Slack settings leak into a test run.
 for _var in ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WEBHOOK_URL", "SLACK_API_URL"):
+    os.environ.pop(_var, None)
+# Never let a developer's Prefect profile (an API URL, a database) reach a test; one home per xdist worker.
+# Set before anything imports Prefect, which reads its settings once; subprocesses inherit it.
+_PREFECT_HOME = tempfile.mkdtemp(prefix=f"canary-tests-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+for _var in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_var, None)
 
 
@@ -33,3 +45,54 @@ def prefect_harness() -> Iterator[None]:
 @pytest.fixture
 def tmp_db(tmp_path: Any) -> str:
     return str(tmp_path / "canary.duckdb")
+
+
+#: Test files whose tests share state built once per process (a module- or session-scoped fixture that builds
+#: rounds or a history under tmp_path_factory): under pytest-xdist (scripts/test) each group runs on one worker,
+#: which builds that state once; every other test is dealt out on its own. Files sharing a group share a worker
+#: (test_at.py reuses the history test_notebooks.py built). pytest_collection_modifyitems keeps this list honest.
+SHARED_STATE_GROUPS = {
+    "tests/e2e/test_confirmation.py": "confirmation",
+    "tests/e2e/test_cost_status.py": "cost_status",
+    "tests/e2e/test_history.py": "history",
+    "tests/e2e/test_round.py": "round",
+    "tests/e2e/test_round_tools.py": "round_tools",
+    "tests/integration/test_at.py": "shared_history",
+    "tests/integration/test_notebooks.py": "shared_history",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` by SHARED_STATE_GROUPS. (pytest-xdist's own `xdist_group` marker renames the test ids,
+    which pytest 9 no longer lets it do: marked tests were spread over every worker.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedStateScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_STATE_GROUPS.get(path, nodeid)
+
+    return SharedStateScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test using a module- or session-scoped fixture that builds state on disk must be in a shared-state
+    group, or every xdist worker that runs one of its tests builds that state again."""
+    missing = set()
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for name in info.names_closure:
+            defs = info.name2fixturedefs.get(name)
+            if defs and defs[-1].scope in ("module", "session") and "tmp_path_factory" in defs[-1].argnames:
+                path = item.nodeid.split("::", 1)[0]
+                if path not in SHARED_STATE_GROUPS:
+                    missing.add(f"{path} (fixture {name})")
+    if missing:
+        raise pytest.UsageError(
+            "tests/conftest.py: add to SHARED_STATE_GROUPS (they build shared state): " + ", ".join(sorted(missing))
+        )

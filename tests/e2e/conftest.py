@@ -1,10 +1,32 @@
-"""e2e fixtures: every test starts without the operational Variable another test may have left behind."""
+"""e2e fixtures: the Slack double wired into the environment, and every test starts without the operational
+Variable another test may have left behind."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+
+from tests.support.slack_server import SlackServer
+
+SLACK_TOKEN = "xoxb-e2e-test-token"
+
+
+@pytest.fixture
+def slack_channel() -> str:
+    """The SLACK_CHANNEL the `slack` fixture sets; a module overrides this fixture to use another one."""
+    return "#canary-admins"
+
+
+@pytest.fixture
+def slack(monkeypatch: pytest.MonkeyPatch, slack_channel: str) -> Iterator[SlackServer]:
+    """The local Slack double (tests/support/slack_server.py), with SLACK_BOT_TOKEN, SLACK_CHANNEL and
+    SLACK_API_URL pointing the canary (and subprocesses inheriting the environment) at it."""
+    with SlackServer(token=SLACK_TOKEN) as server:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", SLACK_TOKEN)
+        monkeypatch.setenv("SLACK_CHANNEL", slack_channel)
+        monkeypatch.setenv("SLACK_API_URL", server.api_url)
+        yield server
 
 
 @pytest.fixture(autouse=True)

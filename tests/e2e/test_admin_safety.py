@@ -145,6 +145,7 @@ def test_lift_says_what_it_did_and_the_alert_is_delivered(tmp_path: Path) -> Non
         assert len(rows) == 1 and rows[0]["status"] == "sent" and len(slack.messages) == 1
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @pytest.mark.parametrize(
     "cmd",
     [

@@ -27,7 +27,6 @@ pytestmark = pytest.mark.e2e
 
 MODEL = "acme/deadman-model"
 QUIET = "acme/never-ran"
-TOKEN = "xoxb-deadman-test-token"
 T0 = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
 FLEET = parse_fleet(
     {
@@ -48,15 +47,6 @@ FLEET = parse_fleet(
 def sim() -> Iterator[SimulatorHandle]:
     with start_simulator(FLEET) as handle:
         yield handle
-
-
-@pytest.fixture
-def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
-    with SlackServer(token=TOKEN) as server:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
-        monkeypatch.setenv("SLACK_CHANNEL", "#canary-admins")
-        monkeypatch.setenv("SLACK_API_URL", server.api_url)
-        yield server
 
 
 @pytest.fixture

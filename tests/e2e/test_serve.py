@@ -101,6 +101,7 @@ def sim() -> Iterator[SimulatorHandle]:
         yield handle
 
 
+@pytest.mark.timing  # a 5 s schedule must keep up: cycles pile up on a busy CPU (scripts/test runs it alone)
 def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle, tmp_path: Path) -> None:
     """A real `prefect server start` + `canary serve`: the scheduled cycle runs both models' rounds as named
     subflow runs, concurrently, and each decides on its own."""

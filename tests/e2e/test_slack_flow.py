@@ -30,8 +30,7 @@ from tests.support.slack_server import SlackServer
 pytestmark = pytest.mark.e2e
 
 MODEL = "acme/slack-model"
-TOKEN = "xoxb-slack-flow-test-token"
-CHANNEL = "#canary-admins"
+CHANNEL = "#canary-admins"  # the `slack` fixture's (tests/e2e/conftest.py)
 T0 = datetime(2026, 5, 4, 6, 0, tzinfo=UTC)
 SLOW = {"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}
 BAD_GATEWAY = {"kind": "http_error_before_stream", "status": 502}
@@ -52,15 +51,6 @@ def fleet(**faults: dict[str, Any]) -> Fleet:
 def sim() -> Iterator[SimulatorHandle]:
     with start_simulator(fleet(driftco=SLOW, slowco=SLOW)) as handle:
         yield handle
-
-
-@pytest.fixture
-def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackServer]:
-    with SlackServer(token=TOKEN) as server:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
-        monkeypatch.setenv("SLACK_CHANNEL", CHANNEL)
-        monkeypatch.setenv("SLACK_API_URL", server.api_url)
-        yield server
 
 
 @pytest.fixture

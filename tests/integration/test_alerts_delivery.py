@@ -93,6 +93,7 @@ def test_rate_limit_stops_the_batch_and_reports_retry_after(slack: SlackServer, 
     assert len(slack.requests) == 1  # nothing more was sent after the 429
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @pytest.mark.parametrize("mode", ["web", "webhook"])
 def test_connection_refused_fails_fast_and_stops_the_batch(slack: SlackServer, mode: str) -> None:
     settings = web(slack) if mode == "web" else webhook(slack)

@@ -34,7 +34,8 @@ def make_alerts(n: int, at: datetime = NOW) -> list[Alert]:
 
 @pytest.fixture
 def slack() -> Iterator[SlackServer]:
-    with SlackServer(token=TOKEN) as server:
+    """Slack's clock is the test's (messages posted at NOW), so the history window (`oldest`) is deterministic."""
+    with SlackServer(token=TOKEN, clock=NOW.timestamp) as server:
         yield server
 
 

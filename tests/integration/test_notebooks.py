@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e  # one xdist worker runs this file and its history's other user (conftest)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 HISTORY_DAYS = 0.5

@@ -125,6 +125,7 @@ def test_discovery_sees_the_whole_fleet(sim: SimulatorHandle) -> None:
     assert sorted(e.tag for e in endpoints) == sorted(f"sim/{v}" for v in FAULTS)
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @pytest.mark.parametrize("contract", [Contract.TTFT, Contract.REFUSAL], ids=str)
 def test_healthy(sim: SimulatorHandle, contract: Contract) -> None:
     attempt = probe(sim, "healthy", contract)

@@ -109,6 +109,7 @@ def reasons(tmp: Path) -> list[tuple[int, str]]:
     return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [

@@ -73,6 +73,7 @@ def reasons(tmp: Path) -> list[tuple[int, str]]:
     return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @pytest.mark.parametrize(
     ("tier1", "reason"),
     [

@@ -88,6 +88,7 @@ def children() -> Iterator[list[Child]]:
         child.stop()
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 def test_a_reader_holding_the_snapshot_never_blocks_a_round(tmp_db: str, children: list[Child]) -> None:
     land(tmp_db, 1)
     reader = Child(f"""
@@ -119,6 +120,7 @@ def test_a_reader_holding_the_snapshot_never_blocks_a_round(tmp_db: str, childre
     assert reader.read() == "fresh 2"  # reconnecting shows the round that just landed
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 def test_a_lock_held_past_the_budget_is_one_line_store_error(tmp_db: str, children: list[Child]) -> None:
     land(tmp_db, 1)
     holder = Child(f"""
@@ -139,6 +141,7 @@ def test_a_lock_held_past_the_budget_is_one_line_store_error(tmp_db: str, childr
     assert f"pid {holder.proc.pid}" in message and "0.6 s" in message
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 def test_a_short_foreign_hold_is_ridden_out_by_the_retry(tmp_db: str, children: list[Child]) -> None:
     land(tmp_db, 1)
     holder = Child(f"""

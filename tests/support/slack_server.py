@@ -5,7 +5,11 @@
 * POST /services/T/B/X (the webhook): `ok`.
 * GET /api/conversations.history?channel=C0CANARY[&include_all_metadata=true]: the messages posted so far,
   newest first, with their message metadata when asked (how the canary checks whether a post of unknown
-  fate landed).
+  fate landed). Like the Web API: `oldest` / `latest` (ts strings) bound the range exclusively unless
+  `inclusive` is true, `limit` (default 100, at most 999) caps the page and `has_more` says whether it cut.
+
+Every posted message gets a Slack-like ts, `"<unix seconds>.<6 digits>"`, from `clock` (wall time by default,
+strictly increasing), so an `oldest` computed from the caller's clock selects what Slack would.
 
 Every request is recorded (headers, parsed body, the status we answered). Failure modes for the next requests:
 `fail_next(n, status=500)`, `rate_limit_next(n, retry_after=1)`, `error_next(n, "invalid_blocks")`,
@@ -20,15 +24,17 @@ answered 503).
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl
+
+from tests.support.slack_history import HistoryWindow, truthy, ts_us
 
 WEBHOOK_PATH = "/services/T0CANARY/B0CANARY/XXXXXXXXXXXXXXXXXXXXXXXX"
 CHANNEL_ID = "C0CANARY"
@@ -47,6 +53,7 @@ class Recorded:
     raw: bytes
     status: int
     ok: bool  # the request was accepted as a posted message
+    ts: str | None = None  # the message's ts when one was posted through chat.postMessage
 
     @property
     def alert_key(self) -> str | None:
@@ -69,16 +76,19 @@ class _Fault:
 
 
 class SlackServer:
-    def __init__(self, token: str = "xoxb-canary-test-token", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, token: str = "xoxb-canary-test-token", host: str = "127.0.0.1", clock: Callable[[], float] = time.time
+    ) -> None:
         self.token = token
         self.host = host
+        self._clock = clock
+        self._last_ts_us = 0
         self.port = 0
         self._lock = threading.Lock()
         self._faults: deque[_Fault] = deque()
         self._recorded: list[Recorded] = []
         self._down: Literal["refuse", "503"] | None = None
         self._delays: deque[float] = deque()
-        self._ts = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -175,8 +185,14 @@ class SlackServer:
         ok = status == 200 and (text == "ok" or _json_ok(text)) and path == "/api/chat.postMessage" \
             or (status == 200 and text == "ok")
         with self._lock:
-            self._recorded.append(Recorded(path.partition("?")[0], headers, body, raw, status, ok))
+            self._recorded.append(Recorded(path.partition("?")[0], headers, body, raw, status, ok, _reply_ts(text)))
         return reply
+
+    def _next_ts(self) -> str:
+        """A message ts like Slack's: the clock's time in microseconds, strictly increasing."""
+        with self._lock:
+            self._last_ts_us = max(round(self._clock() * 1_000_000), self._last_ts_us + 1)
+            return f"{self._last_ts_us // 1_000_000}.{self._last_ts_us % 1_000_000:06d}"
 
     def _route(self, path: str, headers: dict[str, str], body: dict[str, Any] | None) -> Reply:
         if self._down == "503":
@@ -193,7 +209,7 @@ class SlackServer:
                 delay = self._delays.popleft() if self._delays and posted else 0.0
             if delay:
                 with self._lock:  # posted now (visible in the history), answered late
-                    self._recorded.append(Recorded(path, headers, body, b"", 200, True))
+                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, _reply_ts(reply[2])))
                 time.sleep(delay)
                 return reply[0], reply[1], reply[2], {**reply[3], "x-already-recorded": "1"}
             return reply
@@ -207,16 +223,24 @@ class SlackServer:
             return 200, "application/json", json.dumps({"ok": False, "error": "invalid_auth"}), {}
         if query.get("channel") != CHANNEL_ID:
             return 200, "application/json", json.dumps({"ok": False, "error": "channel_not_found"}), {}
-        with_meta = query.get("include_all_metadata") in ("true", "1", "True")
+        try:
+            window = HistoryWindow.of(query)
+        except ValueError:
+            return 200, "application/json", json.dumps({"ok": False, "error": "invalid_arguments"}), {}
+        with_meta = truthy(query.get("include_all_metadata"))
         messages = []
-        for i, r in enumerate(r for r in self.requests if r.ok and r.path == "/api/chat.postMessage"):
-            message: dict[str, Any] = {"type": "message", "text": (r.body or {}).get("text", ""),
-                                       "ts": f"1790000000.{i:06d}"}
+        for r in self.requests:
+            if not (r.ok and r.path == "/api/chat.postMessage" and r.ts is not None and window.holds(r.ts)):
+                continue
+            message: dict[str, Any] = {"type": "message", "text": (r.body or {}).get("text", ""), "ts": r.ts}
             meta = (r.body or {}).get("metadata")
             if with_meta and meta:
                 message["metadata"] = json.loads(meta) if isinstance(meta, str) else meta
             messages.append(message)
-        return 200, "application/json", json.dumps({"ok": True, "messages": messages[::-1]}), {}
+        newest_first = sorted(messages, key=lambda m: ts_us(m["ts"]), reverse=True)
+        page = newest_first[: window.limit]
+        answer = {"ok": True, "messages": page, "has_more": len(newest_first) > len(page)}
+        return 200, "application/json", json.dumps(answer), {}
 
     def _webhook(self, body: dict[str, Any] | None) -> Reply:
         if not body or not (body.get("text") or body.get("blocks")):
@@ -250,9 +274,18 @@ class SlackServer:
             return answer({"ok": False, "error": "no_text"})
         if blocks is not None and not _valid_blocks(blocks):
             return answer({"ok": False, "error": "invalid_blocks"})
-        ts = f"1790000000.{next(self._ts):06d}"
+        ts = self._next_ts()
         return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts,
                        "message": {"text": body.get("text", ""), "ts": ts}})
+
+
+def _reply_ts(text: str) -> str | None:
+    """The ts a chat.postMessage answer carries (None for anything else)."""
+    try:
+        ts = json.loads(text).get("ts")
+    except (ValueError, AttributeError):
+        return None
+    return ts if isinstance(ts, str) else None
 
 
 def _fault_reply(fault: _Fault, is_webhook: bool) -> Reply:

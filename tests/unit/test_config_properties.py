@@ -57,6 +57,7 @@ def upstream() -> Iterator[FakeUpstream]:
         yield up
 
 
+@pytest.mark.timing  # asserts on wall time: run alone (scripts/test)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=raw_configs(), model=st.sampled_from(sorted(MODELS)))
 @example(raw={"probe_budget_s": 1.0, "ttft_s": 0.5}, model="acme/stall")  # accepted: timeouts follow budget
