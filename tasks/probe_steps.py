@@ -20,7 +20,7 @@ from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.types import Attempt, Contract, ErrorClass
-from tasks.secrets import read_secret, redact
+from tasks.secrets import known_values, read_secret, redact
 
 log = logging.getLogger("canary")
 
@@ -90,7 +90,7 @@ def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, fo
             try:
                 return run(ProbeCall(base_url=cfg.base_url, endpoint=probe.endpoint, contract=probe.contract,
                                      round_id=round_id, attempt_no=n, language=probe.language, cfg=cfg,
-                                     api_key=key.get()))
+                                     api_key=key.get(), secrets=known_values()))
             except Exception as exc:  # a bug of ours must not cost the other endpoints their results
                 detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
                 log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)

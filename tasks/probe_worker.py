@@ -64,6 +64,9 @@ class ProbeCall:
     language: str | None
     cfg: CanaryConfig
     api_key: str = field(repr=False)
+    #: Every secret the caller's process knows (environment, Secret blocks, URLs' userinfo): the worker's
+    #: recorder redacts replies with them, as the caller would (the worker's own environment is older).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 Runner = Callable[[ProbeCall], Attempt]
@@ -71,7 +74,9 @@ Runner = Callable[[ProbeCall], Attempt]
 
 def run_call(client: httpx.Client, call: ProbeCall, armed: str | None = None) -> Attempt:
     from tasks.probe import probe_once
+    from tasks.secrets import register
 
+    register(*call.secrets)
     raise_point("probe-raises", call.endpoint.tag, armed, secret_hint=call.api_key)
     return probe_once(client, base_url=call.base_url, api_key=call.api_key, endpoint=call.endpoint,
                       contract=call.contract, round_id=call.round_id, attempt_no=call.attempt_no,
