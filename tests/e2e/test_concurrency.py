@@ -179,6 +179,7 @@ def _api_logs(needle: str) -> list[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.timing  # a 0.5 s slot wait: a starved CPU turns it into a skip
 def test_second_round_is_skipped_with_a_clear_log_line(
     prefect_harness: None,
     sim: SimulatorHandle,
@@ -234,6 +235,7 @@ def test_second_round_waits_and_never_overlaps(
 
 
 @pytest.mark.e2e
+@pytest.mark.timing  # a 0.5 s slot wait: a starved CPU turns it into a skip
 def test_a_stale_slot_is_freed_by_the_next_round(
     prefect_harness: None,
     env: dict[str, Any],
