@@ -3,12 +3,12 @@
     canary-cycle ──> round-<model> (task, one per model, at most `models_in_flight` at once)
                        └──> canary-round-<model>-<stamp> (the model's round: a named subflow run in the UI)
 
-One process holds one language detector and one TLS context (both built once), and one bounded pool of probe
-requests (`concurrency`) shared by every model in flight; the policy stays sequential per model (each model's
-round settles and saves on its own). Two cycles of one database never overlap (a Prefect global concurrency
-limit of one slot per DuckDB file, `cycle_limit_name`); a cycle that had to wait for the previous one, or that
-starts late, says so in its log and its result (`late_s`), it is never silently skipped. `canary run` runs one
-cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
+One process holds one language detector (built once) and one bounded pool of probe requests (`concurrency`, sent by
+one probe worker process: tasks/probe_worker.py) shared by every model in flight; the policy stays sequential per
+model (each model's round settles and saves on its own). Two cycles of one database never overlap (a Prefect global
+concurrency limit of one slot per DuckDB file, `cycle_limit_name`); a cycle that had to wait for the previous one,
+or that starts late, says so in its log and its result (`late_s`), it is never silently skipped. `canary run` runs
+one cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
 `db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run
@@ -122,7 +122,7 @@ def canary_cycle(
             if late_s > 60:
                 logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
                                "worker was busy)", scheduled.isoformat(), late_s)
-            warm_up()  # one detector and one TLS context for every model, before any probe
+            warm_up()  # one detector and the probe worker for every model, before any probe
             t0 = time.monotonic()
             summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight, confirmation)
             refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
@@ -138,26 +138,16 @@ def canary_cycle(
             "slot": slot, "db_path": cfg.db_path, "rounds": summaries}
 
 
-def _retry_on_orchestrator(task: Any, task_run: Any, state: Any) -> bool:
-    """A model's round is run again when Prefect's API did not answer (a server under load answers 503 when
-    creating the round's runs), never for a failure of the round itself (tasks/core/classify.py)."""
-    from tasks.core.classify import is_orchestrator_blip
-
-    try:
-        state.result()
-    except Exception as exc:
-        return is_orchestrator_blip(exc)
-    return False
-
-
 def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,
                 overrides: dict[str, Any], in_flight: int, confirmation: dict[str, Any]) -> list[dict[str, Any]]:
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
     whose round failed is reported, never allowed to cost the other models theirs."""
+    from tasks.round_steps import retry_on_orchestrator
+
     slots = threading.BoundedSemaphore(max(1, in_flight))
 
     @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE, retries=2,
-          retry_delay_seconds=[10, 30], retry_condition_fn=_retry_on_orchestrator)
+          retry_delay_seconds=[10, 30], retry_condition_fn=retry_on_orchestrator)
     def model_round(model: str) -> dict[str, Any]:
         from flows.round import canary_round
 

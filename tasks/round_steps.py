@@ -5,7 +5,8 @@
 
 warm_up and probe live in tasks/probe_steps.py.
 
-Retries only where they cannot hide a fault (`retry_on_transport`): discovery retries network errors; a probe
+Retries only where they cannot hide a fault (`retry_on_transport`, `retry_on_orchestrator`): discovery retries
+network errors, a cycle reruns a model's round the orchestrator refused; a probe
 never retries (a transport outcome is data that freezes the streak, not something to hide). The store's lock
 is not retried by Prefect: each window waits a bounded time, and a round that cannot get its write window
 is spooled to disk (deferred) instead of failing.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.config_loading import load_config
+from tasks.core.classify import is_orchestrator_blip, is_retryable_exception
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
@@ -49,15 +51,25 @@ def resolve_config(
     return cfg.with_overrides(extra) if extra else cfg
 
 
-def retry_on_transport(task: Any, task_run: Any, state: Any) -> bool:
-    """Prefect's retry condition: the one predicate of tasks/core/classify.py (the network, a busy store)."""
-    from tasks.core.classify import is_retryable_exception
+def _retry_when(predicate: Callable[[BaseException], bool]) -> Callable[[Any, Any, Any], bool]:
+    """A Prefect retry condition: retry when the failed run's exception satisfies `predicate`, one of
+    tasks/core/classify.py's (the one home of retry conditions)."""
 
-    try:
-        state.result()
-    except Exception as exc:
-        return is_retryable_exception(exc)
-    return False
+    def condition(task: Any, task_run: Any, state: Any) -> bool:
+        try:
+            state.result()
+        except Exception as exc:
+            return predicate(exc)
+        return False
+
+    return condition
+
+
+#: Discovery: the network or a busy store.
+retry_on_transport = _retry_when(is_retryable_exception)
+#: A model's round in a cycle: Prefect's API did not answer (a server under load answers 503 when creating the
+#: round's runs), never a failure of the round itself.
+retry_on_orchestrator = _retry_when(is_orchestrator_blip)
 
 
 @contextlib.contextmanager
