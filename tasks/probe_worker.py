@@ -140,13 +140,6 @@ class _Worker:
         for future in orphans.values():
             future.set_exception(ProbeWorkerError(f"the probe worker process died (exit {code})"))
 
-    def close(self) -> None:
-        self.conn.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
 
 _LOCK = threading.Lock()
 _WORKER: _Worker | None = None
