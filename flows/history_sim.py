@@ -142,10 +142,10 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
     * the temporary server's bookkeeping services off (IDLE_SERVER_SERVICES): their SQLite writes locked
       out the round's own API calls (a Variable write took 1-3 s instead of 20 ms). Flow and task runs,
       artifacts, variables and concurrency limits keep working; only the event history is not kept;
-    * a one-certificate CA bundle (SSL_CERT_FILE): every probe task builds an httpx.Client, whose default
-      SSL context loads certifi's ~150 CAs (15-25 ms of CPU under the GIL, ~1.5 s per round of 66 probes,
-      inflating the TTFTs measured meanwhile). No TLS is spoken here: the simulator and the temporary server
-      are plain http on 127.0.0.1 and Slack is off.
+    * a one-certificate CA bundle (SSL_CERT_FILE): each round's discovery builds an httpx.Client, whose
+      default SSL context loads certifi's ~150 CAs (15-25 ms of CPU under the GIL; the probe worker builds
+      its one client per process, so this was ~1.5 s per round when every probe task built one). No TLS is
+      spoken here: the simulator and the temporary server are plain http on 127.0.0.1 and Slack is off.
     """
     from cli.prefect_server import prefect_api
 
