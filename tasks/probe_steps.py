@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from prefect import task
@@ -26,6 +27,7 @@ log = logging.getLogger("canary")
 
 _SHARED_LOCK = threading.Lock()
 _SLOTS: dict[int, threading.BoundedSemaphore] = {}
+_BUILD_STARTED = threading.Event()
 
 
 def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
@@ -34,14 +36,38 @@ def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
         return _SLOTS.setdefault(concurrency, threading.BoundedSemaphore(concurrency))
 
 
+#: The detector is built once the first probes are out and no call was sent for QUIET_S, or after BUILD_WAIT_S.
+QUIET_S = 0.3
+BUILD_WAIT_S = 5.0
+
+
 @task(name="warm-up", cache_policy=NO_CACHE)
 def warm_up() -> None:
-    """Build the language detector before any probe starts: building it holds the GIL for about a second,
-    which would otherwise be measured as latency by the probes running in the other threads."""
+    """Start the probe worker, and the language detector's build (1-2 s of CPU holding this process's GIL).
+
+    With the probes in their own process the build waits for the first round's requests to be out, then runs
+    while the round waits for answers: it delays no request's start (the slowest chain would carry that to the
+    round's wall), and the GIL it holds here is not measured there; a judge that needs the detector sooner
+    builds it then. With the probes in this process (CANARY_PROBE_PROCESS=0) it is built before any probe
+    starts, or the probes would measure it."""
     from tasks import probe_worker
     from tasks.core.langdetect import get_detector
 
-    probe_worker.start()  # the probes' process starts while the detector is built
+    probe_worker.start()
+    if probe_worker.in_process():
+        get_detector()
+    elif not _BUILD_STARTED.is_set():
+        _BUILD_STARTED.set()  # a build that fails is tried again by the first judge that needs the detector
+        threading.Thread(target=_build_when_quiet, name="build-detector", daemon=True).start()
+
+
+def _build_when_quiet() -> None:
+    from tasks import probe_worker
+    from tasks.core.langdetect import get_detector
+
+    deadline = time.monotonic() + BUILD_WAIT_S
+    while time.monotonic() < deadline and not probe_worker.quiet_after_first_call(QUIET_S):
+        time.sleep(0.05)
     get_detector()
 
 
@@ -51,7 +77,7 @@ def warm_up_once() -> None:
     from tasks import probe_worker
     from tasks.core.langdetect import DEFAULT_MODE, is_built
 
-    if not (is_built(DEFAULT_MODE) and probe_worker.is_running()):
+    if not ((is_built(DEFAULT_MODE) or _BUILD_STARTED.is_set()) and probe_worker.is_running()):
         warm_up()
 
 

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -115,6 +116,7 @@ class _Worker:
                 raise ProbeWorkerError("the probe worker process is gone")
             rid = next(self.ids)
             self.pending[rid] = future
+            _SENT.note()
             try:
                 self.conn.send((rid, call, os.environ.get(FAILPOINTS_ENV)))
             except OSError as exc:
@@ -141,8 +143,28 @@ class _Worker:
             future.set_exception(ProbeWorkerError(f"the probe worker process died (exit {code})"))
 
 
+class _SendTimes:
+    """When this process sent its first and its latest call (monotonic s): see `quiet_after_first_call`."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last = 0.0
+
+    def note(self) -> None:
+        self.last = time.monotonic()
+        if self.first is None:
+            self.first = self.last
+
+
 _LOCK = threading.Lock()
 _WORKER: _Worker | None = None
+_SENT = _SendTimes()
+
+
+def quiet_after_first_call(quiet_s: float) -> bool:
+    """True once this process has sent calls and then none for `quiet_s`: the probes are in flight and the
+    process is waiting for their answers (a time for CPU work that must not delay a request's start)."""
+    return _SENT.first is not None and time.monotonic() - _SENT.last >= quiet_s
 
 
 def worker() -> _Worker:
