@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from tasks.clock import StepClock
 from tasks.errors import CanaryError
@@ -157,17 +156,10 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
     os.environ.update(env)  # before the server starts: it reads the services settings from its environment
     try:
         with prefect_api(private=True) as api:
-            from prefect.context import SettingsContext
-            from prefect.settings import get_current_settings
+            from flows.prefect_settings import NO_HEARTBEATS, settings_changed
 
             api.wait_ready()
-            current = get_current_settings()
-            update: dict[str, Any] = {"api": current.api.model_copy(update={"url": api.url})}
-            if lean:
-                update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
-            ctx = SettingsContext.get()
-            assert ctx is not None
-            with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
+            with settings_changed({"api": {"url": api.url}, **(NO_HEARTBEATS if lean else {})}):
                 yield
     finally:
         for n, v in saved.items():
