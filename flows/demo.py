@@ -1,8 +1,11 @@
 """`canary demo`: the built-in simulator, the default faulty fleet, a few real rounds on a compressed clock.
 
-No key and no network: the simulator runs in this process on 127.0.0.1 and the rounds are real Prefect flow
-runs of `canary-round`. Rounds are 30 simulated minutes apart; probes run in real time with the real
-defaults (10 s TTFT threshold), so a round takes as long as its slowest endpoint (~12 s).
+No key and no network: the simulator runs in a child process on 127.0.0.1 and the rounds are real Prefect flow
+runs of `canary-round`. Rounds are 30 simulated minutes apart, and time inside a round runs 8x fast: the
+simulator's delays and the round's TTFT threshold, timeouts and probe budget are all scaled by
+DEMO_TIME_SCALE (the fleet's 12 s slow start takes 1.5 s against a 1.25 s threshold, i.e. 10 s x 1/8), so a
+round takes ~3 s instead of the ~25 s its slowest endpoint needs in real time. The real defaults run in real
+time in tests/e2e/test_real_defaults.py.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from tasks.clock import StepClock
-
 if TYPE_CHECKING:
     from cli.prefect_server import PrefectApi
 
 DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
+#: Simulated delays and the round's time budgets are multiplied by this in `canary demo` (rounds of seconds).
+DEMO_TIME_SCALE = 0.125
+DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "simulator" / "fleets" / "default.toml"
 #: The default fleet's positive control for the refusal probe (it always filters the roleplay).
 DEMO_CONTROLS = ["amazon-bedrock"]
 _OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
@@ -49,7 +53,19 @@ def quiet_logs() -> Iterator[None]:
 
 
 
-def demo_overrides(base_url: str, db_path: str, publish_dir: str) -> dict[str, Any]:
+def scaled_timing(time_scale: float) -> dict[str, float]:
+    """The round's time budgets scaled like the simulator's delays (the defaults: 10 s TTFT threshold, 30 s
+    read timeout, 60 s probe budget), with floors under which loopback scheduling noise would decide."""
+    return {
+        "ttft_s": round(10.0 * time_scale, 4),
+        "read_timeout_s": max(30.0 * time_scale, 2.0),
+        "probe_budget_s": max(60.0 * time_scale, 5.0),
+        "connect_timeout_s": 5.0,
+    }
+
+
+def demo_overrides(base_url: str, db_path: str, publish_dir: str,
+                   time_scale: float = DEMO_TIME_SCALE) -> dict[str, Any]:
     return {
         "base_url": base_url,
         "db_path": db_path,
@@ -57,6 +73,7 @@ def demo_overrides(base_url: str, db_path: str, publish_dir: str) -> dict[str, A
         "mode": "enforce",
         "refusal_controls": DEMO_CONTROLS,
         "models": [DEMO_MODEL],
+        **scaled_timing(time_scale),
     }
 
 
@@ -75,8 +92,8 @@ def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb") 
 
 
 def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
+    from flows.history_sim import SharedStepClock, simulator_process
     from flows.round import canary_round
-    from simulator.server import start_simulator
     from tasks import store
 
     console = Console(width=max(Console().width, 160))
@@ -84,15 +101,18 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
         stale.unlink(missing_ok=True)
     publish_dir = str(Path(db_path).with_suffix("")) + "-published"
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=rounds // 2)
-    clock = StepClock(start)
+    clock = SharedStepClock(start, Path(f"{Path(db_path).with_suffix('')}.clock"))
     console.print(f"[bold]canary demo[/]: {rounds} rounds of {DEMO_MODEL} against the built-in simulator")
     with store.open_store(db_path) as con:  # as `canary mode enforce` would: `canary status` then agrees
         store.set_setting(con, store.MODE_KEY, "enforce", at=clock.now(), who="canary demo")
-    with start_simulator(None) as sim:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads.
+    with contextlib.closing(clock), simulator_process(DEFAULT_FLEET, time_scale=DEMO_TIME_SCALE, clock=clock) as sim:
         os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
         overrides = demo_overrides(sim.base_url, db_path, publish_dir)
         console.print(
-            f"simulator at {sim.base_url}; enforce mode; positive control: {', '.join(DEMO_CONTROLS)}"
+            f"simulator at {sim.base_url}; enforce mode; positive control: {', '.join(DEMO_CONTROLS)}; "
+            f"time x{DEMO_TIME_SCALE:g} inside a round (12 s slow start = {12 * DEMO_TIME_SCALE:g} s, TTFT "
+            f"threshold {overrides['ttft_s']:g} s)"
         )
         api.wait_ready()
         for n in range(1, rounds + 1):

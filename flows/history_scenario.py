@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flows.demo import DEMO_CONTROLS, DEMO_MODEL
+from flows.demo import DEMO_CONTROLS, DEMO_MODEL, scaled_timing
 
 #: The endpoint a builtin exclusion covers in the history (its hidden filter is "already measured").
 BUILTIN_TAG = "google-vertex"
@@ -77,10 +77,7 @@ def history_overrides(
         "mode": "enforce",
         "refusal_controls": list(DEMO_CONTROLS),
         "models": [DEMO_MODEL],
-        "ttft_s": round(10.0 * time_scale, 4),
-        "read_timeout_s": max(30.0 * time_scale, 2.0),
-        "probe_budget_s": max(60.0 * time_scale, 5.0),
-        "connect_timeout_s": 5.0,
+        **scaled_timing(time_scale),
         "ladder": list(ladder),
     }
 

@@ -1,7 +1,7 @@
 """Real `canary-round` flow runs (Prefect test harness) against the loopback simulator's default fleet.
 
 Time is compressed: the simulator sleeps 0.1x and the TTFT threshold is 1 s, so the fleet's 12 s slow
-starter (1.2 s here) still fails it. The real 10 s defaults run in `canary demo`.
+starter (1.2 s here) still fails it. The real 10 s defaults run in tests/e2e/test_real_defaults.py.
 """
 
 from __future__ import annotations
