@@ -95,20 +95,6 @@ def simulator_process(
             proc.wait(timeout=5)
 
 
-#: Temporary-server services a history never needs; with them on, their SQLite writes lock out the round's
-#: own API calls (a Variable write measured 1-3 s instead of 20 ms).
-IDLE_SERVER_SERVICES = (
-    "EVENT_PERSISTER",
-    "TASK_RUN_RECORDER",
-    "TRIGGERS",
-    "SCHEDULER",
-    "LATE_RUNS",
-    "FOREMAN",
-    "REPOSSESSOR",
-    "PAUSE_EXPIRATIONS",
-    "CANCELLATION_CLEANUP",
-    "CLEANUP_RECONCILER",
-)
 
 
 def _one_cert_bundle() -> Path:
@@ -138,17 +124,18 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
 
     * no flow-run heartbeats: the engine joins its heartbeat thread, which sleeps in 1 s steps, at the end
       of every flow run (0-1 s per round, 0.5 s on average);
-    * the temporary server's bookkeeping services off (IDLE_SERVER_SERVICES): their SQLite writes locked
-      out the round's own API calls (a Variable write took 1-3 s instead of 20 ms). Flow and task runs,
-      artifacts, variables and concurrency limits keep working; only the event history is not kept;
+    * the private server's bookkeeping services off (cli/private_prefect_server.py IDLE_SERVER_SERVICES, its
+      default; not lean turns them on): their SQLite writes locked out the round's own API calls (a Variable
+      write took 1-3 s instead of 20 ms);
     * a one-certificate CA bundle (SSL_CERT_FILE): each round's discovery builds an httpx.Client, whose
       default SSL context loads certifi's ~150 CAs (15-25 ms of CPU under the GIL; the probe worker builds
       its one client per process, so this was ~1.5 s per round when every probe task built one). No TLS is
       spoken here: the simulator and the temporary server are plain http on 127.0.0.1 and Slack is off.
     """
     from cli.prefect_server import prefect_api
+    from cli.private_prefect_server import IDLE_SERVER_SERVICES
 
-    env = {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "false" for n in IDLE_SERVER_SERVICES} if lean else {}
+    env = {} if lean else {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "true" for n in IDLE_SERVER_SERVICES}
     if lean:
         env["SSL_CERT_FILE"] = str(_one_cert_bundle())
     env |= {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}  # offline (docs/design.md)
