@@ -37,11 +37,13 @@ DEFAULT_PROBE_BUDGET_S = 60.0
 #: Reply text kept per attempt (bytes of UTF-8). Longer replies are cut and flagged `text_truncated`.
 DEFAULT_TEXT_CAP_BYTES = 16 * 1024
 #: Probe requests in flight at once in one process, across every model of a cycle. Requests mostly wait on
-#: sockets, so this bounds the load on providers and on the canary's own CPU, not its threads.
-DEFAULT_CONCURRENCY = 32
+#: sockets, so this bounds the load on providers and on the canary's own CPU, not its threads. A catalog of
+#: 100 models x 15 endpoints with a 12 s slow start per model needs ~11,600 request-seconds a cycle: 64 slots
+#: finish it in 210 s on 2 cores, 32 slots cannot go under ~360 s (docs/operations.md, sizing).
+DEFAULT_CONCURRENCY = 64
 #: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
-#: sequential; more models in flight only overlap their probing.
-DEFAULT_MODELS_IN_FLIGHT = 8
+#: sequential; more models in flight only overlap their probing (a round mostly waits on its slowest endpoint).
+DEFAULT_MODELS_IN_FLIGHT = 32
 #: Consecutive failing rounds before a suspension. One bad round is not enough.
 DEFAULT_FAIL_ROUNDS = 2
 #: Consecutive clean rounds that restore a suspended endpoint early.
