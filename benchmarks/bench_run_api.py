@@ -1,0 +1,111 @@
+"""`canary run` end to end with a configured Prefect API, beside its slowest probe chain (issue 12's target:
+wall <= that chain + 5 s).
+
+    .venv/bin/python benchmarks/bench_run_api.py [--runs 4]      # ~2.5 min
+
+Starts a `prefect server start` on loopback (its own PREFECT_HOME) and the simulator's default fleet at its real
+delays (`canary simulator`, the 12 s slow start included), points PREFECT_API_URL at the server, and times
+`canary run --config C --db D` as a subprocess, `--runs` times (the first also creates the flows and slots). The
+baseline of each run, measured in the same run, is its slowest single probe chain (one endpoint and contract,
+its attempts' total_ms summed), read from the run's own DuckDB file. Prints per run: wall, chain, wall - chain
+and wall / chain.
+
+Measured (2026-12-01, 2 cores, idle): wall 27.9-28.9 s, chain 24.5 s, wall - chain 3.4-4.3 s; before the
+background detector build and the heartbeat-less round subflow: 31.6-32.4 s (wall - chain 7.1-7.9 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / ".venv" / "bin"
+MODEL = "meta-llama/llama-3.3-70b-instruct"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(url: str, what: str, proc: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited ({proc.returncode})")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"{what} not ready after {timeout_s:.0f} s")
+
+
+def slowest_chain_s(db: Path) -> float:
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute(
+            "SELECT max(s) FROM (SELECT sum(total_ms) AS s FROM attempts WHERE round_id = "
+            "(SELECT max(round_id) FROM attempts) GROUP BY tag, contract)"
+        ).fetchone()
+    return float(row[0]) / 1000 if row and row[0] is not None else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=4)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-run-api-") as tmp_s:
+        tmp = Path(tmp_s)
+        base = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_LOGGING_LEVEL": "WARNING"}
+        base.pop("PREFECT_API_URL", None)
+        api_port, sim_port = _free_port(), _free_port()
+        server = subprocess.Popen(
+            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(api_port)],
+            env={**base, "PREFECT_HOME": str(tmp / "server")}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        sim = subprocess.Popen([str(BIN / "canary"), "simulator", "--port", str(sim_port)], env=base,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            api = f"http://127.0.0.1:{api_port}/api"
+            sim_url = f"http://127.0.0.1:{sim_port}/api/v1"
+            _wait(f"{api}/health", "prefect server", server)
+            _wait(f"{sim_url}/models", "simulator", sim)
+            db = tmp / "run.duckdb"
+            cfg = tmp / "canary.toml"
+            cfg.write_text(f'models = ["{MODEL}"]\nbase_url = "{sim_url}"\ndb_path = "{db}"\n'
+                           f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\n')
+            env = {**base, "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "client"),
+                   "OPENROUTER_API_KEY": "sk-or-v1-simulator"}
+            print(f"{'run':>3} {'wall s':>7} {'chain s':>7} {'wall-chain s':>12} {'wall/chain':>10}")
+            for n in range(1, args.runs + 1):
+                t0 = time.monotonic()
+                done = subprocess.run([str(BIN / "canary"), "run", "--config", str(cfg)], env=env,
+                                      capture_output=True, text=True, timeout=300)
+                wall = time.monotonic() - t0
+                if done.returncode != 0:
+                    out = done.stdout[-2000:] + done.stderr[-2000:]
+                    raise SystemExit(f"canary run exited {done.returncode}:\n{out}")
+                chain = slowest_chain_s(db)
+                note = "  (first: creates flows and slots)" if n == 1 else ""
+                print(f"{n:>3} {wall:>7.2f} {chain:>7.2f} {wall - chain:>12.2f} {wall / chain:>10.2f}{note}")
+        finally:
+            for proc in (sim, server):
+                os.killpg(proc.pid, 15)
+                proc.wait(timeout=20)
+
+
+if __name__ == "__main__":
+    main()
