@@ -149,12 +149,12 @@ def _run_models(models: list[str], mode: str | None, config_path: str | None, ro
     @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE, retries=2,
           retry_delay_seconds=[10, 30], retry_condition_fn=retry_on_orchestrator)
     def model_round(model: str) -> dict[str, Any]:
-        from flows.prefect_settings import NO_HEARTBEATS, settings_changed
         from flows.round import canary_round
 
-        # The cycle's own flow run sends this process's heartbeats; one per round would say the same thing and
-        # cost each round up to 1 s at its end.
-        with slots, settings_changed(NO_HEARTBEATS):
+        # Each round keeps its own flow-run heartbeats (up to 1 s at its end, the engine joins the heartbeat
+        # thread): turning them off for the subflow with a SettingsContext in this thread made a served cycle's
+        # second model wait for the first one's probes (tests/e2e/test_serve.py caught it).
+        with slots:
             return canary_round(model=model, mode=mode, config_path=config_path, round_ts=round_ts,
                                 overrides=overrides, refresh_snapshot=False, **confirmation)
 
