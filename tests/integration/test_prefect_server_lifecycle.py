@@ -102,3 +102,29 @@ def test_the_configured_api_comes_from_the_environment_then_the_active_profile(t
     assert api_url_from_environment(env | {"PREFECT_API_URL": "http://example.invalid/api"}) == (
         "http://example.invalid/api"
     )
+
+
+def test_the_private_server_keeps_no_history_nobody_reads_unless_the_operator_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    from cli.private_prefect_server import DATABASE_TIMEOUT_S, IDLE_SERVER_SERVICES, PrivatePrefectServer
+
+    for key in ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED", "true")  # the operator's own choice
+    server = PrivatePrefectServer()
+    env = server._private_database()
+    try:
+        assert env["PREFECT_SERVER_DATABASE_CONNECTION_URL"].startswith("sqlite+aiosqlite:///")
+        assert env["PREFECT_SERVER_DATABASE_TIMEOUT"] == str(DATABASE_TIMEOUT_S)
+        assert env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"] == "false"
+        assert env["PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED"] == "false"
+        assert "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED" not in env  # left to the operator's setting
+        assert "REPOSSESSOR" not in IDLE_SERVER_SERVICES  # it frees the slot of a round whose lease ran out
+    finally:
+        if server._db_dir:
+            shutil.rmtree(server._db_dir, ignore_errors=True)
+    monkeypatch.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", "postgresql+asyncpg://x/y")
+    assert PrivatePrefectServer()._private_database() == {}  # an operator's database: nothing changed

@@ -127,3 +127,23 @@ def test_verdict_json_shape() -> None:
     out = L.judge_text(" ".join(PT), "pt").as_json()
     assert {"outcome", "reason", "detected", "confidence", "mixed_share", "sentences"} <= set(out)
     assert out["outcome"] == "pass"
+
+
+def test_a_reply_judged_twice_is_detected_once() -> None:
+    """A first language reply is judged in its probe task and again when the round settles: once is enough."""
+    text = " ".join(PT) + " (verdict cache)"
+    before = L._judge_with_default.cache_info()
+    first = L.judge_text(text, "pt")
+    second = L.judge_text(text, "pt")
+    after = L._judge_with_default.cache_info()
+    assert second is first
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert L.judge_text(text, "es") is not first  # the expected language is part of the key
+
+
+def test_an_explicit_detector_is_never_served_from_the_memo() -> None:
+    text = " ".join(PT) + " (explicit detector)"
+    before = L._judge_with_default.cache_info()
+    v = L.judge_text(text, "pt", detector=L.get_detector())
+    assert v.outcome is Outcome.PASS
+    assert L._judge_with_default.cache_info() == before
