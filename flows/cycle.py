@@ -122,7 +122,7 @@ def canary_cycle(
             if late_s > 60:
                 logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
                                "worker was busy)", scheduled.isoformat(), late_s)
-            warm_up()  # one detector and the probe worker for every model, before any probe
+            warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
             t0 = time.monotonic()
             summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight, confirmation)
             refresh_analysts_snapshot(cfg)  # once per cycle, not once per write

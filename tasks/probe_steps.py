@@ -42,19 +42,21 @@ BUILD_WAIT_S = 5.0
 
 
 @task(name="warm-up", cache_policy=NO_CACHE)
-def warm_up() -> None:
-    """Start the probe worker, and the language detector's build (1-2 s of CPU holding this process's GIL).
+def warm_up(build_now: bool = False) -> None:
+    """Start the probe worker, and the language detector's build (1-2 s of CPU holding this process's GIL,
+    more on a cold disk).
 
-    With the probes in their own process the build waits for the first round's requests to be out, then runs
-    while the round waits for answers: it delays no request's start (the slowest chain would carry that to the
-    round's wall), and the GIL it holds here is not measured there; a judge that needs the detector sooner
-    builds it then. With the probes in this process (CANARY_PROBE_PROCESS=0) it is built before any probe
-    starts, or the probes would measure it."""
+    One round (a single-model cycle, a round on its own): the build waits for the round's requests to be out,
+    then runs while the round waits for answers, so it delays no request's start (the slowest chain would carry
+    that to the round's wall) and the GIL it holds here is not measured in the probe worker; a judge that needs
+    the detector sooner builds it then. `build_now` (a cycle of several models): built before any round starts,
+    as the rounds that had not started yet would wait for the GIL and start seconds after the others. With the
+    probes in this process (CANARY_PROBE_PROCESS=0) it is always built first, or the probes would measure it."""
     from tasks import probe_worker
     from tasks.core.langdetect import get_detector
 
     probe_worker.start()
-    if probe_worker.in_process():
+    if build_now or probe_worker.in_process():
         get_detector()
     elif not _BUILD_STARTED.is_set():
         _BUILD_STARTED.set()  # a build that fails is tried again by the first judge that needs the detector
