@@ -10,9 +10,9 @@ baseline of each run, measured in the same run, is its slowest single probe chai
 its attempts' total_ms summed), read from the run's own DuckDB file. Prints per run: wall, chain, wall - chain
 and wall / chain.
 
-Measured (2026-12-01, 2 cores, idle): wall 29.0-29.2 s after the first run (29.6 s), chain 24.5 s, wall - chain
-4.5-4.6 s (5.0 s for the first); before this session's changes (detector built in the background, language
-verdicts remembered, quoted task arguments): 31.6-32.4 s, wall - chain 7.1-7.9 s.
+Measured (2026-12-01, 2 cores, idle): wall 28.9-29.0 s after the first run (29.5 s), chain 24.5 s, wall - chain
+4.3-4.5 s (4.9 s for the first); before this session's changes (detector built while the requests are out,
+language verdicts remembered, quoted task arguments): 31.6-32.4 s, wall - chain 7.1-7.9 s.
 """
 
 from __future__ import annotations
