@@ -157,7 +157,7 @@ def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wal
             [summary["model"]],
         ).fetchall()
     }
-    contracts = ["ttft", "refusal", "structured", "language", "opening"]
+    contracts = ["ttft", "refusal", "structured", "language", "opening", "tools"]
     cells: dict[str, dict[str, str]] = {}
     for tag, contract, outcome, reason in outcomes:
         cells.setdefault(tag, {})[contract] = _cell(outcome, reason)
