@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from tasks.clock import StepClock
 from tasks.errors import CanaryError
@@ -95,8 +96,6 @@ def simulator_process(
             proc.wait(timeout=5)
 
 
-
-
 def _one_cert_bundle() -> Path:
     import re
     import tempfile
@@ -143,10 +142,17 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
     os.environ.update(env)  # before the server starts: it reads the services settings from its environment
     try:
         with prefect_api(private=True) as api:
-            from flows.prefect_settings import NO_HEARTBEATS, settings_changed
+            from prefect.context import SettingsContext
+            from prefect.settings import get_current_settings
 
             api.wait_ready()
-            with settings_changed({"api": {"url": api.url}, **(NO_HEARTBEATS if lean else {})}):
+            current = get_current_settings()
+            update: dict[str, Any] = {"api": current.api.model_copy(update={"url": api.url})}
+            if lean:
+                update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
+            ctx = SettingsContext.get()
+            assert ctx is not None
+            with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
                 yield
     finally:
         for n, v in saved.items():
