@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from router.routes import Route, RouterSettings, Routes, Tier
-from tasks.errors import RoutesError
+from tasks.errors import RoutesError, read_text_file
 from tasks.secrets import SecretStr
 from tasks.wire import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
 
@@ -168,12 +168,7 @@ def parse_routes(raw: Mapping[str, Any], known_savers: frozenset[str] | None = N
 
 def load_routes(path: str | Path, known_savers: frozenset[str] | None = None) -> Routes:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _fail(f"file {p} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"cannot read {p} ({type(exc).__name__})") from None
+    text = read_text_file(p, _fail)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

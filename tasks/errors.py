@@ -7,6 +7,11 @@
   + RoutesError          bad router routes file
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
 
 class CanaryError(Exception):
     """Base class: its message is one line, fit to print to a user without a traceback."""
@@ -31,3 +36,13 @@ class FleetError(CanaryError):
 
 class RoutesError(CanaryError):
     """The router's routes file is malformed."""
+
+
+def read_text_file(path: Path, fail: Callable[[str], CanaryError]) -> str:
+    """A UTF-8 file's text; a missing or unreadable file is `fail(<one line naming it>)`, raised."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise fail(f"file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read {path} ({type(exc).__name__})") from None

@@ -30,7 +30,7 @@ from tasks.core.types import (
     Mode,
     OperationalExclusion,
 )
-from tasks.errors import ConfigError
+from tasks.errors import ConfigError, read_text_file
 
 __all__ = [
     "SERVICE_TIER_VARIANTS",
@@ -127,13 +127,7 @@ def _parse_date(value: Any, where: str) -> str:
 def load_builtin(path: str | Path) -> list[BuiltinExclusion]:
     """Read and validate exclusions.toml. A missing or unreadable file is a ConfigError too."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"exclusions: file {p} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"exclusions: cannot read {p} ({exc.__class__.__name__})") from None
-    return parse_builtin(text, str(p))
+    return parse_builtin(read_text_file(p, lambda msg: ConfigError(f"exclusions: {msg}")), str(p))
 
 
 # -- merging -----------------------------------------------------------------------------------------------
