@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -56,6 +57,21 @@ def js_number(x: float) -> str:
 
 def sse(obj: dict[str, Any]) -> bytes:
     return b"data: " + dumps(obj).encode("utf-8") + b"\n\n"
+
+
+_PIECE = "\ue000canary-piece\ue000"  # a private-use marker: no head, model id or provider holds it
+
+
+def text_frames(head: dict[str, Any], fingerprint: str | None, pieces: Sequence[str]) -> list[bytes]:
+    """`sse(chunk(head, fingerprint, piece))` for each piece, byte for byte, from one template: the frames of a
+    reply differ only in their content string, and encoding each whole chunk again was most of the
+    simulator's CPU under load."""
+    template = sse(chunk(head, fingerprint, _PIECE))
+    marker = json.dumps(_PIECE, ensure_ascii=False).encode("utf-8")
+    before, found, after = template.partition(marker)
+    if not found or marker in after:
+        return [sse(chunk(head, fingerprint, piece)) for piece in pieces]
+    return [before + json.dumps(piece, ensure_ascii=False).encode("utf-8") + after for piece in pieces]
 
 
 def generation_id(unix: int, rng: random.Random) -> str:
