@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from tasks import store
 from tasks.config import CanaryConfig
@@ -23,7 +23,7 @@ from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.spool import SpooledRound, dead_journals, spooled_rounds
-from tasks.store.settlement import last_full_round, mark_crashed, policy_applied, save_settlement, unfinished_rounds
+from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
 from tasks.store.state import load_policy_states
 
 _log = logging.getLogger("canary.round")
@@ -35,9 +35,7 @@ def read_prior(
     """Everything the round of `model` at `round_ts` needs from the store and the builtin file."""
     mode = resolve_mode(mode_override, store.get_setting(con, store.MODE_KEY), cfg.mode)
     states = load_policy_states(con, model, mode)
-    previous = store.complete_rounds(con, model=model, until=round_ts - timedelta(seconds=1))
-    last = previous.iloc[-1] if len(previous) else None
-    full = last_full_round(previous)  # a confirmation round (partial) lists only what it probed
+    last, full = store.latest_complete_rounds(con, model, before=round_ts - timedelta(seconds=1))
     builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
     return Prior(
         model=model,
@@ -48,7 +46,7 @@ def read_prior(
         builtin=tuple(builtin),
         operational=tuple(store.active_exclusions(con, round_ts)),
         decided_until=policy_applied(con, model),
-        last_complete_ts=last["round_ts"].to_pydatetime() if last is not None else None,
+        last_complete_ts=last["round_ts"].astimezone(UTC) if last is not None else None,
         interval=timedelta(minutes=cfg.interval_min),
         last_full_tags=tuple(full["endpoints"]) if full is not None else (),
     )

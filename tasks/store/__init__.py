@@ -10,7 +10,7 @@ of rounds, attempts, outcomes), history (reads of complete rounds), records (row
 costs (what the canary spent: the cost views, the budget projection).
 """
 
-from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, open_store
+from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, open_store
 from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import (
     active_exclusions,
@@ -23,6 +23,7 @@ from tasks.store.history import (
     attempts_of_round,
     complete_rounds,
     last_language_outcomes,
+    latest_complete_rounds,
     latest_outcomes,
     outcomes_of_round,
     possible_duplicate_alerts,
@@ -61,6 +62,7 @@ __all__ = [
     "attempts_of_round",
     "complete_round",
     "complete_rounds",
+    "latest_complete_rounds",
     "daily_costs",
     "decisions_between",
     "enqueue_alerts",
@@ -75,6 +77,7 @@ __all__ = [
     "load_states",
     "migrate",
     "open_snapshot",
+    "held_open",
     "open_store",
     "outcomes_of_round",
     "possible_duplicate_alerts",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
@@ -19,6 +20,23 @@ def complete_rounds(
     return con.execute(
         f"SELECT * FROM rounds WHERE status = 'complete' {where} ORDER BY round_ts, round_id", params
     ).df()
+
+
+def latest_complete_rounds(
+    con: Connection, model: str, *, before: datetime
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The newest complete round of `model` before `before`, and the newest full (not partial) one: the same
+    round unless the newest is a confirmation round, which lists only the endpoints it probed. Reads one or
+    two rows whatever the length of the history (a round used to read them all)."""
+    sql = ("SELECT * FROM rounds WHERE status = 'complete' AND model = ? AND round_ts < ? {}"
+           " ORDER BY round_ts DESC, round_id DESC LIMIT 1")
+    params: list[object] = [model, utc(before)]
+    rows = fetch_dicts(con, sql.format(""), params)
+    last = rows[0] if rows else None
+    if last is None or not last.get("partial"):
+        return last, last
+    full = fetch_dicts(con, sql.format("AND NOT coalesce(partial, FALSE)"), params)
+    return last, (full[0] if full else None)
 
 
 def round_rows(con: Connection, *, model: str | None = None) -> pd.DataFrame:

@@ -11,9 +11,7 @@ applies the policy twice (``policy_applied:<model>``) and never queues an alert 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
@@ -53,17 +51,6 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
             "UPDATE rounds SET step = 'saved', landed_at = ?, deferred = ?, partial = ? WHERE round_id = ?",
             [utc(landed_at), deferred, info.partial, info.round_id],
         )
-
-
-def last_full_round(rounds: pd.DataFrame) -> dict[str, Any] | None:
-    """The newest full (not partial) round of a `complete_rounds` frame, as a dict; None if there is none.
-
-    A confirmation round lists only the endpoints it probed; the next round's previous outcomes and a
-    partial round's discovered endpoints come from the last full round (tasks/core/settle.py)."""
-    if rounds.empty:
-        return None
-    full = rounds[~rounds["partial"].fillna(False).astype(bool)] if "partial" in rounds else rounds
-    return None if full.empty else dict(full.iloc[-1])
 
 
 def partial_round_ids(con: Connection, model: str | None = None) -> set[str]:
