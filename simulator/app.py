@@ -1,12 +1,18 @@
 """The Starlette app: OpenRouter's catalog and chat-completions routes over a swappable fleet.
 
-A chat request is routed and planned here; simulator/player.py plays the planned reply."""
+A chat request is routed and planned here; simulator/player.py plays the planned reply.
+
+A simulator-only extension: a request under `/at/<unix seconds>/api/v1/...` is served at that simulated time
+(fault windows, ids) instead of the clock's now, so a history can probe several simulated rounds at once
+(flows/history_pipeline.py). OpenRouter has no such path; the canary only meets it through a base_url.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,6 +22,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from simulator import catalog_wire, wire
 from simulator.faults import PROTOCOL_KINDS, FaultCounters, select_fault
@@ -53,8 +60,10 @@ class SimulatorState:
             self._fleet = fleet
             self.counters.reset()
 
-    def now(self) -> datetime:
-        return self._now()
+    def now(self, request: Request | None = None) -> datetime:
+        """The simulated time of `request` (its `/at/<unix>` path), else the clock's."""
+        at = request.scope.get(_AT_SCOPE_KEY) if request is not None else None
+        return datetime.fromtimestamp(at, UTC) if at is not None else self._now()
 
     def new_id(self, unix: int) -> str:
         with self._lock:
@@ -63,6 +72,32 @@ class SimulatorState:
     async def sleep(self, simulated_s: float) -> None:
         if simulated_s > 0 and not self.stopping.is_set():
             await asyncio.sleep(simulated_s * self.time_scale)
+
+
+_AT_PATH = re.compile(r"^/at/(\d{1,12})(?=/)")
+_AT_SCOPE_KEY = "canary.simulated_unix"
+
+
+def base_url_at(base_url: str, when: datetime) -> str:
+    """`base_url` (…/api/v1) of this simulator, served at simulated time `when` (whole seconds)."""
+    root, sep, rest = base_url.partition("/api/v1")
+    if not sep:
+        raise ValueError(f"not a simulator base_url (no /api/v1): {base_url}")
+    return f"{root}/at/{int(when.timestamp())}/api/v1{rest}"
+
+
+class PathClock:
+    """ASGI wrapper: `/at/<unix>/rest` is served as `/rest` at simulated time <unix> (see the module doc)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (m := _AT_PATH.match(scope["path"])):
+            path = scope["path"][m.end():]
+            scope = {**scope, "path": path, "raw_path": path.encode("ascii", "replace"),
+                     _AT_SCOPE_KEY: int(m.group(1))}
+        await self.app(scope, receive, send)
 
 
 def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Response:
@@ -74,7 +109,7 @@ def _bearer(request: Request) -> str:
     return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
 
-def build_app(state: SimulatorState) -> Starlette:
+def build_app(state: SimulatorState) -> ASGIApp:
     async def models(request: Request) -> Response:
         fleet = state.fleet
         data = [catalog_wire.model_entry(m) for m in fleet.models]
@@ -95,13 +130,15 @@ def build_app(state: SimulatorState) -> Starlette:
     async def chat(request: Request) -> Response:
         return await _chat(state, request)
 
-    return Starlette(
-        routes=[
-            Route("/api/v1/models", models, methods=["GET"]),
-            Route("/api/v1/providers", providers, methods=["GET"]),
-            Route("/api/v1/models/{author}/{slug}/endpoints", endpoints, methods=["GET"]),
-            Route("/api/v1/chat/completions", chat, methods=["POST"]),
-        ]
+    return PathClock(
+        Starlette(
+            routes=[
+                Route("/api/v1/models", models, methods=["GET"]),
+                Route("/api/v1/providers", providers, methods=["GET"]),
+                Route("/api/v1/models/{author}/{slug}/endpoints", endpoints, methods=["GET"]),
+                Route("/api/v1/chat/completions", chat, methods=["POST"]),
+            ]
+        )
     )
 
 
@@ -130,7 +167,7 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
     except RoutingError as exc:
         return _json(exc.status, wire.error_body(exc.message, exc.status, exc.metadata, user=False))
 
-    now = state.now()
+    now = state.now(request)
     stream = body.get("stream") is True
     structured = is_structured(body)
     lang = detect_language(last_user_text(body["messages"]))

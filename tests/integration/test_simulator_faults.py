@@ -12,6 +12,7 @@ import httpx
 import jsonschema
 import pytest
 
+from simulator.app import base_url_at
 from simulator.fleet import parse_fleet
 from simulator.language import detect_language
 from simulator.server import SimulatorHandle, start_simulator
@@ -259,6 +260,29 @@ def test_set_fleet_and_windows_follow_the_injected_clock() -> None:
         assert _text(_stream(sim, _body("w"))[0]) == ""
         clock.advance(timedelta(hours=1))
         assert _text(_stream(sim, _body("w"))[0]) != ""
+
+
+def test_a_request_under_at_is_served_at_that_simulated_time() -> None:
+    """`/at/<unix>/api/v1/...` (flows/history_pipeline.py): the path's time, not the clock's, picks the faults,
+    and the ids' `created`; the clock itself does not move."""
+    clock = StepClock(datetime(2026, 11, 1, 10, tzinfo=UTC))
+    window = {"start": "2026-11-01T12:00:00Z", "end": "2026-11-01T13:00:00Z"}
+    endpoint = {"tag": "w", "provider_name": "W", "faults": [{"kind": "empty_reply", "windows": [window]}]}
+    fleet = parse_fleet({"models": [{"id": MODEL, "endpoints": [endpoint]}]})
+    inside, after = datetime(2026, 11, 1, 12, 30, tzinfo=UTC), datetime(2026, 11, 1, 13, tzinfo=UTC)
+    with start_simulator(fleet, time_scale=0.001, now=clock) as sim:
+        at_inside = SimulatorHandle.__new__(SimulatorHandle)  # the same server, another base_url
+        at_inside.base_url, at_inside.api_key = base_url_at(sim.base_url, inside), sim.api_key
+        lines, _ = _stream(at_inside, _body("w"))
+        assert _text(lines) == "" and _data(lines)[0]["created"] == int(inside.timestamp())
+        assert _text(_stream(sim, _body("w"))[0]) != ""  # the clock's now (10:00) is outside the window
+        at_inside.base_url = base_url_at(sim.base_url, after)  # the window's end is exclusive
+        assert _text(_stream(at_inside, _body("w"))[0]) != ""
+        listing = httpx.get(base_url_at(sim.base_url, inside) + f"/models/{MODEL}/endpoints", timeout=5)
+        assert listing.status_code == 200 and listing.json()["data"]["endpoints"][0]["tag"] == "w"
+        assert httpx.get(sim.base_url.replace("/api/v1", "/at/x/api/v1") + "/models", timeout=5).status_code == 404
+        with pytest.raises(ValueError):
+            base_url_at("http://127.0.0.1:1/v2", inside)
 
 
 # --- protocol violations: HTTP 200, then a body the client cannot use --------------------------------------
