@@ -91,8 +91,9 @@ def open_store(
             else:
                 migrate(con)
             yield con
-            if outermost and not read_only:
-                con.execute("CHECKPOINT")
+            if outermost and not read_only and (snapshot is not False or key not in _held):
+                con.execute("CHECKPOINT")  # held open (a history) and no snapshot wanted: DuckDB's own wal
+                # autocheckpoint and the final close do it
                 if snapshot or (snapshot is None and is_snapshot_stale(path)):
                     copy = SnapshotCopy.take(path)
         finally:

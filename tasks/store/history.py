@@ -75,10 +75,11 @@ def latest_outcomes(con: Connection, model: str, contract: Contract | str) -> di
     """Per tag, ``contract``'s outcome in the latest complete round that judged it."""
     rows = fetch_dicts(
         con,
-        "SELECT o.* FROM outcomes o JOIN rounds r USING (round_id)"
-        " WHERE r.status = 'complete' AND o.model = ? AND o.contract = ?"
-        " QUALIFY row_number() OVER (PARTITION BY o.tag ORDER BY r.round_ts DESC, r.round_id DESC) = 1",
-        [model, str(contract)],
+        "WITH latest AS (SELECT o.tag, arg_max(o.round_id, (r.round_ts, r.round_id)) AS round_id"
+        "  FROM outcomes o JOIN rounds r USING (round_id)"
+        "  WHERE r.status = 'complete' AND o.model = ? AND o.contract = ? GROUP BY o.tag)"
+        " SELECT o.* FROM outcomes o JOIN latest USING (tag, round_id) WHERE o.contract = ?",
+        [model, str(contract), str(contract)],
     )
     return {r["tag"]: outcome_from_row(r) for r in rows}
 

@@ -65,11 +65,12 @@ def insert_rows(
     con.execute("SELECT 1").fetchall()  # settle a caller's half-read result (it would block register)
     con.register(view, arrow)
     try:
-        sql = f"INSERT INTO {table} BY NAME SELECT * FROM {view}{conflict} RETURNING 1"
-        inserted = con.execute(sql).fetchall()
+        # DuckDB answers an INSERT with the count of rows it inserted (conflicts skipped excluded);
+        # `RETURNING 1` gave the same count at 3-4x the cost of the whole insert.
+        counted = con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}{conflict}").fetchall()
     finally:
         con.unregister(view)
-    return len(inserted)
+    return int(counted[0][0]) if counted else 0
 
 
 def fetch_first(con: Connection, sql: str, params: Sequence[object] | None = None) -> tuple[Any, ...] | None:

@@ -37,11 +37,14 @@ def replace_policy_states(con: Connection, model: str, mode: Mode, states: Seque
 def save_states(con: Connection, states: Sequence[EndpointState] | dict[str, EndpointState]) -> int:
     """Upsert states by (model, tag, mode); returns how many were written."""
     items = list(states.values()) if isinstance(states, dict) else list(states)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in items:
+        groups.setdefault((s.model, str(s.mode)), []).append(s.tag)
     with transaction(con):
-        for s in items:
+        for (model, mode), tags in groups.items():  # one statement per (model, mode), not one per endpoint
             con.execute(
-                "DELETE FROM endpoint_state WHERE model = ? AND tag = ? AND mode = ?",
-                [s.model, s.tag, str(s.mode)],
+                "DELETE FROM endpoint_state WHERE model = ? AND mode = ? AND list_contains(?, tag)",
+                [model, mode, tags],
             )
         insert_rows(con, "endpoint_state", [_state_row(s) for s in items])
     return len(items)
