@@ -45,9 +45,25 @@ def _one_line(s: str) -> str:
     return s if len(s) <= EVIDENCE_MAX_CHARS else s[: EVIDENCE_MAX_CHARS - 1] + "…"
 
 
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    """The validator of `schema`, built once per schema object (the contracts' schemas are constants; a
+    validator costs more to build than to run). Keyed by identity, so a schema must not change after use."""
+    kept = _VALIDATORS.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        if len(_VALIDATORS) > 64:
+            _VALIDATORS.clear()
+        kept = _VALIDATORS[id(schema)] = (schema, validator_for(schema)(schema))
+    return kept[1]
+
+
 def schema_error(instance: Any, schema: Mapping[str, Any]) -> str | None:
     """`$.path: message` of the most relevant violation, or None when the instance validates."""
-    validator = validator_for(schema)(schema)
+    validator = _validator(schema)
+    if validator.is_valid(instance):
+        return None
     err = best_match(validator.iter_errors(instance))
     return None if err is None else _one_line(f"{json_path(list(err.absolute_path))}: {err.message}")
 

@@ -53,10 +53,17 @@ MIN_ENDPOINTS_FOR_MODEL_VERDICT = 3
 EXCERPT_CHARS = 60
 
 
-def default_schemas() -> dict[str, dict[str, Any]]:
-    from tasks.core.tool_prompts import tool_schemas
+_DEFAULT_SCHEMAS: dict[str, dict[str, Any]] = {}
 
-    return tool_schemas()
+
+def default_schemas() -> dict[str, dict[str, Any]]:
+    """The offered tools' parameter schemas, copied once per process (read-only: judging never changes them,
+    and structured.schema_error keeps one validator per schema object)."""
+    if not _DEFAULT_SCHEMAS:
+        from tasks.core.tool_prompts import tool_schemas
+
+        _DEFAULT_SCHEMAS.update(tool_schemas())
+    return _DEFAULT_SCHEMAS
 
 
 def _turn(a: Attempt) -> str:
