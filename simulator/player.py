@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _MIN_SLEEP_S = 0.002
 #: While a reply streams, ask whether its client hung up at most this often (seconds of wall time).
-_CHECK_EVERY_S = 0.01
+_CHECK_EVERY_S = 0.05
 
 
 class CutConnection(Exception):
