@@ -48,6 +48,9 @@ def demo(
     db: Annotated[
         str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")
     ] = "demo.duckdb",
+    flow_runs: Annotated[
+        bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~3x slower)")
+    ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
     from flows.demo import run_demo
@@ -55,7 +58,7 @@ def demo(
     from tasks.config_preflight import preflight
 
     preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
-    run_demo(rounds=rounds, days=days, db_path=db)
+    run_demo(rounds=rounds, days=days, db_path=db, engine="flow" if flow_runs else None)
 
 
 @app.command()

@@ -77,11 +77,11 @@ def demo_overrides(base_url: str, db_path: str, publish_dir: str,
     }
 
 
-def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb") -> None:
+def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb", engine: str | None = None) -> None:
     if days:
         from flows.history import build_history
 
-        build_history(days=days, db_path=db_path)
+        build_history(days=days, db_path=db_path, engine=engine)
         return
     from cli.prefect_server import prefect_api
 

@@ -1,21 +1,24 @@
-"""`canary demo --days N`: days of history from the REAL round flow over a simulated fleet, in minutes.
+"""`canary demo --days N`: days of history from the round's own steps over a simulated fleet, in minutes.
 
-Every round is a real `canary-round` flow run (`flows.round.canary_round`, the code the scheduler runs),
-called in a loop in this process against a temporary Prefect server of its own (never PREFECT_API_URL: a
-real deployment's UI is no place for hundreds of simulated runs). Rounds are 30 simulated minutes apart
-(48 a day) on a step clock; the simulator (simulator/fleets/history.toml, faults that come and go by
-simulated time) reads the same clock, so fault windows follow the history, not the wall clock.
+Rounds are 30 simulated minutes apart (48 a day) on a step clock; the simulator (simulator/fleets/history.toml,
+faults that come and go by simulated time) runs in a child process and serves each request at its round's
+simulated time, so fault windows follow the history, not the wall clock. Two engines build the same history
+(tests/e2e/test_history.py compares them round by round):
 
-Speed (measured: benchmarks/bench_history.py; flows/history_sim.py has the details):
-* the simulator runs in a child process, so it does not compete with Prefect's threads for the GIL;
-* `history_prefect()` removes per-run waste without touching the flow: no flow heartbeats (the engine
-  joins a thread sleeping in 1 s steps), the temporary server's idle services off (their SQLite writes
-  stalled the round's API calls by 1-3 s) and a one-certificate CA bundle (each probe's httpx.Client loads
-  certifi's bundle: 15-25 ms of CPU under the GIL, ~1.5 s per round);
-* delays are scaled by `time_scale` (0.05: a 12 s slow start takes 0.6 s) and so are the TTFT threshold and
-  the probe budgets, so the contracts judge the same ratios as with the real defaults;
-* rounds cannot run in parallel: the policy is a fold over one model's rounds (streaks, ladder), and the
-  language rotation reads the previous round.
+* "pipeline" (the default; flows/history_pipeline.py): each round runs the steps the `canary-round` flow wires
+  (load the prior, plan, probe, settle, save in one transaction, publish the ignore list, deliver), in the
+  flow's order, one round after another, without a flow run per round; while a round settles, the probes of
+  the next rounds are already in flight (their languages predicted, and sent again when a round's outcome
+  changes the prediction). No Prefect API is used: the artifacts are left out, the ignore-list files are kept.
+* "flow": every round is a real `canary-round` flow run (`flows.round.canary_round`, the code the scheduler
+  runs) on a temporary Prefect server of this process (never PREFECT_API_URL: a real deployment's UI is no
+  place for hundreds of simulated runs), with `history_prefect()`'s lean settings (flows/history_sim.py).
+  About 3x slower; confirmation rounds (`confirmations=True`) need it.
+
+Rounds cannot run in parallel: the policy is a fold over one model's rounds (streaks, ladder), and the
+language rotation reads the previous round. Delays are scaled by `time_scale` (0.05: a 12 s slow start takes
+0.6 s) and so are the TTFT threshold and the probe budgets, so the contracts judge the same ratios as with
+the real defaults. Measured: benchmarks/bench_history.py.
 
 Layers exercised on purpose: a builtin exclusion (a generated exclusions file next to the database), an
 operational exclusion added and removed through `tasks.store`, another that runs out by its `until`, and
@@ -28,7 +31,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -83,6 +87,43 @@ def apply_admin_event(db_path: str, ev: AdminEvent, model: str, at: datetime) ->
             store.remove_exclusion(con, ev.tag, model, ev.who, ev.reason, at)
 
 
+RunRound = Callable[[int, datetime], dict[str, Any]]
+_ENGINES = {
+    "pipeline": "the round's steps in this process, the next rounds' probes in flight (no Prefect API)",
+    "flow": "a canary-round flow run per round on this process's private Prefect server",
+}
+
+
+@contextmanager
+def _engine(engine: str, overrides: dict[str, Any], times: Sequence[datetime], api_key: str
+            ) -> Iterator[RunRound]:
+    """`run_round(n, round_ts)` of the chosen engine: round n (at times[n]) -> the flow's summary dict."""
+    if engine == "pipeline":
+        from flows.history_pipeline import pipelined_rounds
+
+        with pipelined_rounds(overrides, DEMO_MODEL, times, api_key) as run_round:
+            yield run_round
+        return
+    from flows.round import canary_round  # after quiet_logs() set Prefect's log level
+
+    def flow_round(_n: int, now: datetime) -> dict[str, Any]:
+        return canary_round(model=DEMO_MODEL, round_ts=now, overrides=overrides, refresh_snapshot=False)
+
+    yield flow_round
+
+
+def _confirm(summary: dict[str, Any], overrides: dict[str, Any], clock: SharedStepClock, before: datetime,
+             ) -> list[dict[str, Any]]:
+    """The confirmation rounds `summary` asks for, as flow runs at their simulated time (flow engine only)."""
+    from flows.confirm import run_confirmations
+    from flows.round import canary_round
+
+    def confirm_round(**kw: Any) -> dict[str, Any]:
+        return canary_round(model=DEMO_MODEL, overrides=overrides, **kw)
+
+    return run_confirmations(summary, confirm_round, clock, before=before)
+
+
 def _fresh(db_path: Path) -> None:
     from tasks.store import snapshot_path
 
@@ -104,6 +145,7 @@ def build_history(
     out: TextIO | None = None,
     on_round: Callable[[int, dict[str, Any]], None] | None = None,
     confirmations: bool = False,
+    engine: str | None = None,
 ) -> HistoryResult:
     """Run `days` x 48 real rounds over the simulated fleet into a fresh `db_path`; return timings.
 
@@ -114,7 +156,15 @@ def build_history(
     `confirmations`: run the confirmation rounds the rounds ask for (flows/confirm.py) at their simulated
     time, between the 30-minute rounds (`on_round` sees them too, with the round number they follow).
     Off by default, so a history's rounds stay 30 minutes apart unless asked.
+
+    `engine`: "pipeline" (the default) or "flow" (the module docstring; the default with `confirmations`,
+    which are flow runs of their own). Both store the same rounds.
     """
+    engine = engine or ("flow" if confirmations else "pipeline")
+    if engine not in _ENGINES:
+        raise ConfigError(f"demo: unknown history engine {engine!r} (one of: {', '.join(_ENGINES)})")
+    if confirmations and engine != "flow":
+        raise ConfigError("demo: confirmation rounds need the flow engine (engine='flow')")
     rounds = int(round(days * ROUNDS_PER_DAY))
     if rounds < 1:
         raise ConfigError(f"demo: --days must give at least one round of 30 minutes (got {days:g})")
@@ -152,15 +202,14 @@ def build_history(
     t_all = time.monotonic()
     # Never alert a real Slack channel; the simulator's own key only while the history runs.
     saved_env = {k: os.environ.pop(k) for k in (*SLACK_ENV, "OPENROUTER_API_KEY") if k in os.environ}
+    from flows.history_pipeline import no_prefect_api
+
     try:
         with (
             quiet_logs(),
-            history_prefect(lean),
+            history_prefect(lean) if engine == "flow" else no_prefect_api(),
             simulator_process(fleet, time_scale=time_scale, clock=clock) as sim,
         ):
-            from flows.confirm import run_confirmations
-            from flows.round import canary_round  # after quiet_logs() set Prefect's log level
-
             os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
             overrides = history_overrides(
                 sim.base_url,
@@ -171,39 +220,38 @@ def build_history(
                 publish_dir=f"{stem}-published",
             ) | (extra_overrides or {})
             Path(config_path).write_text(config_file_text(overrides), encoding="utf-8")
-            say(f"simulator at {sim.base_url} (child process); Prefect: this process's temporary server")
-            for n in range(rounds):
-                now = clock.now()
-                next_at = now + ROUND_INTERVAL
-                for ev in (e for e in schedule if e.round_no == n):
-                    apply_admin_event(str(db), ev, DEMO_MODEL, now)
-                    say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
-                t0 = time.monotonic()
-                summary = canary_round(model=DEMO_MODEL, round_ts=now, overrides=overrides, refresh_snapshot=False)
-                walls.append(time.monotonic() - t0)
-                if on_round is not None:
-                    on_round(n, summary)
-                if summary["decisions"]:
-                    say(f"  {now:%m-%d %H:%M} {', '.join(summary['decisions'])}")
-                if confirmations:
-                    def confirm_round(**kw: Any) -> dict[str, Any]:
-                        return canary_round(model=DEMO_MODEL, overrides=overrides, **kw)
-
-                    for extra in run_confirmations(summary, confirm_round, clock, before=next_at):
-                        confirmed += 1
-                        if on_round is not None:
-                            on_round(n, extra)
-                        if extra["decisions"]:
-                            say(f"  {clock.now():%m-%d %H:%M} confirmation: {', '.join(extra['decisions'])}")
-                if (n + 1) % ROUNDS_PER_DAY == 0 or n + 1 == rounds:
-                    done = time.monotonic() - t_all
-                    eta = done / (n + 1) * (rounds - n - 1)
-                    say(
-                        f"day {(n + 1) / ROUNDS_PER_DAY:4.1f}: {n + 1}/{rounds} rounds, {done:6.1f} s, "
-                        f"{sum(walls[-ROUNDS_PER_DAY:]) / len(walls[-ROUNDS_PER_DAY:]):.2f} s/round, "
-                        f"ETA {eta:5.0f} s; ignore={summary['ignore']}"
-                    )
-                clock.advance(next_at - clock.now())
+            times = [start + n * ROUND_INTERVAL for n in range(rounds)]
+            with _engine(engine, overrides, times, sim.api_key) as run_round:
+                say(f"simulator at {sim.base_url} (child process); {_ENGINES[engine]}")
+                for n in range(rounds):
+                    now = clock.now()
+                    next_at = now + ROUND_INTERVAL
+                    for ev in (e for e in schedule if e.round_no == n):
+                        apply_admin_event(str(db), ev, DEMO_MODEL, now)
+                        say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
+                    t0 = time.monotonic()
+                    summary = run_round(n, now)
+                    walls.append(time.monotonic() - t0)
+                    if on_round is not None:
+                        on_round(n, summary)
+                    if summary["decisions"]:
+                        say(f"  {now:%m-%d %H:%M} {', '.join(summary['decisions'])}")
+                    if confirmations:
+                        for extra in _confirm(summary, overrides, clock, next_at):
+                            confirmed += 1
+                            if on_round is not None:
+                                on_round(n, extra)
+                            if extra["decisions"]:
+                                say(f"  {clock.now():%m-%d %H:%M} confirmation: {', '.join(extra['decisions'])}")
+                    if (n + 1) % ROUNDS_PER_DAY == 0 or n + 1 == rounds:
+                        done = time.monotonic() - t_all
+                        eta = done / (n + 1) * (rounds - n - 1)
+                        say(
+                            f"day {(n + 1) / ROUNDS_PER_DAY:4.1f}: {n + 1}/{rounds} rounds, {done:6.1f} s, "
+                            f"{sum(walls[-ROUNDS_PER_DAY:]) / len(walls[-ROUNDS_PER_DAY:]):.2f} s/round, "
+                            f"ETA {eta:5.0f} s; ignore={summary['ignore']}"
+                        )
+                    clock.advance(next_at - clock.now())
     finally:
         clock.close()
         os.environ.pop("OPENROUTER_API_KEY", None)

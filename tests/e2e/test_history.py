@@ -3,6 +3,9 @@
 12 rounds (00:00-05:30 simulated) on a 1 h / 2 h ladder: the always-failing endpoints are suspended in the
 second round and expire an hour later (then suspended one rung longer); nebius/fp8's replies are cut from
 02:00 to 04:00, so it is suspended and restored by two clean rounds after 04:00.
+
+The history is built by the default engine (the round's steps, probes pipelined: flows/history_pipeline.py)
+and once more by a `canary-round` flow run per round; both must store the same history.
 """
 
 from __future__ import annotations
@@ -34,6 +37,51 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, HistoryRe
     out = io.StringIO()
     result = build_history(days=12 / 48, db_path=db, ladder=("1h", "2h"), out=out)
     return db, out.getvalue(), result
+
+
+@pytest.fixture(scope="module")
+def built_by_flows(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("history-flows") / "h.duckdb")
+    build_history(days=12 / 48, db_path=db, ladder=("1h", "2h"), progress=False, engine="flow")
+    return db
+
+
+#: What two builds of one history must agree on, row for row (times of day and reply texts aside).
+SAME_HISTORY = {
+    "rounds": "SELECT round_id, status, endpoints, attempt_count > 0 FROM rounds",
+    "languages": "SELECT round_id, tag, attempt_no, language FROM attempts WHERE contract = 'language'",
+    "outcomes": "SELECT round_id, tag, contract, outcome, reason FROM outcomes",
+    "statuses": "SELECT round_id, tag, derived_status FROM v_endpoint_rounds",
+    "decisions": "SELECT model, tag, action, mode, decided_at, until, ladder_step, reason FROM decisions",
+    "exclusions": "SELECT tag, reason, added_at, until, removed_at FROM exclusions",
+}
+
+
+def _rows(db: str, sql: str) -> list[tuple[Any, ...]]:
+    con = store.open_snapshot(db)
+    try:
+        return sorted(con.execute(sql).fetchall(), key=repr)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("what", sorted(SAME_HISTORY))
+def test_the_pipelined_rounds_store_what_flow_runs_store(
+    built: tuple[str, str, HistoryResult], built_by_flows: str, what: str
+) -> None:
+    pipelined, by_flows = _rows(built[0], SAME_HISTORY[what]), _rows(built_by_flows, SAME_HISTORY[what])
+    assert pipelined, f"no {what} stored"
+    assert pipelined == by_flows
+
+
+def test_an_unknown_engine_or_confirmations_without_flow_runs_are_refused(tmp_path: Path) -> None:
+    from tasks.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown history engine"):
+        build_history(days=1, db_path=str(tmp_path / "x.duckdb"), engine="fast")
+    with pytest.raises(ConfigError, match="need the flow engine"):
+        build_history(days=1, db_path=str(tmp_path / "x.duckdb"), engine="pipeline", confirmations=True)
+    assert not (tmp_path / "x.duckdb").exists()
 
 
 def test_rounds_land_and_progress_is_reported(built: tuple[str, str, HistoryResult]) -> None:
