@@ -1,20 +1,22 @@
 """History builder benchmark: rounds/s of `canary demo --days` vs baselines measured in the same run.
 
-    python benchmarks/bench_history.py [--days 0.25] [--variants lean,default,plain]
+    python benchmarks/bench_history.py [--days 0.25] [--variants pipeline,flow,flow-default,plain]
 
 Each variant runs in its own process (a temporary Prefect server is per process and reads its settings at
 start) over the same simulated days, fleet and clock:
 
-* lean     build_history() as shipped: real `canary-round` flow runs, flows/history.py's lean settings
-           (no flow heartbeats, idle server services off, a one-certificate CA bundle);
-* default  build_history(lean=False): the same flow runs with Prefect's and httpx's defaults;
-* plain    baseline without orchestration: the round's task functions (`.fn`) called in the flow's order
-           (load prior, discover, probe per endpoint in a ThreadPoolExecutor of the same size, settle, save,
-           the ignore-list file, deliver), no Prefect API at all (the artifacts skipped).
-           Not the real flow: it shows what the orchestration costs.
+* pipeline      build_history() as shipped: the round's steps in order, the next rounds' probes in flight
+                (flows/history_pipeline.py), no Prefect API;
+* flow          build_history(engine="flow"): a real `canary-round` flow run per round, flows/history.py's
+                lean settings (no flow heartbeats, idle server services off, a one-certificate CA bundle);
+* flow-default  the same flow runs with Prefect's and httpx's defaults (lean=False);
+* plain         baseline without orchestration or pipelining: the round's task functions (`.fn`) called in
+                the flow's order (load prior, discover, probe per endpoint in a ThreadPoolExecutor of the same
+                size, settle, save, the ignore-list file, deliver), one round after another, no Prefect API.
 
 Printed per variant: rounds, wall, rounds/s, median round, the median probe phase (first request sent to
-last response ended, from the landed attempts) and the DB size.
+last response ended, from the landed attempts), the healthy endpoints' TTFT p99 (what the canary's own load
+adds to a measurement), the CPU seconds per round of the whole process tree, and the DB size.
 """
 
 from __future__ import annotations
@@ -102,15 +104,67 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     return {"rounds": rounds, "wall_s": time.monotonic() - t_all, "walls": walls}
 
 
+#: Endpoints of the history fleet that are never slow (simulator/fleets/history.toml).
+HEALTHY = ("deepinfra/fp8", "deepinfra/turbo", "fireworks", "cerebras", "sambanova", "parasail/fp8")
+
+
+def healthy_ttft_p99_ms(db: str) -> float:
+    from tasks import store
+
+    con = store.open_snapshot(db)
+    try:
+        row = con.execute("SELECT quantile_cont(ttft_ms, 0.99) FROM attempts WHERE list_contains(?, tag)",
+                          [list(HEALTHY)]).fetchone()
+    finally:
+        con.close()
+    return float(row[0]) if row and row[0] is not None else 0.0
+
+
+class TreeCpu:
+    """CPU seconds of this process and its children, sampled until stopped (children exit before we can ask)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self._me = psutil.Process()
+        self._seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.25):
+            self._sample()
+
+    def _sample(self) -> None:
+        for proc in [self._me, *self._me.children(recursive=True)]:
+            try:
+                t = proc.cpu_times()
+                self._seen[proc.pid] = t.user + t.system
+            except Exception:  # gone between listing and asking
+                pass
+
+    def stop(self) -> float:
+        self._sample()
+        self._stop.set()
+        return sum(self._seen.values())
+
+
 def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
+    cpu = TreeCpu()
     if variant == "plain":
         res = run_plain(days, db)
     else:
         from flows.history import build_history
 
-        r = build_history(days=days, db_path=db, lean=(variant == "lean"), progress=False)
+        engine = "pipeline" if variant == "pipeline" else "flow"
+        r = build_history(days=days, db_path=db, engine=engine, lean=(variant != "flow-default"), progress=False)
         res = {"rounds": r.rounds, "wall_s": r.wall_s, "walls": list(r.round_wall_s)}
+    res["cpu_s"] = cpu.stop()
     res["probe_phase_s"] = probe_phase_s(db)
+    res["ttft_p99_ms"] = healthy_ttft_p99_ms(db)
     res["db_mb"] = Path(db).stat().st_size / 1e6
     return res
 
@@ -118,7 +172,7 @@ def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--days", type=float, default=0.25)
-    ap.add_argument("--variants", default="lean,default,plain")
+    ap.add_argument("--variants", default="pipeline,flow,flow-default,plain")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -144,29 +198,21 @@ def main() -> None:
                 print(f"{variant}: failed\n{proc.stderr[-2000:]}")
                 continue
             res = json.loads(line.removeprefix("RESULT "))
-            walls = res["walls"][1:] or res["walls"]  # round 1 includes the temporary server's start
-            rows.append(
-                (
-                    variant,
-                    res["rounds"],
-                    res["wall_s"],
-                    len(walls) / sum(walls),
-                    statistics.median(walls),
-                    res["probe_phase_s"],
-                    res["db_mb"],
-                )
-            )
-    print(
-        f"{'variant':<8} {'rounds':>6} {'wall s':>7} {'rounds/s':>8} {'median round s':>14} "
-        f"{'probe phase s':>13} {'DB MB':>6}"
-    )
-    for v, n, wall, rps, med, probe, mb in rows:
-        print(f"{v:<8} {n:>6} {wall:>7.1f} {rps:>8.2f} {med:>14.2f} {probe:>13.2f} {mb:>6.1f}")
+            walls = res["walls"][1:] or res["walls"]  # round 1 includes the warm-up (and a server's start)
+            rows.append((variant, res["rounds"], res["wall_s"], len(walls) / sum(walls), statistics.median(walls),
+                         res["probe_phase_s"], res["ttft_p99_ms"], res["cpu_s"] / res["rounds"], res["db_mb"]))
+    print(f"{'variant':<13} {'rounds':>6} {'wall s':>7} {'rounds/s':>8} {'median round s':>14} "
+          f"{'probe phase s':>13} {'healthy TTFT p99 ms':>19} {'CPU s/round':>11} {'DB MB':>6}")
+    for v, n, wall, rps, med, probe, p99, cpu, mb in rows:
+        print(f"{v:<13} {n:>6} {wall:>7.1f} {rps:>8.2f} {med:>14.2f} {probe:>13.2f} {p99:>19.0f} {cpu:>11.2f} "
+              f"{mb:>6.1f}")
     by = {r[0]: r for r in rows}
-    if "lean" in by and "default" in by:
-        print(f"lean vs default: {by['lean'][3] / by['default'][3]:.2f}x rounds/s")
-    if "lean" in by and "plain" in by:
-        print(f"orchestration cost per round (lean - plain, medians): {by['lean'][4] - by['plain'][4]:.2f} s")
+    for other in ("flow", "flow-default", "plain"):
+        if "pipeline" in by and other in by:
+            print(f"pipeline vs {other}: {by['pipeline'][3] / by[other][3]:.2f}x rounds/s, "
+                  f"{by[other][2] / by['pipeline'][2]:.2f}x less wall")
+    if "flow" in by and "plain" in by:
+        print(f"orchestration cost per round (flow - plain, medians): {by['flow'][4] - by['plain'][4]:.2f} s")
 
 
 if __name__ == "__main__":

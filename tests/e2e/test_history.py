@@ -23,7 +23,9 @@ from flows.history_scenario import admin_schedule, config_file_text, history_ove
 from tasks import store
 from tasks.config_loading import load_config
 
-pytestmark = pytest.mark.e2e
+# A pipelined history takes both cores while it is built, and its verdicts rest on TTFT margins that a busy
+# machine would eat: scripts/test runs these tests alone, with the timing tests.
+pytestmark = [pytest.mark.e2e, pytest.mark.timing]
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 
 

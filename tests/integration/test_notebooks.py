@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e  # one xdist worker runs this file and its history's other user (conftest)
+# A pipelined history takes both cores while it is built, and its verdicts rest on TTFT margins that a busy
+# machine would eat: scripts/test runs these tests alone, with the timing tests.
+pytestmark = [pytest.mark.e2e, pytest.mark.timing]  # one process runs this file and test_at.py (conftest)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 HISTORY_DAYS = 0.5
