@@ -9,14 +9,14 @@ simulated time of the rounds.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,38 +46,70 @@ class SharedStepClock(StepClock):
         self.path.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class SimulatorAddress:
-    base_url: str
-    api_key: str
+class SimulatorChild:
+    """The parent's handle on a simulator child process: its address, and a reset of its fault counters."""
+
+    def __init__(self, base_url: str, api_key: str, proc: subprocess.Popen[str]) -> None:
+        self.base_url, self.api_key, self._proc = base_url, api_key, proc
+
+    def reset_counters(self) -> None:
+        """Start every fault's deterministic rate over (the in-process handle's `set_fleet(fleet)`)."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write("reset\n")
+        self._proc.stdin.flush()
+        if self._proc.stdout.readline().strip() != "ok":
+            raise CanaryError("simulator child: reset not acknowledged")
 
 
 def serve_simulator_child(fleet: str, time_scale: float, clock_file: str) -> None:
-    """The child: serve the fleet on the parent's clock, print the address, stop when stdin closes."""
+    """The child: serve the fleet on the parent's clock (`-`: real time), print the address, reset its fault
+    counters on each `reset` line, stop when stdin closes. A fleet ending in .json is a fleet spec (a dict)."""
+    from simulator.fleet import parse_fleet
     from simulator.server import start_simulator
 
-    with open(clock_file, "rb") as fh:
-        shared = mmap.mmap(fh.fileno(), 8, access=mmap.ACCESS_READ)
+    now: Any = None
+    if clock_file != "-":
+        with open(clock_file, "rb") as fh:
+            shared = mmap.mmap(fh.fileno(), 8, access=mmap.ACCESS_READ)
 
-    def now() -> datetime:
-        return datetime.fromtimestamp(struct.unpack_from("<d", shared, 0)[0], UTC)
+        def now() -> datetime:
+            return datetime.fromtimestamp(struct.unpack_from("<d", shared, 0)[0], UTC)
 
     try:
-        sim = start_simulator(fleet, time_scale=time_scale, now=now)
+        spec: Any = parse_fleet(json.loads(Path(fleet).read_text(encoding="utf-8"))) if fleet.endswith(".json") \
+            else fleet
+        sim = start_simulator(spec, time_scale=time_scale, now=now)
     except Exception as exc:  # a bad fleet file: one line for the parent
         print(f"error {exc}", flush=True)
         return
     with sim:
         print(f"ok {sim.base_url} {sim.api_key}", flush=True)
-        sys.stdin.read()
+        for line in sys.stdin:
+            if line.strip() == "reset":
+                sim.set_fleet(sim.fleet)
+                print("ok", flush=True)
 
 
 @contextmanager
 def simulator_process(
-    fleet: str | Path, *, time_scale: float, clock: SharedStepClock
-) -> Iterator[SimulatorAddress]:
-    """The simulator in a child process (`python -m flows.history_sim`), its fault windows on `clock`."""
-    cmd = [sys.executable, "-m", "flows.history_sim", str(fleet), repr(time_scale), str(clock.path)]
+    fleet: str | Path | Mapping[str, Any], *, time_scale: float, clock: SharedStepClock | None = None
+) -> Iterator[SimulatorChild]:
+    """The simulator in a child process (`python -m flows.history_sim`), its fault windows on `clock` (None:
+    real time). `fleet`: a fleet file, or a fleet spec (the dict `simulator.fleet.parse_fleet` reads).
+
+    In the process running rounds, the simulator would compete for the GIL with Prefect's threads: healthy
+    first tokens then arrive late, and a loaded machine turns them into TTFT failures."""
+    spec_file: Path | None = None
+    if isinstance(fleet, Mapping):
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="canary-fleet-", suffix=".json")
+        os.close(fd)
+        spec_file = Path(name)
+        spec_file.write_text(json.dumps(fleet), encoding="utf-8")
+        fleet = spec_file
+    clock_arg = str(clock.path) if clock is not None else "-"
+    cmd = [sys.executable, "-m", "flows.history_sim", str(fleet), repr(time_scale), clock_arg]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -85,7 +117,7 @@ def simulator_process(
         if kind != "ok":
             raise CanaryError(f"history: simulator: {rest or 'the process exited at start'}")
         base_url, api_key = rest.split(" ", 1)
-        yield SimulatorAddress(base_url, api_key)
+        yield SimulatorChild(base_url, api_key, proc)
     finally:
         if proc.stdin is not None:
             proc.stdin.close()
@@ -94,6 +126,8 @@ def simulator_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+        if spec_file is not None:
+            spec_file.unlink(missing_ok=True)
 
 
 def _one_cert_bundle() -> Path:

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from simulator.server import SimulatorHandle, start_simulator
+from flows.history_sim import SimulatorChild, simulator_process
+from simulator.fleet import DEFAULT_FLEET_PATH
 from tasks import store
 from tasks.clock import StepClock
 
@@ -103,12 +104,13 @@ def test_bad_url_and_unknown_mode_are_one_line() -> None:
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(None, time_scale=0.1) as handle:
+def sim() -> Iterator[SimulatorChild]:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads.
+    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
         yield handle
 
 
-def test_unknown_model_is_one_line(sim: SimulatorHandle, tmp_path: Path) -> None:
+def test_unknown_model_is_one_line(sim: SimulatorChild, tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(
         f'models = ["acme/nothing"]\nbase_url = "{sim.base_url}"\ndb_path = "{tmp_path}/x.duckdb"\n'
@@ -118,7 +120,7 @@ def test_unknown_model_is_one_line(sim: SimulatorHandle, tmp_path: Path) -> None
 
 
 @pytest.fixture
-def config_file(sim: SimulatorHandle, tmp_path: Path) -> Path:
+def config_file(sim: SimulatorChild, tmp_path: Path) -> Path:
     cfg = tmp_path / "canary.toml"
     cfg.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
@@ -135,19 +137,19 @@ def invoke(*args: str) -> Any:
     return result
 
 
-def two_rounds(sim: SimulatorHandle, config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def two_rounds(sim: SimulatorChild, config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from flows.round import canary_round
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     clock = StepClock(datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1))
     for _ in range(2):
-        sim.set_fleet(sim.fleet)
+        sim.reset_counters()
         canary_round(model=MODEL, round_ts=clock.now(), config_path=str(config))
         clock.advance(timedelta(minutes=30))
 
 
 def test_admin_commands_change_the_ignore_list_at_once(
-    prefect_harness: None, sim: SimulatorHandle, config_file: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_harness: None, sim: SimulatorChild, config_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     two_rounds(sim, config_file, monkeypatch)
     cfg = ["--config", str(config_file)]
@@ -184,7 +186,7 @@ def test_admin_commands_change_the_ignore_list_at_once(
 
 
 def test_export_history_feeds_replay(
-    prefect_harness: None, sim: SimulatorHandle, config_file: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_harness: None, sim: SimulatorChild, config_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     two_rounds(sim, config_file, monkeypatch)
     out = config_file.parent / "rounds.jsonl"

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from flows.confirm import run_confirmations
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from flows.history_sim import SimulatorChild, simulator_process
 from tasks import store
 from tasks.clock import StepClock
 from tasks.core.plan import make_round_id
@@ -31,26 +30,28 @@ pytestmark = pytest.mark.e2e
 MODEL = "acme/confirm-model"
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 HEALTHY = ["alpha", "beta", "delta", "gamma"]
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
+FLEET = {"models": [{"id": MODEL, "endpoints": [
     *[{"tag": t, "provider_name": t.title()} for t in HEALTHY],
     {"tag": "broken", "provider_name": "Broken", "faults": [{"kind": "schema_violation"}]},
     {"tag": "slow", "provider_name": "Slow", "faults": [{"kind": "slow_first_token", "delay_s": 12.0}]},
-]}]})
+]}]}
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(FLEET, time_scale=0.1) as handle:
+def sim() -> Iterator[SimulatorChild]:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
+    # healthy first tokens came late enough on a loaded machine to fail TTFT.
+    with simulator_process(FLEET, time_scale=0.1) as handle:
         yield handle
 
 
-def overrides(sim: SimulatorHandle, tmp: Path) -> dict[str, Any]:
+def overrides(sim: SimulatorChild, tmp: Path) -> dict[str, Any]:
     return round_overrides(sim, tmp, MODEL, ttft_s=1.0, read_timeout_s=5.0, probe_budget_s=8.0,
                            languages=["en", "fr", "de"])
 
 
 @pytest.fixture(scope="module")
-def history(prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory
+def history(prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pytest.TempPathFactory
             ) -> dict[str, Any]:
     from flows.round import canary_round
 

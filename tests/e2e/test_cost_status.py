@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from simulator.server import SimulatorHandle, start_simulator
+from flows.history_sim import SimulatorChild, simulator_process
+from simulator.fleet import DEFAULT_FLEET_PATH
 from tasks import store
 from tasks.core.plan import model_slug
 
@@ -24,13 +25,15 @@ ESTIMATED = {"together", "parasail/fp8"}
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(None, time_scale=0.1) as handle:
+def sim() -> Iterator[SimulatorChild]:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
+    # healthy first tokens came late enough on a loaded machine to fail TTFT.
+    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
         yield handle
 
 
 @pytest.fixture(scope="module")
-def one_round(prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory
+def one_round(prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pytest.TempPathFactory
               ) -> dict[str, Any]:
     import os
 
@@ -46,7 +49,7 @@ def one_round(prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pyt
     )
     os.environ["OPENROUTER_API_KEY"] = sim.api_key
     round_ts = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
-    sim.set_fleet(sim.fleet)
+    sim.reset_counters()
     summary = canary_round(model=MODEL, round_ts=round_ts, config_path=str(cfg))
     return {"cfg": cfg, "db": tmp / "c.duckdb", "round_ts": round_ts, "summary": summary}
 

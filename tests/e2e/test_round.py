@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from flows.history_sim import SimulatorChild, simulator_process
+from simulator.fleet import DEFAULT_FLEET_PATH
 from tasks import store
 from tasks.core.plan import make_round_id
 from tests.support.rounds import round_overrides
@@ -59,12 +60,14 @@ SUSPENDED_AFTER_TWO = ["friendli", "gmicloud/fp8", "google-vertex", "hyperbolic/
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(None, time_scale=0.1) as handle:
+def sim() -> Iterator[SimulatorChild]:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
+    # healthy first tokens came late enough on a loaded machine to fail TTFT.
+    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
         yield handle
 
 
-def overrides(sim: SimulatorHandle, tmp: Path, mode: str = "enforce") -> dict[str, Any]:
+def overrides(sim: SimulatorChild, tmp: Path, mode: str = "enforce") -> dict[str, Any]:
     return round_overrides(
         sim,
         tmp,
@@ -77,16 +80,16 @@ def overrides(sim: SimulatorHandle, tmp: Path, mode: str = "enforce") -> dict[st
     )
 
 
-def run_round(sim: SimulatorHandle, tmp: Path, ts: datetime, **kw: Any) -> dict[str, Any]:
+def run_round(sim: SimulatorChild, tmp: Path, ts: datetime, **kw: Any) -> dict[str, Any]:
     from flows.round import canary_round
 
-    sim.set_fleet(sim.fleet)  # reset the deterministic fault counters: every round sees the same faults
+    sim.reset_counters()  # reset the deterministic fault counters: every round sees the same faults
     return canary_round(model=MODEL, round_ts=ts, overrides=overrides(sim, tmp, **kw))
 
 
 @pytest.fixture(scope="module")
 def two_rounds(
-    prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory
+    prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     import os
 
@@ -200,7 +203,7 @@ def test_artifacts_are_published_under_their_keys(two_rounds: dict[str, Any]) ->
 
 
 def test_observe_mode_records_would_suspend_and_publishes_nothing(
-    prefect_harness: None, sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_harness: None, sim: SimulatorChild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     run_round(sim, tmp_path, T0, mode="observe")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from flows.history_sim import SimulatorChild, simulator_process
 from tasks import store
 from tests.support.rounds import round_overrides
 
@@ -30,14 +30,16 @@ ROUNDS = 3
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(FLEET, time_scale=0.1) as handle:
+def sim() -> Iterator[SimulatorChild]:
+    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
+    # healthy first tokens came late enough on a loaded machine to fail TTFT.
+    with simulator_process(FLEET, time_scale=0.1) as handle:
         yield handle
 
 
 @pytest.fixture(scope="module")
 def rounds(
-    prefect_harness: None, sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory
+    prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     from flows.round import canary_round
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flows.history_sim import SimulatorChild
 from simulator.server import SimulatorHandle
 
 
-def round_overrides(sim: SimulatorHandle, tmp: Path, model: str, **extra: Any) -> dict[str, Any]:
+def round_overrides(sim: SimulatorHandle | SimulatorChild, tmp: Path, model: str, **extra: Any) -> dict[str, Any]:
     """The simulator as OpenRouter, a temp DuckDB/publish dir, no built-in exclusions, enforce mode;
     `extra` adds or replaces keys (e.g. ttft_s=1, languages=["en"])."""
     return {
