@@ -96,3 +96,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "tests/conftest.py: add to SHARED_STATE_GROUPS (they build shared state): " + ", ".join(sorted(missing))
         )
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("dist") == "loadgroup":
+        items[:] = spread_heavy(items)
+
+
+def _scope(item: pytest.Item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    return SHARED_STATE_GROUPS.get(path, item.nodeid)
+
+
+def spread_heavy(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The collection with the e2e files (Prefect flow rounds: each keeps a core busy) spread evenly among the
+    lighter tests, each e2e file's tests (and each shared-state group's) kept together. In collection order all three workers started on e2e
+    groups at once, and healthy endpoints failed TTFT while the CPU was that oversubscribed."""
+    scopes: dict[str, list[pytest.Item]] = {}
+    for item in items:  # an e2e file stays together (its module fixtures are set up once), the rest by scope
+        path = item.nodeid.split("::", 1)[0]
+        scopes.setdefault(path if path.startswith("tests/e2e/") else _scope(item), []).append(item)
+    heavy = [v for v in scopes.values() if v[0].nodeid.startswith("tests/e2e/")]
+    light = [v for v in scopes.values() if not v[0].nodeid.startswith("tests/e2e/")]
+    if not heavy or not light:
+        return items
+    out: list[pytest.Item] = []
+    every = len(light) / len(heavy)  # light scopes between two heavy ones
+    placed = 0
+    for i, group in enumerate(light):
+        while placed < len(heavy) and placed * every <= i:
+            out.extend(heavy[placed])
+            placed += 1
+        out.extend(group)
+    for group in heavy[placed:]:
+        out.extend(group)
+    return out
