@@ -107,8 +107,9 @@ def _scope(item: pytest.Item) -> str:
 
 def spread_heavy(items: list[pytest.Item]) -> list[pytest.Item]:
     """The collection with the e2e files (Prefect flow rounds: each keeps a core busy) spread evenly among the
-    lighter tests, each e2e file's tests (and each shared-state group's) kept together. In collection order all three workers started on e2e
-    groups at once, and healthy endpoints failed TTFT while the CPU was that oversubscribed."""
+    lighter tests, each e2e file's tests (and each shared-state group's) kept together. In collection order
+    all three workers started on e2e groups at once, and healthy endpoints failed TTFT while the CPU was that
+    oversubscribed."""
     scopes: dict[str, list[pytest.Item]] = {}
     for item in items:  # an e2e file stays together (its module fixtures are set up once), the rest by scope
         path = item.nodeid.split("::", 1)[0]
