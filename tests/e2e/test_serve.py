@@ -131,7 +131,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     procs = [server]
     try:
         with httpx.Client(base_url=api, timeout=5) as client:
-            _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 90, procs, logs)
+            _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 180, procs, logs)
             serve = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
             procs.append(serve)
 
@@ -139,7 +139,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
                 found = {d["name"]: d for d in client.post("/deployments/filter", json={}).json()}
                 return found if {"canary-cycle", "canary-deadman"} <= set(found) else None
 
-            deps = _poll("both deployments", deployments, 60, procs, logs)
+            deps = _poll("both deployments", deployments, 120, procs, logs)
             schedules = deps["canary-cycle"]["schedules"]
             assert [s["schedule"]["interval"] for s in schedules] == [5.0]
             assert deps["canary-deadman"]["schedules"][0]["schedule"]["interval"] == 900.0
