@@ -1,4 +1,4 @@
-"""A history's rounds probed ahead: `canary demo --days 7` in about two minutes instead of eleven.
+"""A history's rounds probed ahead: `canary demo --days 7` in about five minutes instead of eleven.
 
 Each round runs the round's own steps (tasks/round_steps.py, the functions the `canary-round` flow wires: load the
 prior, discover, plan, probe, settle, save in one transaction, write the ignore list, deliver the outbox), in the
