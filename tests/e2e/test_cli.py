@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from flows.history_sim import SimulatorChild, simulator_process
-from simulator.fleet import DEFAULT_FLEET_PATH
+from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
+from tests.support.rounds import child_simulator
 
 pytestmark = pytest.mark.e2e
 runner = CliRunner()
@@ -103,11 +102,7 @@ def test_bad_url_and_unknown_mode_are_one_line() -> None:
     assert_one_clear_line(canary("run", "--mode", "maybe"), "mode")
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorChild]:
-    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads.
-    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
-        yield handle
+sim = child_simulator()
 
 
 def test_unknown_model_is_one_line(sim: SimulatorChild, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ shows in the Prefect API as a Scheduled `canary-round` run whose parameters say 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,11 @@ from typing import Any
 import pytest
 
 from flows.confirm import run_confirmations
-from flows.history_sim import SimulatorChild, simulator_process
+from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
 from tasks.core.plan import make_round_id
-from tests.support.rounds import round_overrides
+from tests.support.rounds import child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -37,12 +36,7 @@ FLEET = {"models": [{"id": MODEL, "endpoints": [
 ]}]}
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorChild]:
-    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
-    # healthy first tokens came late enough on a loaded machine to fail TTFT.
-    with simulator_process(FLEET, time_scale=0.1) as handle:
-        yield handle
+sim = child_simulator(FLEET)
 
 
 def overrides(sim: SimulatorChild, tmp: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ table's, and the round's Markdown artifact has its "Cost of this round" line (is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from flows.history_sim import SimulatorChild, simulator_process
-from simulator.fleet import DEFAULT_FLEET_PATH
+from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.core.plan import model_slug
+from tests.support.rounds import child_simulator
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 MODEL = "meta-llama/llama-3.3-70b-instruct"
@@ -24,12 +23,7 @@ MODEL = "meta-llama/llama-3.3-70b-instruct"
 ESTIMATED = {"together", "parasail/fp8"}
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorChild]:
-    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
-    # healthy first tokens came late enough on a loaded machine to fail TTFT.
-    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
-        yield handle
+sim = child_simulator()
 
 
 @pytest.fixture(scope="module")

@@ -6,18 +6,16 @@ starter (1.2 s here) still fails it. The real 10 s defaults run in tests/e2e/tes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flows.history_sim import SimulatorChild, simulator_process
-from simulator.fleet import DEFAULT_FLEET_PATH
+from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.core.plan import make_round_id
-from tests.support.rounds import round_overrides
+from tests.support.rounds import child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -59,12 +57,7 @@ EXPECTED_STATUS = {
 SUSPENDED_AFTER_TWO = ["friendli", "gmicloud/fp8", "google-vertex", "hyperbolic/fp8", "lambda/fp8"]
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorChild]:
-    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
-    # healthy first tokens came late enough on a loaded machine to fail TTFT.
-    with simulator_process(DEFAULT_FLEET_PATH, time_scale=0.1) as handle:
-        yield handle
+sim = child_simulator()
 
 
 def overrides(sim: SimulatorChild, tmp: Path, mode: str = "enforce") -> dict[str, Any]:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flows.history_sim import SimulatorChild, simulator_process
+from flows.history_sim import SimulatorChild
 from tasks import store
-from tests.support.rounds import round_overrides
+from tests.support.rounds import child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -29,12 +28,7 @@ HEALTHY = ["deepinfra/fp8", "fireworks", "together"]
 ROUNDS = 3
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorChild]:
-    # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads, and
-    # healthy first tokens came late enough on a loaded machine to fail TTFT.
-    with simulator_process(FLEET, time_scale=0.1) as handle:
-        yield handle
+sim = child_simulator(FLEET)
 
 
 @pytest.fixture(scope="module")
