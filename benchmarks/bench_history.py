@@ -120,49 +120,21 @@ def healthy_ttft_p99_ms(db: str) -> float:
     return float(row[0]) if row and row[0] is not None else 0.0
 
 
-class TreeCpu:
-    """CPU seconds of this process and its children, sampled until stopped (children exit before we can ask)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        import psutil
-
-        self._me = psutil.Process()
-        self._seen: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-
-    def _poll(self) -> None:
-        while not self._stop.wait(0.25):
-            self._sample()
-
-    def _sample(self) -> None:
-        for proc in [self._me, *self._me.children(recursive=True)]:
-            try:
-                t = proc.cpu_times()
-                self._seen[proc.pid] = t.user + t.system
-            except Exception:  # gone between listing and asking
-                pass
-
-    def stop(self) -> float:
-        self._sample()
-        self._stop.set()
-        return sum(self._seen.values())
-
-
 def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
-    cpu = TreeCpu()
-    if variant == "plain":
-        res = run_plain(days, db)
-    else:
-        from flows.history import build_history
+    from catalog_figures import TreeSampler  # benchmarks/: this script's directory
 
-        engine = "pipeline" if variant == "pipeline" else "flow"
-        r = build_history(days=days, db_path=db, engine=engine, lean=(variant != "flow-default"), progress=False)
-        res = {"rounds": r.rounds, "wall_s": r.wall_s, "walls": list(r.round_wall_s)}
-    res["cpu_s"] = cpu.stop()
+    with TreeSampler(os.getpid()) as tree:
+        if variant == "plain":
+            res = run_plain(days, db)
+        else:
+            from flows.history import build_history
+
+            engine = "pipeline" if variant == "pipeline" else "flow"
+            r = build_history(days=days, db_path=db, engine=engine, lean=(variant != "flow-default"),
+                              progress=False)
+            res = {"rounds": r.rounds, "wall_s": r.wall_s, "walls": list(r.round_wall_s)}
+    tree.sample()  # this process's CPU up to now (its children have exited: their last samples count)
+    res["cpu_s"] = tree.cpu_s
     res["probe_phase_s"] = probe_phase_s(db)
     res["ttft_p99_ms"] = healthy_ttft_p99_ms(db)
     res["db_mb"] = Path(db).stat().st_size / 1e6

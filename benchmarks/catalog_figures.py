@@ -184,13 +184,15 @@ def rss_mb(pid: int) -> float:
 
 class TreeSampler:
     """Polls a process tree every `interval_s`: the peak of the summed RSS (shared pages count once per
-    process), the most processes seen at once, and the command line of every process seen."""
+    process), the most processes seen at once, the command line of every process seen, and the CPU seconds of
+    the tree (`cpu_s`: each process as last seen, so children that exited still count)."""
 
     def __init__(self, root: int, interval_s: float = 0.25) -> None:
         self.root, self.interval_s = root, interval_s
         self.peak_rss_mb = 0.0
         self.peak_processes = 0
         self.names: dict[int, str] = {}
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
 
@@ -212,6 +214,7 @@ class TreeSampler:
         total = 0.0
         for pid in pids:
             total += rss_mb(pid)
+            self._cpu[pid] = max(self._cpu.get(pid, 0.0), cpu_seconds(pid))
             if pid not in self.names:
                 try:
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -220,3 +223,7 @@ class TreeSampler:
                     pass
         self.peak_rss_mb = max(self.peak_rss_mb, total)
         self.peak_processes = max(self.peak_processes, len(pids))
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self._cpu.values())
