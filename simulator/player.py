@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -17,13 +18,25 @@ from simulator.text import estimate_tokens
 if TYPE_CHECKING:
     from simulator.app import SimulatorState
 
-_MIN_SLEEP_S = 0.002
+#: Waits shorter than this (wall seconds) are pooled: see `ReplyPlayer._paced`.
+_MIN_SLEEP_S = 0.008
 #: While a reply streams, ask whether its client hung up at most this often (seconds of wall time).
 _CHECK_EVERY_S = 0.05
 
 
+class Mark(Enum):
+    """A flush in a reply's timeline (`ReplyPlayer._paced`)."""
+
+    FLUSH = "flush"  # send what is buffered now (waits pooled before it may still be owed)
+    ON_TIME = "on-time"  # sleep the waits pooled before it, then send: the first text, the client's TTFT
+
+
+Timeline = Iterator[bytes | float | Mark]
+
+
 class CutConnection(Exception):
     """Raised inside a response body to drop the TCP connection mid-response (die_after_tokens, stalls)."""
+
 
 class ReplyPlayer:
     """Plays a Plan as SSE events or as a (possibly slow, possibly cut) JSON body."""
@@ -39,15 +52,16 @@ class ReplyPlayer:
     ) -> None:
         self.state, self.request, self.plan, self.head, self.ep = state, request, plan, head, ep
         self.prompt_tokens = prompt_tokens
-        self._debt_s = 0.0
 
-    async def _paced(self, timeline: Iterator[bytes | float | None]) -> AsyncIterator[bytes]:
-        """Play a timeline: bytes to send, waits (simulated seconds) and flushes (None: send what is due now).
+    async def _paced(self, timeline: Timeline) -> AsyncIterator[bytes]:
+        """Play a timeline: bytes to send, waits (simulated seconds) and flushes (`Mark`).
 
-        Waits are scaled and pooled (an event-loop sleep costs ~1 ms whatever its length, so waits under 2 ms
-        add up until they reach it), and what falls due between two sleeps goes out as one send: the same bytes
-        in fewer writes, as a client reads them from any busy proxy, at a fraction of the CPU on both sides.
-        Raises CutConnection (die_after_tokens) after sending what was due before the cut."""
+        Waits are scaled and pooled: waits under `_MIN_SLEEP_S` of wall time add up until they reach it, and
+        what falls due meanwhile goes out as one send, up to that much early. The same bytes in fewer writes
+        and fewer reads, as a client reads them from any busy proxy: a write and its read were most of the CPU
+        of the simulator and of the canary's probe worker under a history's load. `Mark.ON_TIME` sleeps the
+        pooled waits before sending, so the first text (the client's TTFT) is never early. Raises
+        CutConnection (die_after_tokens) after sending what was due before the cut."""
         buffer: list[bytes] = []
         debt, next_check = 0.0, 0.0
         try:
@@ -55,17 +69,24 @@ class ReplyPlayer:
                 if isinstance(item, bytes):
                     buffer.append(item)
                     continue
-                if item is not None:
+                if not isinstance(item, Mark):
                     debt += item * self.state.time_scale
-                    if debt < _MIN_SLEEP_S or self.state.stopping.is_set():
+                    if debt < _MIN_SLEEP_S:
                         continue
-                if buffer:
+                elif item is Mark.FLUSH or debt <= 0:
+                    if buffer:
+                        yield b"".join(buffer)
+                        buffer.clear()
+                    continue
+                if buffer and item is not Mark.ON_TIME:  # due before this wait
                     yield b"".join(buffer)
                     buffer.clear()
-                if item is None:
-                    continue
-                await asyncio.sleep(debt)
+                if not self.state.stopping.is_set():
+                    await asyncio.sleep(debt)
                 debt = 0.0
+                if buffer:  # on time
+                    yield b"".join(buffer)
+                    buffer.clear()
                 if time.monotonic() >= next_check:  # has the client hung up? (a long wait is always checked)
                     if await self._gone():
                         return
@@ -102,7 +123,7 @@ class ReplyPlayer:
                 return
             await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
-    def _delay(self, comments: int, keepalive: bytes) -> Iterator[bytes | float | None]:
+    def _delay(self, comments: int, keepalive: bytes) -> Timeline:
         """The wait before the first text: keep-alives every keepalive_s, or the first comments spread."""
         plan, delay = self.plan, self.plan.first_delay_s
         if plan.keepalive_s:
@@ -111,14 +132,14 @@ class ReplyPlayer:
                 yield plan.keepalive_s
                 waited += plan.keepalive_s
                 yield keepalive
-                yield None
+                yield Mark.FLUSH
             yield delay - waited
             return
         step = delay / comments
         for _ in range(comments - 1):
             yield step
             yield keepalive
-            yield None
+            yield Mark.FLUSH
         yield step
 
     async def events(self) -> AsyncIterator[bytes]:
@@ -128,12 +149,12 @@ class ReplyPlayer:
         async for data in self._paced(self._stream_timeline()):
             yield data
 
-    def _stream_timeline(self) -> Iterator[bytes | float | None]:
+    def _stream_timeline(self) -> Timeline:
         plan, head, fp = self.plan, self.head, self.ep.system_fingerprint
         yield wire.KEEPALIVE
         if plan.role_only_first:
             yield wire.sse(wire.chunk(head, fp, ""))
-        yield None
+        yield Mark.FLUSH
         yield from self._delay(plan.comments_before, wire.KEEPALIVE)
         sent = ""
         frames = self._stream_frames()
@@ -147,7 +168,7 @@ class ReplyPlayer:
                 yield plan.chunk_interval_s
             yield frame
             if not i:
-                yield None  # the first content goes out at once: the client's TTFT is measured on it
+                yield Mark.ON_TIME  # the client's TTFT is measured on the first content
             sent += piece
         if plan.cut_after is not None:
             raise CutConnection("die_after_tokens")
@@ -191,7 +212,7 @@ class ReplyPlayer:
         async for data in self._paced(self._json_timeline()):
             yield data
 
-    def _json_timeline(self) -> Iterator[bytes | float | None]:
+    def _json_timeline(self) -> Timeline:
         yield from self._delay(1, b"\n")
         body = self.result_bytes()
         if self.plan.cut_after is not None:
