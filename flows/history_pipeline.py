@@ -44,6 +44,10 @@ LOOKAHEAD = 6
 #: load as latency (at 64, healthy endpoints failed TTFT). Measured on 2 cores over one simulated day: 12 ->
 #: 1.05 s/round, healthy TTFT p99 82 ms; 20 -> 0.97 s/round, p99 147 ms; the threshold is 500 ms.
 IN_FLIGHT = 16
+#: Requests in flight at once, besides those, for the endpoints whose last round had an attempt slower than half
+#: the TTFT threshold: such a request waits idle for most of its life, and in the shared lane the history fleet's
+#: 12 s slow start alone held a quarter of the slots' time and set the history's pace.
+SLOW_LANE = 16
 
 Known = Mapping[str, tuple[str, Outcome]]
 
@@ -137,23 +141,30 @@ class PipelineCounts:
     sent: int = 0  # probes sent (each one or more attempts)
     reprobed: int = 0  # sent at their round's turn
     wasted: int = 0  # sent ahead on a prediction that turned out wrong
+    slow: int = 0  # sent in the slow lane (see ProbePipeline)
 
 
 class ProbePipeline:
     """The probes of rounds `0..len(times)-1` of one model, up to `lookahead` rounds ahead of the one settling.
 
-    Its methods run on the history's thread; the pool's threads only run probes (tasks/probe_steps.py's
-    `probe`, one contract each, in the probe worker process under the config's `concurrency` slots)."""
+    Its methods run on the history's thread; the pools' threads only run probes (tasks/probe_steps.py's
+    `probe`, one contract each, in the probe worker process). Two lanes, each its own pool: the endpoints that
+    were slow last round (`SLOW_LANE` threads) and the others (`IN_FLIGHT`). The threads bound the requests in
+    flight; the config's `concurrency` slots are set to their sum, so they never bind."""
 
     def __init__(self, cfg: CanaryConfig, model: str, times: Sequence[datetime], api_key: str, *,
                  lookahead: int = LOOKAHEAD):
         import httpx
 
-        self.cfg, self.model, self.times, self.lookahead = cfg, model, list(times), lookahead
+        lane, slow_lane = min(cfg.concurrency, IN_FLIGHT), min(cfg.concurrency, SLOW_LANE)
+        self.cfg = replace(cfg, concurrency=lane + slow_lane)
+        self.model, self.times, self.lookahead = model, list(times), lookahead
         self.counts = PipelineCounts()
         self._key = api_key
         self._client = httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s))
-        self._pool = RoundOrderPool(cfg.concurrency, "history-probe")
+        self._pool = RoundOrderPool(lane, "history-probe")
+        self._slow_pool = RoundOrderPool(slow_lane, "history-slow-probe")
+        self._slow: set[str] = set()  # the tags with an attempt slower than half the TTFT threshold last round
         self._endpoints: dict[int, list[Endpoint]] = {}
         self._probes: dict[ProbeKey, tuple[Probe, Future[list[Attempt]]]] = {}
         self._planned: dict[str, str] = {}  # the languages of the last round whose plan is real
@@ -182,7 +193,11 @@ class ProbePipeline:
 
         self.counts.sent += 1
         plan, round_id, cfg = EndpointPlan(probe.endpoint, (probe,)), self._round_ids[n], self.round_cfg(n)
-        return self._pool.submit(n, lambda: probe_task.fn(plan, round_id, cfg, footprint))
+        pool = self._pool
+        if probe.endpoint.tag in self._slow:
+            pool = self._slow_pool
+            self.counts.slow += 1
+        return pool.submit(n, lambda: probe_task.fn(plan, round_id, cfg, footprint))
 
     def _look_ahead(self) -> None:
         """Send what the rounds after the last real plan need, by the latest prediction: what is in flight
@@ -234,7 +249,10 @@ class ProbePipeline:
         self._endpoints = {k: v for k, v in self._endpoints.items() if k > n}
         self._look_ahead()
         self.counts.reprobed += reprobed
-        return RoundProbes(endpoints, [a for f in futures for a in f.result()], reprobed)
+        attempts = [a for f in futures for a in f.result()]
+        slow_ms = self.cfg.ttft_s * 1000 / 2
+        self._slow = {a.tag for a in attempts if a.total_ms is not None and a.total_ms > slow_ms}
+        return RoundProbes(endpoints, attempts, reprobed)
 
     def learned(self, language_outcomes: Known) -> None:
         """The round taken last is settled: with its language outcomes the next round's languages are exact."""
@@ -252,6 +270,7 @@ class ProbePipeline:
         for _probe, future in self._probes.values():
             future.cancel()
         self._pool.shutdown()
+        self._slow_pool.shutdown()
         self._client.close()
 
 
@@ -282,7 +301,7 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
 
     cfg = steps.resolve_config(None, dict(overrides))
     probe_steps.warm_up.fn(build_now=True)  # the probe worker, and the detector before any reply is judged
-    pipe = ProbePipeline(replace(cfg, concurrency=min(cfg.concurrency, IN_FLIGHT)), model, times, api_key)
+    pipe = ProbePipeline(cfg, model, times, api_key)
     try:
         pipe.start()
         with store.held_open(cfg.db_path):  # a fresh file nothing else opens until the history is built

@@ -68,3 +68,44 @@ def test_language_outcomes_are_what_the_next_plan_reads() -> None:
         ContractResult("r", MODEL, "b", Contract.LANGUAGE, Outcome.PASS, "", language="es"),
     ]
     assert language_outcomes(results) == {"a": ("pt", Outcome.FAIL), "b": ("es", Outcome.PASS)}
+
+
+def test_an_endpoint_slow_last_round_is_probed_in_its_own_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that waits idle for most of its life does not hold a slot of the shared lane: once a round
+    showed an endpoint slower than half the TTFT threshold, its next probes go to the slow lane, and their
+    answers come back to their rounds as any other."""
+    slow_start = {"kind": "slow_first_token", "delay_s": 20.0, "keepalive_s": 2.0}  # 1 s at time scale 0.05
+    endpoints = [{"tag": "a", "provider_name": "A"}, {"tag": "s", "provider_name": "S", "faults": [slow_start]}]
+    fleet = parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+    times = [T0 + k * timedelta(minutes=30) for k in range(4)]
+    with start_simulator(fleet, time_scale=0.05) as sim:
+        monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+        cfg = CanaryConfig(base_url=sim.base_url, languages=LANGS, ttft_s=1.0, connect_timeout_s=2.0,
+                           read_timeout_s=3.0, probe_budget_s=8.0, concurrency=8)
+        pipe = ProbePipeline(cfg, MODEL, times, sim.api_key, lookahead=2)
+        try:
+            pipe.start()
+            known: dict[str, tuple[str, Outcome]] = {}
+            rounds = []
+            for n in range(len(times)):
+                rounds.append(pipe.take(n, known))
+                known = language_outcomes_of(rounds[-1].attempts)
+                pipe.learned(known)
+                if n == 0:
+                    assert pipe.counts.slow == 0  # nothing was known to be slow when rounds 0-2 were sent
+            counts = pipe.counts
+        finally:
+            pipe.close()
+
+    s_probes_per_round = sum(1 for a in rounds[0].attempts if a.tag == "s" and a.attempt_no == 1)
+    assert counts.slow == s_probes_per_round  # round 3, the one sent once round 0 had shown s slow
+    for n, taken in enumerate(rounds):
+        assert {a.round_id for a in taken.attempts} == {make_round_id(MODEL, times[n])}
+        slow = [a.ttft_ms for a in taken.attempts if a.tag == "s" and a.ttft_ms is not None]
+        assert slow and min(slow) >= 900  # the slow lane measures the same slow start
+        assert {a.tag for a in taken.attempts} == {"a", "s"}
+
+
+def language_outcomes_of(attempts: list) -> dict[str, tuple[str, Outcome]]:
+    """Each tag's language as passing (the test only needs a stable prior, not the judge)."""
+    return {a.tag: (a.language, Outcome.PASS) for a in attempts if a.contract is Contract.LANGUAGE}
