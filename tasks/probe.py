@@ -23,10 +23,13 @@ it before the first chunk is caught by the parser (`not_sse`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import math
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -67,6 +70,45 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+class _Deadlines:
+    """One thread per process that fires watchdogs at their deadlines (monotonic seconds).
+
+    A `threading.Timer` per attempt started and ended a thread each time: ~0.9 ms of the probe worker's CPU per
+    attempt, a fifth of it (measured against the history fleet at 16 in flight). A disarmed watchdog stays in
+    the heap until its deadline and then does nothing."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Watchdog]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, seconds: float, watchdog: _Watchdog) -> None:
+        when = time.monotonic() + max(seconds, 0.0)
+        with self._cond:
+            earliest = self._heap[0][0] if self._heap else math.inf
+            heapq.heappush(self._heap, (when, next(self._order), watchdog))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="probe-deadlines", daemon=True)
+                self._thread.start()
+            elif when < earliest:  # the thread sleeps until the earliest deadline: wake it for an earlier one
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    now = time.monotonic()
+                    if self._heap and self._heap[0][0] <= now:
+                        watchdog = heapq.heappop(self._heap)[2]
+                        break
+                    self._cond.wait(self._heap[0][0] - now if self._heap else None)
+            watchdog.fire()
+
+
+_DEADLINES = _Deadlines()
+
+
 class _Watchdog:
     """Shuts the response's socket down at the deadline, so a silent stall cannot outlive the budget.
 
@@ -77,7 +119,6 @@ class _Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._timer: threading.Timer | None = None
         self.fired = False
 
     def arm(self, response: httpx.Response, seconds: float) -> None:
@@ -86,11 +127,9 @@ class _Watchdog:
         if not isinstance(sock, socket.socket):
             return
         self._sock = sock
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        _DEADLINES.add(seconds, self)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
             if self._sock is None:
                 return
@@ -104,8 +143,6 @@ class _Watchdog:
     def disarm(self) -> None:
         with self._lock:
             self._sock = None
-        if self._timer is not None:
-            self._timer.cancel()
 
 
 def probe_once(
