@@ -360,3 +360,31 @@ def test_a_half_read_result_does_not_block_later_writes(tmp_db: str) -> None:
         con.execute("SELECT * FROM attempts").fetchone()  # a caller leaves a streaming result half-read
         decision = Decision(T0, MODEL, "novita", Action.WOULD_SUSPEND, Mode.OBSERVE)
         assert store.append_decisions(con, [decision]) == 1
+
+
+def test_windows_on_a_held_file_are_utc_and_single_threaded_whatever_the_local_zone(
+    tmp_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`store.held_open` (a history's fresh file): its windows are cursors that skip the per-window TimeZone and
+    migration check, so the held connection must set both for the whole database."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        info = make_round(1)
+        with store.held_open(tmp_db):
+            with store.open_store(tmp_db) as con:
+                settings = con.execute(
+                    "SELECT current_setting('TimeZone'), current_setting('threads')").fetchone()
+                store.land_round(con, info, make_attempts(info), endpoints=ENDPOINTS)
+            with store.open_store(tmp_db, read_only=True) as con:
+                (started,) = con.execute("SELECT started_at FROM attempts LIMIT 1").fetchone() or (None,)
+        with duckdb.connect(tmp_db) as con:
+            (version,) = con.execute("SELECT max(version) FROM schema_migrations").fetchone() or (None,)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert settings == ("UTC", 1)
+    assert started is not None and started.utcoffset() == timedelta(0) and started == info.round_ts
+    assert version == store.migrations.LATEST_VERSION
