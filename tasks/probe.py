@@ -27,6 +27,7 @@ import heapq
 import itertools
 import json
 import math
+import os
 import socket
 import threading
 import time
@@ -78,6 +79,10 @@ class _Deadlines:
     the heap until its deadline and then does nothing."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty, with no thread yet (also a forked child's: it has no deadline thread, maybe a held lock)."""
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, _Watchdog]] = []
         self._order = itertools.count()
@@ -107,6 +112,7 @@ class _Deadlines:
 
 
 _DEADLINES = _Deadlines()
+os.register_at_fork(after_in_child=_DEADLINES.reset)
 
 
 class _Watchdog:

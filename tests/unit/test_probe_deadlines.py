@@ -62,3 +62,20 @@ def test_a_disarmed_watchdog_does_not_shut_its_socket() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_a_forked_child_fires_its_own_deadlines() -> None:
+    import os
+
+    from tasks import probe
+
+    parent_dog = _Recording()
+    probe._DEADLINES.add(0.01, parent_dog)  # the parent's deadline thread is running
+    assert parent_dog.done.wait(5.0)
+    pid = os.fork()
+    if pid == 0:  # the child: a new deadline thread, not the parent's (which does not exist here)
+        dog = _Recording()
+        probe._DEADLINES.add(0.05, dog)
+        os._exit(0 if dog.done.wait(5.0) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
