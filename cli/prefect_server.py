@@ -13,6 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from cli.configured_prefect_api import check_configured_api, configured_api_url
 from cli.private_prefect_server import PrivatePrefectServer, drain_prefect_workers
@@ -78,3 +79,25 @@ def _prefect_settings(env: dict[str, str]) -> Iterator[None]:
     with temporary_settings(updates=updates):
         with prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
             yield
+
+
+@contextlib.contextmanager
+def settings_for_flow_runs(*, api_url: str | None = None, heartbeats: bool = True) -> Iterator[None]:
+    """Prefect's settings for the flow runs started in the block (and in the threads Prefect starts for them):
+    `api_url` instead of the current API, and no flow-run heartbeats unless `heartbeats`.
+
+    At the end of every flow run the engine joins its heartbeat thread, which sleeps in 1 s steps: 0-1 s a run
+    (a `canary run` ends two, its cycle's and its round's). Heartbeats only tell a server that a run still
+    lives; the canary finds its own dead rounds (the journal, tasks/spool.py)."""
+    from prefect.context import SettingsContext
+    from prefect.settings import get_current_settings
+
+    current, ctx = get_current_settings(), SettingsContext.get()
+    assert ctx is not None
+    update: dict[str, Any] = {}
+    if api_url is not None:
+        update["api"] = current.api.model_copy(update={"url": api_url})
+    if not heartbeats:
+        update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
+    with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
+        yield

@@ -77,15 +77,18 @@ def run_once(
 
 def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> None:
     """One cycle (every model concurrently), against the Prefect API `run_once` provides."""
+    from cli.prefect_server import settings_for_flow_runs
     from flows.cycle import canary_cycle
 
-    cycle = canary_cycle(
-        models=models,
-        mode=mode,
-        config_path=str(config) if config else None,
-        base_url=public_base_url(cfg),  # never the userinfo: the flow restores it (tasks.config)
-        db_path=cfg.db_path,
-    )
+    # One cycle, then exit: no heartbeats (joining their threads cost a run ~1.7 s at its end).
+    with settings_for_flow_runs(heartbeats=False):
+        cycle = canary_cycle(
+            models=models,
+            mode=mode,
+            config_path=str(config) if config else None,
+            base_url=public_base_url(cfg),  # never the userinfo: the flow restores it (tasks.config)
+            db_path=cfg.db_path,
+        )
     for summary in cycle["rounds"]:
         if summary.get("status") == "failed":
             typer.echo(f"{summary['model']}: round failed: {summary.get('error')}")

@@ -165,7 +165,7 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
       its one client per process, so this was ~1.5 s per round when every probe task built one). No TLS is
       spoken here: the simulator and the temporary server are plain http on 127.0.0.1 and Slack is off.
     """
-    from cli.prefect_server import prefect_api
+    from cli.prefect_server import prefect_api, settings_for_flow_runs
     from cli.private_prefect_server import IDLE_SERVER_SERVICES
 
     env = {} if lean else {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "true" for n in IDLE_SERVER_SERVICES}
@@ -176,17 +176,8 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
     os.environ.update(env)  # before the server starts: it reads the services settings from its environment
     try:
         with prefect_api(private=True) as api:
-            from prefect.context import SettingsContext
-            from prefect.settings import get_current_settings
-
             api.wait_ready()
-            current = get_current_settings()
-            update: dict[str, Any] = {"api": current.api.model_copy(update={"url": api.url})}
-            if lean:
-                update["flows"] = current.flows.model_copy(update={"heartbeat_frequency": None})
-            ctx = SettingsContext.get()
-            assert ctx is not None
-            with SettingsContext(profile=ctx.profile, settings=current.model_copy(update=update)):
+            with settings_for_flow_runs(api_url=api.url, heartbeats=not lean):
                 yield
     finally:
         for n, v in saved.items():
