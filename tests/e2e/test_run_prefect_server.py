@@ -141,6 +141,18 @@ def test_a_successful_run_prints_no_traceback_and_leaves_no_process(
     print(f"canary run end to end: {wall:.1f} s")
 
 
+def test_a_run_sends_no_flow_run_heartbeats(sim: SimulatorHandle, tmp_path: Path) -> None:
+    """One cycle, then exit: no heartbeat thread (the engine joins it, sleeping in 1 s steps, at the end of each
+    flow run: ~1.7 s of a run). Prefect's DEBUG log says when a run starts one."""
+    cfg = write_config(sim, tmp_path)
+    done = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=240,
+                          env=run_env(sim, tmp_path, PREFECT_LOGGING_LEVEL="DEBUG"), cwd=tmp_path)
+    logs = done.stdout + done.stderr
+    assert done.returncode == 0, logs[-3000:]
+    assert "Stopping task runner" in logs  # the engine's DEBUG lines are there: the one below would be too
+    assert "heartbeat context" not in logs, [ln for ln in logs.splitlines() if "heartbeat" in ln][:5]
+
+
 def test_b_kill_9_of_a_run_in_progress_leaves_no_prefect_server(
     slow_sim: SimulatorHandle, tmp_path: Path
 ) -> None:
