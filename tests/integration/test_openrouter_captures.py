@@ -45,6 +45,7 @@ class Served:
     status: int = 200
     content_type: str = "text/event-stream"
     pieces: list[bytes] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class _Double(BaseHTTPRequestHandler):
@@ -59,6 +60,8 @@ class _Double(BaseHTTPRequestHandler):
         s = self.served
         self.send_response(s.status)
         self.send_header("Content-Type", s.content_type)
+        for name, value in s.headers.items():
+            self.send_header(name, value)
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Connection", "close")
         self.end_headers()
@@ -172,3 +175,22 @@ def test_capture_split_at_random_points(double: str, name: str, cuts: list[int])
     a = probe(double, capture, Contract.REFUSAL, split(body, cuts))
     check_attempt(capture, a)
     check_judges(capture, a)
+
+
+def test_a_pinned_endpoint_answering_302_is_a_protocol_violation_with_its_location(double: str) -> None:
+    """Issue 21 item 9: a 302 for ever was `inconclusive` for ever and never alerted. The probe never follows
+    it (the request carries the key); every contract says `protocol_violation` with the Location, redacted."""
+    location = f"https://login.example.test/?next=/api&key={API_KEY}"
+    for contract in PROBED_CONTRACTS:
+        _Double.served = Served(302, "text/html", [b"<a href='/login'>Found</a>"], {"Location": location})
+        endpoint = Endpoint(model="m/x", tag="captured", provider_name="Captured")
+        with httpx.Client() as client:
+            a = probe_once(client, base_url=double, api_key=API_KEY, endpoint=endpoint, contract=contract,
+                           round_id="r-302", attempt_no=1, language="en", cfg=CFG, clock=SystemClock())
+        assert (a.http_status, a.error_code) == (302, 302)
+        assert a.error_detail is not None
+        assert "redirect to 'https://login.example.test/?next=/api&key=" in a.error_detail
+        assert API_KEY not in a.error_detail
+        j = CONTRACTS[contract]([a], CFG)
+        assert (str(j.outcome), j.reason) == ("fail", "protocol_violation"), (contract, j)
+        assert "redirect on a pinned API call, not followed" in j.evidence and API_KEY not in j.evidence
