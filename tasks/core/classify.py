@@ -65,6 +65,9 @@ REDIRECT_HTTP_CODES: frozenset[int] = frozenset(range(300, 400))
 UPSTREAM_FAILURE_WORDS: tuple[str, ...] = (
     "error", "timeout", "timed_out", "unavailable", "overloaded", "network", "connection", "disconnect",
 )
+#: The normalised finish reasons a masked upstream failure comes with; `length`, `content_filter` and
+#: `tool_calls` say what ended the reply, so their own rules judge it whatever the native string.
+MASKING_FINISH_REASONS: frozenset[str | None] = frozenset({None, "stop", "error"})
 #: Native reasons that carry "error" but are the model's own failure, not the hop's.
 MODEL_FAILURE_NATIVE: frozenset[str] = frozenset({"malformed_function_call"})
 #: Characters of a provider-controlled word (native reason, provider name) quoted in evidence.
@@ -231,7 +234,7 @@ def upstream_failure(a: Attempt) -> str | None:
     or `error` for `finish_reason: "error"` with no error code and no model-failure native reason. An attempt
     with a wire fault of its own (cut, timeout, HTTP error, error object, protocol) is judged by that fault.
     """
-    if a.error_class is not None or a.http_status != 200:
+    if a.error_class is not None or a.http_status != 200 or a.finish_reason not in MASKING_FINISH_REASONS:
         return None
     native = (a.native_finish_reason or "").strip().lower()
     if native in MODEL_FAILURE_NATIVE:

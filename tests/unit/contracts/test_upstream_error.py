@@ -99,6 +99,8 @@ def test_a_control_s_upstream_failure_proves_nothing_about_its_filter() -> None:
         ("completed", "stop", None),  # OpenAI's Responses-era native reason on a healthy stream
         ("tool_calls", "tool_calls", None),
         ("SAFETY", "content_filter", None),
+        ("content_filter_error", "content_filter", None),  # the filter's own rule judges it
+        ("network_error", "length", None),
     ],
 )
 def test_which_native_reasons_name_an_upstream_failure(native: str | None, finish: str, word: str | None) -> None:
