@@ -194,3 +194,18 @@ def test_a_pinned_endpoint_answering_302_is_a_protocol_violation_with_its_locati
         j = CONTRACTS[contract]([a], CFG)
         assert (str(j.outcome), j.reason) == ("fail", "protocol_violation"), (contract, j)
         assert "redirect on a pinned API call, not followed" in j.evidence and API_KEY not in j.evidence
+
+
+def test_a_relayed_cause_that_echoes_the_key_is_kept_redacted(double: str) -> None:
+    raw = f'{{"error":{{"message":"invalid api key {API_KEY} (Authorization: Bearer {API_KEY})"}}}}'
+    body = json.dumps({"error": {"message": "Provider returned error", "code": 401,
+                                 "metadata": {"raw": raw, "provider_name": "Echo"}}}).encode()
+    _Double.served = Served(401, "application/json", [body])
+    endpoint = Endpoint(model="m/x", tag="captured", provider_name="Echo")
+    with httpx.Client() as client:
+        a = probe_once(client, base_url=double, api_key=API_KEY, endpoint=endpoint, contract=Contract.REFUSAL,
+                       round_id="r-echo", attempt_no=1, language="en", cfg=CFG, clock=SystemClock())
+    j = CONTRACTS[Contract.REFUSAL]([a], CFG)
+    assert a.error_detail is not None and "Provider returned error [Echo]: invalid api key" in a.error_detail
+    assert API_KEY not in a.error_detail and API_KEY[:20] not in j.evidence
+    assert (str(j.outcome), j.reason) == ("inconclusive", "http_401")
