@@ -18,8 +18,12 @@ see them; it does not fail over on a 200, so a user of this endpoint gets an emp
 which no client retries: "200 OK but useless", as `protocol_violation`. A native reason names an upstream
 failure when it contains one of `UPSTREAM_FAILURE_WORDS` (`network_error`, `error`, `timeout`, ...); Gemini's
 `MALFORMED_FUNCTION_CALL` (a model's failure, with `finish_reason: "error"`) does not, and stays
-`provider_error`. An error *object* (in-band or in a 200 body) keeps its own rule below (its code decides),
-with the relayed cause (`metadata.raw`, `metadata.provider_name`) in its evidence.
+`provider_error`; only with `finish_reason` `stop`, `error` or none (`MASKING_FINISH_REASONS`: `length`,
+`content_filter` and `tool_calls` keep their own rules). A partial reply does not save it: the failed hop cut
+it and called it complete. A failing blip is not a suspension: a hard contract's `fail` is confirmed by a
+confirmation round minutes later, and two consecutive failing rounds are needed. An error *object* (in-band
+or in a 200 body) keeps its own rule below (its code decides), with the relayed cause (`metadata.raw`,
+`metadata.provider_name`) in its evidence.
 
 **Redirects.** A pinned API call is never redirected by OpenRouter; the probe does not follow redirects (an
 API client must not re-send a request, key included, to wherever a Location points). An HTTP 3xx is therefore
