@@ -76,10 +76,13 @@ def artifact_key(model: str) -> str:
 
 
 def known_tags(con: store.Connection, model: str) -> list[str]:
-    """The endpoints discovered in the model's latest round (for admin changes made between rounds)."""
+    """The endpoints discovered by the model's newest complete full round (for admin changes made between
+    rounds). A confirmation round lists only the endpoints it re-probed, and a running or crashed round may
+    list none, so neither stands for the discovery."""
     rows = con.execute(
         "SELECT tag FROM round_endpoints WHERE round_id = (SELECT round_id FROM rounds WHERE model = ?"
-        " ORDER BY round_ts DESC LIMIT 1) ORDER BY tag",
+        " AND status = 'complete' AND NOT coalesce(partial, FALSE)"
+        " ORDER BY round_ts DESC, round_id DESC LIMIT 1) ORDER BY tag",
         [model],
     ).fetchall()
     return [r[0] for r in rows]
