@@ -109,5 +109,5 @@ def replay_command(
     try:
         _run(path, config, set_ or [], json_out, summary, compare or [], sys.stdout, sys.stderr)
     except CanaryError as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from None

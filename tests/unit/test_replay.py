@@ -293,7 +293,7 @@ def test_cli_errors_are_one_line_exit_2(args: list[str], message: str, config: P
         args = [*args, "--config", str(config)]
     code, out, err = invoke(*args)
     assert code == 2 and out == ""
-    assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"canary: {message}") and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_cli_reads_stdin(config: Path) -> None:
