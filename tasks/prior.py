@@ -50,6 +50,9 @@ def read_prior(
         interval=timedelta(minutes=cfg.interval_min),
         last_full_tags=tuple(full["endpoints"]) if full is not None else (),
         stored_mode=stored_mode,
+        suspension_evidence=store.suspension_evidence(
+            con, model, [t for t, st in states.items() if st.is_suspended]
+        ),
     )
 
 

@@ -114,7 +114,8 @@ def current_ignore_list(
     builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
     operational = store.active_exclusions(con, now)
     states = store.load_states(con, model, Mode.ENFORCE)
-    return merge_ignore_list(model, tags, builtin, operational, states, now)
+    evidence = store.suspension_evidence(con, model, [t for t, st in states.items() if st.is_suspended])
+    return merge_ignore_list(model, tags, builtin, operational, states, now, evidence)
 
 
 def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:

@@ -23,13 +23,14 @@ from datetime import datetime, timedelta
 
 from tasks.config import CanaryConfig, public_base_url
 from tasks.core.deadman import silence_alerts
-from tasks.core.exclusions import excluded_layers, merge_ignore_list
+from tasks.core.exclusions import describe_suspension, excluded_layers, merge_ignore_list
 from tasks.core.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
 from tasks.core.plan import make_round_id
 from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide
 from tasks.core.render import alerts_for_round, describe_changes
 from tasks.core.render.round_alerts import render_empty_catalog_alert
 from tasks.core.types import (
+    Action,
     Alert,
     Attempt,
     BuiltinExclusion,
@@ -84,6 +85,9 @@ class Prior:
     #: stored states as they are (no mode-switch carry-over, no `mode-switch` lifts), and saves its states
     #: back in the stored mode, so the next ordinary run carries on with no switch either.
     stored_mode: Mode | None = None
+    #: tag -> why its current suspension happened (read from the store's decisions and outcomes), for the
+    #: ignore list's reasons; the suspensions this round makes are described from its own results.
+    suspension_evidence: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def state_mode(self) -> Mode:
@@ -191,6 +195,17 @@ def settle_round(
                          round_id=round_id or make_round_id(prior.model, now), partial=partial)
 
 
+def new_suspension_evidence(decisions: Sequence[Decision], results: Sequence[ContractResult]) -> dict[str, str]:
+    """Tag -> why this round suspended it: its failing contracts this round and the decision's evidence rounds."""
+    return {
+        d.tag: describe_suspension(
+            [(str(r.contract), r.reason) for r in results if r.tag == d.tag and r.outcome is Outcome.FAIL],
+            d.evidence_round_ids,
+        )
+        for d in decisions if d.action is Action.SUSPEND
+    }
+
+
 def discovered_tags(prior: Prior, probed: Sequence[str], partial: bool) -> list[str]:
     """The tags the policy's floor and the ignore list see as discovered this round: a full round's own
     discovery; for a partial round the last complete full round's endpoints plus the probed ones (the same
@@ -217,7 +232,9 @@ def settle_judged(
     previous = tuple(r for r in prior.previous_results if not partial or r.tag in probed)
     decided = not prior.already_decided(now)
     states, decisions = settle_policy(prior, round_id, now, statuses, tags, PolicyConfig.from_config(cfg))
-    ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now)
+    ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now,
+                               evidence={**prior.suspension_evidence,
+                                         **new_suspension_evidence(decisions, judgement.results)})
     before = findings_from_results(previous, cfg)
     findings = judgement.findings
     alerts = alerts_for_round(

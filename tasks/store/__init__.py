@@ -43,6 +43,7 @@ from tasks.store.state import (
     decisions_between,
     get_setting,
     load_states,
+    suspension_evidence,
     save_states,
     set_setting,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "land_round",
     "latest_outcomes",
     "load_states",
+    "suspension_evidence",
     "migrate",
     "open_snapshot",
     "held_open",
