@@ -16,12 +16,13 @@ round applies (tasks/core/settle.py `discovered_tags`), so `canary export-histor
 gives the live decisions. A status line may carry the `"mode"` the round ran in (`observe` or `enforce`, the
 same on every line of a round; `canary export-history` writes it): that round is replayed in that mode, and
 a change of mode between rounds carries the states over as a live switch does. Lines without it are
-replayed in the configured mode (older exports; `--set mode=...` replays every round in one mode). A line with `builtin` and/or
-`operational` sets the exclusions of that layer in force from its `round_ts` on (no `round_ts`: from the
-start), for its `model` (no `model`: every model), until another line for the same layer and scope replaces
-them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an item past its `until` no
-longer counts. Naive timestamps are read as UTC. Rounds are replayed in time order (then model), whatever
-the line order; each model keeps its own states, all starting fresh.
+replayed in the configured mode (older exports; `--set mode=...` replays every round in one mode).
+
+A line with `builtin` and/or `operational` sets the exclusions of that layer in force from its `round_ts` on
+(no `round_ts`: from the start), for its `model` (no `model`: every model), until another line for the same
+layer and scope replaces them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an
+item past its `until` no longer counts. Naive timestamps are read as UTC. Rounds are replayed in time order
+(then model), whatever the line order; each model keeps its own states, all starting fresh.
 
 `build_replay_lines` writes this input from a round-status history (`canary export-history`).
 This module is pure: `parse_replay` takes lines, not a path.

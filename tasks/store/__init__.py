@@ -43,9 +43,9 @@ from tasks.store.state import (
     decisions_between,
     get_setting,
     load_states,
-    suspension_evidence,
     save_states,
     set_setting,
+    suspension_evidence,
 )
 
 __all__ = [

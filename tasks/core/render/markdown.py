@@ -83,11 +83,11 @@ def render_round_markdown(
         row = by_tag[tag]
         cells = []
         for c in contracts:
-            res, note = row.get(c), None
-            if res is not None and res.outcome is not Outcome.PASS:
-                notes.append(res)
+            found, note = row.get(c), None
+            if found is not None and found.outcome is not Outcome.PASS:
+                notes.append(found)
                 note = len(notes)
-            cells.append(_outcome_cell(res, note))
+            cells.append(_outcome_cell(found, note))
         out.append(f"| `{cell(tag)}` | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", LEGEND]
