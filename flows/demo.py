@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from tasks.core.render.markdown import OUTCOME_CODES
+
 if TYPE_CHECKING:
     from cli.prefect_server import PrefectApi
 
@@ -32,7 +34,7 @@ DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "simulator" / "fleets" / "
 #: The default fleet's positive control for the refusal probe (it always filters the roleplay).
 DEMO_CONTROLS = ["amazon-bedrock"]
 _OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
-_MARK = {"fail": "FAIL", "transport": "tx", "inconclusive": "?"}
+_MARK = {str(outcome): code for outcome, code in OUTCOME_CODES.items()}  # the round artifact's codes
 _STATUS_STYLE = {"clean": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
 
 
@@ -122,7 +124,7 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
         console.print("starting the probe worker and the language detector...")
         warm_up.fn(build_now=True)
         if api.server is not None:
-            console.print("starting a private Prefect server (10-25 s on 2 cores)...")
+            console.print("starting a private Prefect server (10-30 s on 2 cores)...")
         api.wait_ready()
         console.print(f"ready after {time.monotonic() - waited:.0f} s")
         endpoints = fleet_size(DEFAULT_FLEET, DEMO_MODEL)

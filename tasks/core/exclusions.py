@@ -169,7 +169,10 @@ def excluded_layers(model: str, endpoint_tags: Iterable[str], builtin: Iterable[
 def describe_suspension(failures: Iterable[tuple[str, str]], round_ids: Iterable[str]) -> str:
     """`failed structured (fenced_json), language (language_mix) in rounds 10:00Z, 10:30Z`: the failing
     contracts with their reasons, and the evidence rounds (their time: the artifact is per model)."""
-    failed = ", ".join(f"{c} ({r})" for c, r in sorted(set(failures)))
+    reasons: dict[str, list[str]] = {}
+    for contract, reason in sorted(set(failures)):
+        reasons.setdefault(contract, []).append(reason)
+    failed = ", ".join(f"{c} ({', '.join(rs)})" for c, rs in reasons.items())
     rounds = ", ".join(rid.rsplit("@", 1)[-1] for rid in round_ids)
     text = f"failed {failed}" if failed else "failed"
     return text + (f" in rounds {rounds}" if rounds else "")

@@ -299,7 +299,7 @@ def test_round_markdown_golden() -> None:
         "| `fireworks` | fail | ok | FAIL [1] |\n"
         "| `novita` | transport | tx [2] | ok |\n"
         "\n"
-        "ok = pass, FAIL = fail, tx = transport (never quality), inc = inconclusive; [n] = evidence line n below\n"
+        "ok = pass, FAIL = fail, tx = transport (never quality), ? = inconclusive; [n] = evidence line n below\n"
         "\n"
         "## Evidence\n"
         "\n"

@@ -34,8 +34,9 @@ def describe_changes(previous: Sequence[ContractResult], current: Sequence[Contr
 
 #: Short table cells, so the endpoints × contracts table fits the Prefect UI (every contract column visible
 #: at 1,280 px); the reasons go to the numbered evidence lines under the table.
-OUTCOME_CODES = {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.TRANSPORT: "tx", Outcome.INCONCLUSIVE: "inc"}
-LEGEND = ("ok = pass, FAIL = fail, tx = transport (never quality), inc = inconclusive;"
+#: The same codes as `canary demo`'s table.
+OUTCOME_CODES = {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.TRANSPORT: "tx", Outcome.INCONCLUSIVE: "?"}
+LEGEND = ("ok = pass, FAIL = fail, tx = transport (never quality), ? = inconclusive;"
           " [n] = evidence line n below")
 
 
