@@ -106,5 +106,5 @@ def render_round_markdown(
         out.append("Empty.")
     else:
         out += [f"- `{cell(e.tag)}` ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
-                + f"): {cell(e.reason)}" for e in ignore_list.entries]
+                + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
     return "\n".join(out) + "\n"
