@@ -56,7 +56,7 @@ def demo(
         str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")
     ] = "demo.duckdb",
     flow_runs: Annotated[
-        bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~5x slower)")
+        bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~4x slower)")
     ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
