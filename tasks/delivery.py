@@ -2,12 +2,17 @@
 
     deliver_outbox(db_path, settings, now, logger)
 
-1. A short write window claims the due alerts (``sending_since`` stamped, committed) and closes.
+1. A short write window claims the due alerts (``sending_since`` stamped, ``claimed_by`` this process,
+   committed) and closes. An earlier claim is taken over once its 60 s lease ran out, or at once when its
+   process is gone (tasks/claimer.py).
 2. Alerts whose earlier post has an unknown fate (its process died mid-post, or Slack answered after our
    timeout) are looked up in the channel's recent history by the key carried in the message metadata:
-   found means it was posted, so it is marked sent without posting again.
-3. The rest are posted, one by one, with the database closed.
-4. A second short window records each result.
+   found means it was posted, so it is marked sent without posting again; not found (the history could be
+   read) means it was not posted, so posting it now is no duplicate.
+3. The rest are made postable (Slack's size limits) and posted, one by one, with the database closed.
+4. A second short window records each result. An alert Slack refused for good is marked ``failed``, and an
+   alert about it (`delivery_failed`: short plain text that no size rule can refuse) is queued and posted at
+   once, in this same delivery; the log says it at ERROR. Nothing is retried for ever.
 
 So with the Web API and SLACK_CHANNEL given as a channel ID, each alert is posted exactly once. With a
 webhook, or a channel given by name, the history cannot be read: an alert whose post had an unknown fate is
@@ -23,7 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tasks.alerts import DeliveryResult, SlackSettings, deliver, posted_keys
+from tasks.alerts import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
+from tasks.claimer import is_dead, this_claimer
+from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
+from tasks.core.render.text import name
+from tasks.core.types import Alert
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 
@@ -43,6 +52,8 @@ class DeliverySummary:
     deduplicated: int = 0  # found already posted in the channel history, not posted again
     possible_duplicates: int = 0  # reposted while an earlier post's fate was unknown
     not_attempted: int = 0  # left for later because the batch stopped (rate limit, outage, bad credentials)
+    gave_up: int = 0  # refused by Slack for good: marked failed, never retried
+    fallbacks: int = 0  # `delivery_failed` alerts queued about them (posted in this same delivery)
     retry_after_s: float | None = None  # Slack asked us to wait this long
     skipped: bool = False  # the write window could not be had: everything stays queued
     errors: tuple[str, ...] = ()
@@ -50,7 +61,7 @@ class DeliverySummary:
 
 def deliver_outbox(
     db_path: str, settings: SlackSettings, now: datetime, logger: Any = None, *, limit: int = 50,
-    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S,
+    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S, _nested: bool = False,
 ) -> DeliverySummary:
     """Deliver the outbox (see the module docstring)."""
     from tasks import store
@@ -58,7 +69,7 @@ def deliver_outbox(
     log = logger or _log
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
-            claimed = store.claim_alerts(con, now, limit)
+            claimed = store.claim_alerts(con, now, limit, claimer=this_claimer(), is_dead=is_dead)
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
@@ -67,13 +78,18 @@ def deliver_outbox(
 
     unknown = [a for a, was_unknown in claimed if was_unknown]
     already: set[str] = set()
+    still_unknown: set[str] = set()
     if unknown:
         found = posted_keys(settings, now - HISTORY_WINDOW)
-        already = {a.key for a in unknown if found is not None and a.key in found}
+        already = {a.key for a in unknown if found is not None and post_key(a.key) in found}
+        # Only where the history cannot be read does a repost risk a duplicate.
+        still_unknown = {a.key for a in unknown if found is None}
     to_post = [a for a, _ in claimed if a.key not in already]
     results = deliver(to_post, settings, now=now, logger=log)
     failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
-    still_unknown = {a.key for a in unknown if a.key not in already}
+    by_key = {a.key: a for a in to_post}
+    fallbacks = [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
+                 if r.permanent and by_key[r.key].kind != FALLBACK_KIND and not _destination_refused(r)]
 
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=max(lock_timeout_s, 30.0)) as con:
@@ -81,10 +97,13 @@ def deliver_outbox(
                 store.record_delivery(con, key, now, sent=True)
             for r in results:
                 _record(store, con, r, now, was_unknown=r.key in still_unknown)
+            queued = store.enqueue_alerts(con, fallbacks) if fallbacks else 0
     except StoreError as exc:  # the posts happened; their claims expire and the history check finds them
         log.warning("Delivered alerts could not be recorded yet: %s", exc)
+        queued = 0
+    _log_refusals(log, [r for r in results if r.permanent], by_key)
     failed = [r for r in results if not r.sent and r.attempted and not r.unknown]
-    return DeliverySummary(
+    summary = DeliverySummary(
         transport=settings.transport,
         sent=sum(r.sent for r in results) + len(already),
         failed=len(failed),
@@ -94,6 +113,39 @@ def deliver_outbox(
         not_attempted=sum(not r.attempted for r in results),
         retry_after_s=max((r.retry_after_s for r in results if r.retry_after_s is not None), default=None),
         errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
+        gave_up=sum(r.permanent for r in results),
+        fallbacks=queued,
+    )
+    if queued and not _nested:  # the alerts about refused alerts go out now, not a round later
+        more = deliver_outbox(db_path, settings, now, log, limit=limit, lock_timeout_s=lock_timeout_s,
+                              _nested=True)
+        summary = _merged(summary, more)
+    return summary
+
+
+def _destination_refused(r: DeliveryResult) -> bool:
+    """Slack refuses every message (bad token, unknown channel): an alert about it could not be posted either."""
+    return any(r.error and r.error.endswith(": " + code) for code in BATCH_FATAL_ERRORS)
+
+
+def _log_refusals(log: Any, refused: list[DeliveryResult], by_key: dict[str, Alert]) -> None:
+    """The log is the fallback path that needs nothing: one ERROR line per alert refused for good."""
+    for r in refused:
+        a = by_key[r.key]
+        hint = (" Slack refuses every message: check SLACK_BOT_TOKEN / SLACK_CHANNEL / SLACK_WEBHOOK_URL."
+                if _destination_refused(r) else " An alert about it was queued.")
+        log.error("Alert refused by Slack for good and kept as failed (%s, %s on %s): %s.%s", r.error, a.kind,
+                  name(a.model, "log", 80), name(post_key(a.key), "log", 160), hint)
+
+
+def _merged(a: DeliverySummary, b: DeliverySummary) -> DeliverySummary:
+    return DeliverySummary(
+        transport=a.transport, sent=a.sent + b.sent, failed=a.failed + b.failed, unknown=a.unknown + b.unknown,
+        deduplicated=a.deduplicated + b.deduplicated, possible_duplicates=a.possible_duplicates + b.possible_duplicates,
+        not_attempted=a.not_attempted + b.not_attempted,
+        retry_after_s=max((x for x in (a.retry_after_s, b.retry_after_s) if x is not None), default=None),
+        skipped=a.skipped or b.skipped, errors=tuple(dict.fromkeys(a.errors + b.errors)),
+        gave_up=a.gave_up + b.gave_up, fallbacks=a.fallbacks + b.fallbacks,
     )
 
 
@@ -102,6 +154,8 @@ def _record(store: Any, con: Any, r: DeliveryResult, now: datetime, *, was_unkno
     unless this post or an earlier one may have reached Slack: then it stays claimed for a history check."""
     if r.sent:
         store.record_delivery(con, r.key, now, sent=True, reposted_unknown=was_unknown)
+    elif r.permanent:
+        store.record_delivery(con, r.key, now, sent=False, error=r.error, permanent=True)
     elif r.unknown or was_unknown:
         store.record_delivery(con, r.key, now, sent=False, error=r.error, unknown=True, attempted=r.attempted)
     else:
