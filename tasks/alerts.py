@@ -146,9 +146,6 @@ def deliver(
         results.append(out.result)
         if out.result.sent:
             log.info("Alert %s (%s) sent to Slack at %s", _shown(a.key), a.kind, now.isoformat())
-        elif out.result.permanent:
-            log.error("Alert %s (%s) refused by Slack for good, kept as failed: %s", _shown(a.key), a.kind,
-                      out.result.error)
         else:
             log.warning("Alert %s (%s) not delivered: %s", _shown(a.key), a.kind, out.result.error)
         if out.stop:
