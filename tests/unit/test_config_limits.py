@@ -8,23 +8,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tasks.config_loading import INT_BOUNDS, config_from_mapping
-from tasks.errors import ConfigError
+from tests.unit.test_config import rejected
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def rejected(raw: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        config_from_mapping(raw)
-    message = str(info.value)
-    assert message.startswith("config: ") and "\n" not in message
-    return message
 
 
 def test_a_model_listed_twice_is_refused() -> None:
