@@ -69,7 +69,8 @@ def claim_alerts(
         con,
         "SELECT *, sending_since IS NOT NULL AS unknown FROM alerts WHERE status = 'pending' AND ("
         " (sending_since IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= ?))"
-        " OR sending_since <= ? OR claimed_by IS NOT NULL) ORDER BY created_at, key",
+        " OR sending_since <= ? OR (sending_since IS NOT NULL AND claimed_by IS NOT NULL))"
+        " ORDER BY created_at, key",
         [at, at - CLAIM_LEASE],
     )
     lease_end = at - CLAIM_LEASE
