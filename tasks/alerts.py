@@ -125,9 +125,11 @@ class _Sent:
 
 
 def deliver(
-    alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None
+    alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None,
+    before_post: Callable[[Alert], None] | None = None, after_post: Callable[[DeliveryResult], None] | None = None,
 ) -> list[DeliveryResult]:
-    """Send each alert once, in order; stop the batch on 429, network errors or bad credentials."""
+    """Send each alert once, in order; stop the batch on 429, network errors or bad credentials.
+    `before_post` / `after_post` are told of each post (tasks/delivery_trail.py keeps them on disk)."""
     log = logger or _log
     alerts = [_scrubbed(settings, postable(a)) for a in alerts]  # stored redacted already; the last gate
     if settings.transport == "log":
@@ -142,7 +144,11 @@ def deliver(
             results.append(DeliveryResult(a.key, sent=False, error=f"not attempted: {stopped.error}",
                                           retry_after_s=stopped.retry_after_s, attempted=False))
             continue
+        if before_post is not None:
+            before_post(a)
         out = send(a)
+        if after_post is not None:
+            after_post(out.result)
         results.append(out.result)
         if out.result.sent:
             log.info("Alert %s (%s) sent to Slack at %s", _shown(a.key), a.kind, now.isoformat())

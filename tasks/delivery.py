@@ -15,8 +15,10 @@
    once, in this same delivery; the log says it at ERROR. Nothing is retried for ever.
 
 So with the Web API and SLACK_CHANNEL given as a channel ID, each alert is posted exactly once. With a
-webhook, or a channel given by name, the history cannot be read: an alert whose post had an unknown fate is
-posted again and counted in ``alerts.possible_duplicates`` (at-least-once; `canary status` shows the count).
+webhook, or a channel given by name, the history cannot be read: the trail a dead delivery process left
+beside the database (tasks/delivery_trail.py) says which of its posts completed (not posted again), which one
+was in flight and which never started; an alert whose post may have landed is posted again and counted in
+``alerts.possible_duplicates`` (at-least-once; `canary status` shows the count).
 A window that cannot be had in time skips this delivery: the alerts stay queued for the next round or the
 dead-man check. Nothing here raises for Slack or lock trouble; the summary says what happened.
 """
@@ -33,6 +35,7 @@ from tasks.claimer import is_dead, this_claimer
 from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
 from tasks.core.render.text import name
 from tasks.core.types import Alert
+from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 
@@ -67,9 +70,10 @@ def deliver_outbox(
     from tasks import store
 
     log = logger or _log
+    claimer = this_claimer()
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
-            claimed = store.claim_alerts(con, now, limit, claimer=this_claimer(), is_dead=is_dead)
+            claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=is_dead)
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
@@ -77,15 +81,13 @@ def deliver_outbox(
         return DeliverySummary(settings.transport)
 
     unknown = [a for a, was_unknown in claimed if was_unknown]
-    already: set[str] = set()
-    still_unknown: set[str] = set()
-    if unknown:
-        found = posted_keys(settings, now - HISTORY_WINDOW)
-        already = {a.key for a in unknown if found is not None and post_key(a.key) in found}
-        # Only where the history cannot be read does a repost risk a duplicate.
-        still_unknown = {a.key for a in unknown if found is None}
+    already, still_unknown, trails = _settle_unknown(db_path, settings, unknown, now)
     to_post = [a for a, _ in claimed if a.key not in already]
-    results = deliver(to_post, settings, now=now, logger=log)
+    trail = open_trail(db_path, claimer, [a.key for a in to_post])
+    results = deliver(
+        to_post, settings, now=now, logger=log, before_post=lambda a: trail.before(a.key),
+        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent),
+    )
     failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
     by_key = {a.key: a for a in to_post}
     fallbacks = [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
@@ -98,6 +100,8 @@ def deliver_outbox(
             for r in results:
                 _record(store, con, r, now, was_unknown=r.key in still_unknown)
             queued = store.enqueue_alerts(con, fallbacks) if fallbacks else 0
+        trail.close()  # recorded: the trail has said what it had to
+        trails.remove()
     except StoreError as exc:  # the posts happened; their claims expire and the history check finds them
         log.warning("Delivered alerts could not be recorded yet: %s", exc)
         queued = 0
@@ -121,6 +125,23 @@ def deliver_outbox(
                               _nested=True)
         summary = _merged(summary, more)
     return summary
+
+
+def _settle_unknown(
+    db_path: str, settings: SlackSettings, unknown: list[Alert], now: datetime
+) -> tuple[set[str], set[str], DeadTrails]:
+    """Alerts of unknown fate: (posted already: mark sent, do not post; may have been posted: a repost is a
+    possible duplicate; the dead claimers' trails read). Slack's history decides where it can be read; else
+    the trail of the dead process that claimed them; else each counts as a possible duplicate."""
+    if not unknown:
+        return set(), set(), DeadTrails()
+    found = posted_keys(settings, now - HISTORY_WINDOW)
+    if found is not None:  # readable: not found means not posted, so a repost is no duplicate
+        return {a.key for a in unknown if post_key(a.key) in found}, set(), DeadTrails()
+    trails = dead_trails(db_path, is_dead)
+    already = {a.key for a in unknown if post_key(a.key) in trails.posted}
+    never_started = {a.key for a in unknown if post_key(a.key) in trails.claimed - trails.posting}
+    return already, {a.key for a in unknown} - already - never_started, trails
 
 
 def _destination_refused(r: DeliveryResult) -> bool:

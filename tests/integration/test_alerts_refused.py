@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -217,3 +218,35 @@ def test_a_dead_claimers_alerts_go_out_at_once_not_after_the_lease(tmp_db: str, 
     assert (summary.deduplicated, summary.sent) == (2, 2), summary
     assert all(r["status"] == "sent" for r in rows(tmp_db).values())
     assert Counter(m.alert_key for m in slack.messages) == Counter(a.key for a in alerts)  # each once
+
+
+def test_a_webhook_delivery_killed_mid_post_reposts_only_what_was_in_flight(tmp_db: str, slack: SlackServer) -> None:
+    """A webhook cannot read the channel history. A delivery process posts alert 0, is killed while alert 1 is
+    in flight, never reaches alert 2. Its trail beside the database tells the next delivery: alert 0 is not
+    posted again, alert 1 is (one possible duplicate), alert 2 is posted once. On main: all three reposted
+    and counted."""
+    alerts = [alert(i) for i in range(3)]
+    enqueue(tmp_db, alerts)
+    slack.delay_next(1, seconds=20, after=1)
+    script = (
+        "from datetime import datetime; from tasks.alerts import SlackSettings;"
+        "from tasks.delivery import deliver_outbox;"
+        f"s = SlackSettings.from_env({{'SLACK_WEBHOOK_URL': {slack.webhook_url!r}}});"
+        f"deliver_outbox({tmp_db!r}, s, datetime.fromisoformat({NOW.isoformat()!r}))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
+    try:
+        deadline = datetime.now(UTC) + timedelta(seconds=60)
+        while len(slack.requests) < 2 and datetime.now(UTC) < deadline and proc.poll() is None:
+            threading.Event().wait(0.05)
+        assert len(slack.requests) == 2, "alert 1 must be in flight"
+    finally:
+        proc.kill()
+        proc.wait(30)
+    settings = SlackSettings.from_env({"SLACK_WEBHOOK_URL": slack.webhook_url})
+    summary = deliver_outbox(tmp_db, settings, NOW + timedelta(minutes=2), LOG)
+    assert (summary.sent, summary.deduplicated, summary.possible_duplicates) == (3, 1, 1), summary
+    texts = Counter((r.body or {}).get("text") for r in slack.messages)
+    assert texts == Counter({"Suspended tag": 4})  # 0 once, 1 twice (in flight, then again), 2 once
+    assert [rows(tmp_db)[a.key]["possible_duplicates"] for a in alerts] == [0, 1, 0]
+    assert not list(Path(tmp_db + ".spool").glob("delivery-*.json"))  # the trails are consumed

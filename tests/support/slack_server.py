@@ -144,10 +144,11 @@ class SlackServer:
         with self._lock:
             self._faults.extend(_Fault(-1, error) for _ in range(n))
 
-    def delay_next(self, n: int = 1, seconds: float = 2.0) -> None:
-        """Post the next `n` messages, but answer each only after `seconds` (a slow Slack)."""
+    def delay_next(self, n: int = 1, seconds: float = 2.0, after: int = 0) -> None:
+        """Post the next `n` messages (after `after` answered at once), but answer each only after `seconds`
+        (a slow Slack)."""
         with self._lock:
-            self._delays.extend(seconds for _ in range(n))
+            self._delays.extend([0.0] * after + [seconds] * n)
 
     def down(self, mode: Literal["refuse", "503"] = "refuse") -> None:
         """`refuse`: close the listening socket (connection refused); `503`: answer every request 503."""
