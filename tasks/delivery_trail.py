@@ -5,7 +5,7 @@ read the next delivery asks it; where it cannot (a webhook, a channel given by n
 posts completed (not posted again), which one was in flight (posted again: a possible duplicate) and which
 never started (posted: no duplicate).
 
-    <db>.spool/delivery-<host>-<pid>.json   {"claimer", "claimed": [keys], "posted": [keys], "posting": key}
+    <db>.spool/delivery-<host>-<pid>-<start>.json   {"claimer", "claimed", "posted": [keys], "posting": key}
 
 Keys are `post_key`s. The file is rewritten (temp file + rename, no fsync: it must outlive its process, not a
 power cut; a lost file only means more alerts are counted as possible duplicates) before and after each post,
