@@ -20,6 +20,7 @@ from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.cost import CostTotals, describe_totals, format_usd
+from tasks.core.render.text import name
 from tasks.core.types import IgnoreList, Mode
 from tasks.publish import current_ignore_list, known_tags
 
@@ -124,6 +125,14 @@ def print_spend(spend: dict[str, Any]) -> None:
                    f"{_totals_line(week)}")
 
 
+def failed_alerts_line(outbox: dict[str, Any]) -> str:
+    """One line: how many alerts Slack refused for good, and the latest (its error, kind, model)."""
+    last = outbox["last_failed"]
+    return (f"alerts refused by Slack for good (kept in the alerts table, status failed): {outbox['failed']};"
+            f" latest {name(last['kind'], 'log', 40)} on {name(last['model'], 'log', 60)}:"
+            f" {name(last['error'] or '?', 'log', 120)}")
+
+
 def status_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
     cfg = resolve_cli_config(config, db=db)
     models = [_model(cfg, model)] if model else list(cfg.models)
@@ -136,11 +145,12 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
         rows = [r for m in models for r in status_rows(con, cfg, m, now)]
         rounds = store.recent_rounds(con, models, per_model=3)
         duplicates = store.possible_duplicate_alerts(con)
+        outbox = store.alert_health(con)
         spend = spend_summary(con, cfg, models[0] if model else None, now)
     waiting = [r.info.round_id for r in spooled_rounds(cfg.db_path) if r.info.model in models]
     if json_out:
         _print_json({"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
-                     "possible_duplicate_alerts": duplicates, "spend": spend})
+                     "possible_duplicate_alerts": duplicates, "alerts": outbox, "spend": spend})
         return
     typer.echo(f"mode: {mode}")
     print_spend(spend)
@@ -152,6 +162,8 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
         typer.echo(f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)")
     if duplicates:
         typer.echo(f"alerts possibly posted twice (at-least-once delivery, see README): {duplicates}")
+    if outbox["failed"]:
+        typer.echo(failed_alerts_line(outbox))
     typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} excluded by")
     for r in rows:
         until = r["suspended_until"][:16].replace("T", " ") if r["suspended_until"] else "-"

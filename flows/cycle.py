@@ -112,7 +112,7 @@ def canary_cycle(
     extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
              **({"db_path": db_path} if db_path else {})}
     cfg = resolve_config(config_path, extra)
-    chosen = [model] if model else list(models or cfg.models)
+    chosen = [model] if model else list(dict.fromkeys(models or cfg.models))  # a model once per cycle
     confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
     scheduled = cycle_ts or utcnow()
     slot = cycle_limit_name(cfg.db_path)

@@ -5,9 +5,13 @@ Transports, picked by `SlackSettings.from_env`:
 * webhook   SLACK_WEBHOOK_URL: WebhookClient
 * log       neither: each alert is written to the logger and counts as delivered
 
-One send per alert and call, no hidden retries inside slack-sdk (retry_handlers=[]): a failed alert stays in
-the outbox and the next flush sends it again. A 429 stops the batch and reports Retry-After; a network error
-stops it too (the next sends would fail the same way); a 5xx fails only that alert. Error strings are built
+One send per alert and call, no hidden retries inside slack-sdk (retry_handlers=[]). Each alert is made
+postable first (tasks/core/render/postable.py: text and blocks inside Slack's limits). A refusal is either
+for now (a 5xx, a 429, Slack unreachable, or one of `TRANSIENT_ERRORS`: the alert stays in the outbox and the
+next flush sends it again) or for good (any other answer: `DeliveryResult.permanent`, the outbox marks it
+`failed` and never sends it again). A 429 stops the batch and reports Retry-After; a network error stops it
+too (the next sends would fail the same way); so does an error of the destination (`BATCH_FATAL_ERRORS`:
+bad token, unknown channel); a 5xx or a refused content fails only that alert. Error strings are built
 from status codes and Slack's short error codes, then scrubbed: a token or webhook URL never appears in them.
 slack-sdk's own logger is silenced (its retry log prints the webhook URL, which is a secret).
 """
@@ -28,6 +32,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
+from tasks.core.render.postable import post_key, postable
+from tasks.core.render.text import name
 from tasks.core.types import Alert
 from tasks.errors import ConfigError
 from tasks.secrets import SecretStr, read_secret, redact
@@ -40,7 +46,14 @@ BATCH_FATAL_ERRORS = frozenset({
     "no_service", "no_team", "team_disabled", "action_prohibited", "invalid_token",
 })
 #: Slack rejected our Block Kit: resend the plain text, so a rendering bug never blocks an alert.
-BLOCK_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_attachments"})
+BLOCK_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "invalid_attachments", "msg_blocks_too_long"})
+#: Answers that a later try may not get (Slack's side, for now). Every other refusal that Slack answers
+#: (`msg_too_long`, `invalid_blocks` on the plain text too, `invalid_payload`, `channel_not_found`,
+#: `invalid_auth`, a webhook's 400/403/404/410 body, ...) is for good: retrying the same alert cannot help.
+TRANSIENT_ERRORS = frozenset({
+    "ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
+    "team_added_to_org",
+})
 
 _log = logging.getLogger("canary.alerts")
 _sdk_log = logging.getLogger("canary.alerts.slack_sdk")
@@ -102,6 +115,7 @@ class DeliveryResult:
     retry_after_s: float | None = None  # Slack asked us to wait this long before the next send
     attempted: bool = True  # False: not tried, the batch had stopped (rate limit, outage, bad credentials)
     unknown: bool = False  # the post may have reached Slack (a timeout after sending): check before reposting
+    permanent: bool = False  # Slack refused it for good: never retried (the outbox marks it `failed`)
 
 
 @dataclass(frozen=True)
@@ -111,14 +125,16 @@ class _Sent:
 
 
 def deliver(
-    alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None
+    alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None,
+    before_post: Callable[[Alert], None] | None = None, after_post: Callable[[DeliveryResult], None] | None = None,
 ) -> list[DeliveryResult]:
-    """Send each alert once, in order; stop the batch on 429, network errors or bad credentials."""
+    """Send each alert once, in order; stop the batch on 429, network errors or bad credentials.
+    `before_post` / `after_post` are told of each post (tasks/delivery_trail.py keeps them on disk)."""
     log = logger or _log
-    alerts = [_scrubbed(settings, a) for a in alerts]  # stored redacted already; this is the last gate
+    alerts = [_scrubbed(settings, postable(a)) for a in alerts]  # stored redacted already; the last gate
     if settings.transport == "log":
         for a in alerts:
-            log.info("Slack not configured; alert %s (%s):\n%s", a.key, a.kind, settings.scrub(a.text))
+            log.info("Slack not configured; alert %s (%s):\n%s", _shown(a.key), a.kind, settings.scrub(a.text))
         return [DeliveryResult(a.key, sent=True) for a in alerts]
     send = _web_sender(settings) if settings.transport == "web" else _webhook_sender(settings)
     results: list[DeliveryResult] = []
@@ -128,15 +144,24 @@ def deliver(
             results.append(DeliveryResult(a.key, sent=False, error=f"not attempted: {stopped.error}",
                                           retry_after_s=stopped.retry_after_s, attempted=False))
             continue
+        if before_post is not None:
+            before_post(a)
         out = send(a)
+        if after_post is not None:
+            after_post(out.result)
         results.append(out.result)
         if out.result.sent:
-            log.info("Alert %s (%s) sent to Slack at %s", a.key, a.kind, now.isoformat())
+            log.info("Alert %s (%s) sent to Slack at %s", _shown(a.key), a.kind, now.isoformat())
         else:
-            log.warning("Alert %s (%s) not delivered: %s", a.key, a.kind, out.result.error)
+            log.warning("Alert %s (%s) not delivered: %s", _shown(a.key), a.kind, out.result.error)
         if out.stop:
             stopped = out.result
     return results
+
+
+def _shown(key: str) -> str:
+    """An alert key as a log line shows it: escaped and bounded (a provider's tag can be 50 kB)."""
+    return name(post_key(key), "log", 160)
 
 
 def _scrubbed(settings: SlackSettings, alert: Alert) -> Alert:
@@ -169,8 +194,10 @@ def _failure(settings: SlackSettings, key: str, status: int | None, code: str,
         retry = _retry_after(headers)
         return _Sent(DeliveryResult(key, False, f"slack rate limited (429): {code}", retry), stop=True)
     error = f"slack http {status}: {code}"
-    return _Sent(DeliveryResult(key, False, error), stop=status is not None and status < 500
-                 and code in BATCH_FATAL_ERRORS)
+    answered = status is not None and status < 500 and status != 408  # 408: a proxy gave up, try again
+    permanent = answered and code not in TRANSIENT_ERRORS
+    return _Sent(DeliveryResult(key, False, error, permanent=permanent),
+                 stop=answered and code in BATCH_FATAL_ERRORS)
 
 
 def _unreachable(settings: SlackSettings, key: str, err: Exception) -> _Sent:
@@ -217,7 +244,8 @@ def _web_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
     def post(alert: Alert, blocks: list[dict[str, Any]] | None) -> None:
         client.chat_postMessage(
             channel=channel, text=alert.text, blocks=blocks, unfurl_links=False, unfurl_media=False,
-            metadata={"event_type": "canary_alert", "event_payload": {"key": alert.key, "kind": alert.kind}},
+            metadata={"event_type": "canary_alert",
+                      "event_payload": {"key": post_key(alert.key), "kind": alert.kind[:100]}},
         )
 
     def send(alert: Alert) -> _Sent:

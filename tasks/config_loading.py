@@ -11,11 +11,8 @@ interval_min` (unless 0); every ladder step is at least one round interval; path
 `preflight(cfg)` (tasks/config_preflight.py) then checks the file system (writable database directory and
 publish_dir, readable exclusions file); the CLI runs it before `run`, `serve` and `demo`.
 
-A `base_url` with userinfo (`https://user:pass@host/...`): the password is registered with the redactor
-(tasks.secrets) and never shown; `public_base_url(cfg)` (tasks/config.py) is the form without it, which is
-what a flow-run parameter may carry. Given that stripped form back (a `--base-url` or flow parameter),
-`config_from_mapping` restores the registered userinfo of the same URL (same process), and a flow process of
-its own (`serve`) reads it again from the config file or OPENROUTER_BASE_URL.
+A `base_url` (or OPENROUTER_BASE_URL) with userinfo (`https://user:pass@host/...`) is refused in one line
+that never shows the password: httpx would send it as HTTP Basic in place of the OpenRouter key.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from urllib.parse import urlparse
 from tasks.config import ALL_LANGUAGES, NEVER_HARD, CanaryConfig
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
-from tasks.secrets import redact, register_url, with_known_userinfo
+from tasks.secrets import redact, register_url, strip_userinfo
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -123,17 +120,60 @@ def _str_list(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
 
 
 def validate_base_url(url: str, key: str = "base_url") -> str:
-    """An http(s) URL without a trailing slash. Userinfo is registered as a secret (never shown); a URL given
-    without it gets back the userinfo registered for the same URL (the flow-parameter form)."""
+    """An http(s) URL without a trailing slash and without userinfo.
+
+    `user:password@` in the URL is refused: httpx would send it as `Authorization: Basic ...` in place of the
+    OpenRouter key (every probe would get 401), and an upstream echoing that header would carry a derived
+    form of the password into replies. The userinfo is still registered with the redactor first, so even
+    this refusal cannot show it."""
     register_url(url)
     try:
         parsed = urlparse(url)
         ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        has_userinfo = "@" in parsed.netloc
     except ValueError:
-        ok = False
+        ok, has_userinfo = False, False
     if not ok:
         raise ConfigError(f"config: {key} must be an http(s) URL (got {redact(url)!r})")
-    return with_known_userinfo(url.rstrip("/"))
+    if has_userinfo:
+        raise ConfigError(
+            f"config: {key} must not hold credentials (got {strip_userinfo(url)!r} with a user:password@ part): "
+            "httpx would send them as Basic auth instead of the OpenRouter key; put the key in OPENROUTER_API_KEY"
+        )
+    return url.rstrip("/")
+#: Integer keys: (smallest, largest) accepted. The upper bounds refuse typos and runaway values (a
+#: `concurrency` of 1e11 would open that many sockets): far above any real setup, far below any overflow.
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "text_cap_bytes": (256, 16 * 1024 * 1024),
+    "concurrency": (1, 4096),
+    "models_in_flight": (1, 1024),
+    "fail_rounds": (1, 1000),
+    "restore_rounds": (1, 1000),
+    "min_hosts": (0, 1000),
+    "interval_min": (1, 7 * 24 * 60),
+    "confirm_after_min": (0, 7 * 24 * 60),
+}
+MAX_BUDGET_USD_PER_DAY = 1_000_000.0
+#: Directories a publish_dir may never be: the canary writes its lists and a `.canary-db` marker there.
+SYSTEM_DIRS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
+                         "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/mnt", "/media"})
+
+
+def _refuse_system_dir(value: str) -> None:
+    """publish_dir may not be the file system's root, a top-level or system directory, or a home directory."""
+    path = Path(value).expanduser()
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        resolved = path.absolute()
+    home = Path.home()
+    if str(resolved) in SYSTEM_DIRS or len(resolved.parts) <= 2 or resolved in (home, home.parent):
+        raise ConfigError(
+            f"config: publish_dir {value!r} is a system or home directory ({resolved}); the canary writes its "
+            "ignore lists and a .canary-db marker there: name a directory of its own"
+        )
+
+
 def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     """Build and validate a config from a TOML-shaped mapping; unknown keys are an error."""
     known = {f.name for f in fields(CanaryConfig)}
@@ -149,6 +189,9 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         for m in values["models"]:
             if m.count("/") != 1 or " " in m:
                 raise ConfigError(f"config: models entries must look like 'author/slug' (got {m!r})")
+        twice = next((m for i, m in enumerate(values["models"]) if m in values["models"][:i]), None)
+        if twice is not None:
+            raise ConfigError(f"config: models lists {twice!r} twice (a model has one round per cycle)")
     if "mode" in raw:
         try:
             values["mode"] = Mode(raw["mode"])
@@ -161,6 +204,8 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
             values[key] = _expect(raw, key, str, "a path")
             if not values[key].strip():
                 raise ConfigError(f"config: {key} must be a non-empty path (got {values[key]!r})")
+    if "publish_dir" in values:
+        _refuse_system_dir(values["publish_dir"])
     if "refusal_controls" in raw:
         values["refusal_controls"] = _str_list(raw, "refusal_controls") if raw["refusal_controls"] else ()
     if "languages" in raw:
@@ -176,25 +221,17 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
             if not math.isfinite(v) or v <= 0:
                 raise ConfigError(f"config: {key} must be a finite number of seconds > 0 (got {v})")
             values[key] = v
-    for key, minimum in (
-        ("text_cap_bytes", 256),
-        ("concurrency", 1),
-        ("models_in_flight", 1),
-        ("fail_rounds", 1),
-        ("restore_rounds", 1),
-        ("min_hosts", 0),
-        ("interval_min", 1),
-        ("confirm_after_min", 0),
-    ):
+    for key, (minimum, maximum) in INT_BOUNDS.items():
         if key in raw:
             v = _expect(raw, key, int, "an integer")
-            if v < minimum:
-                raise ConfigError(f"config: {key} must be >= {minimum} (got {v})")
+            if not minimum <= v <= maximum:
+                raise ConfigError(f"config: {key} must be between {minimum} and {maximum} (got {v})")
             values[key] = v
     if "budget_usd_per_day" in raw:
         v = float(_expect(raw, "budget_usd_per_day", (int, float), "a number of US dollars"))
-        if not math.isfinite(v) or v < 0:
-            raise ConfigError(f"config: budget_usd_per_day must be a finite number >= 0, 0 = no budget (got {v})")
+        if not math.isfinite(v) or not 0 <= v <= MAX_BUDGET_USD_PER_DAY:
+            raise ConfigError(f"config: budget_usd_per_day must be between 0 and {MAX_BUDGET_USD_PER_DAY:g}, "
+                              f"0 = no budget (got {v:g})")
         values["budget_usd_per_day"] = v
     if "hard_contracts" in raw:
         values["hard_contracts"] = _hard_contracts(raw)

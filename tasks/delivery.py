@@ -2,16 +2,23 @@
 
     deliver_outbox(db_path, settings, now, logger)
 
-1. A short write window claims the due alerts (``sending_since`` stamped, committed) and closes.
+1. A short write window claims the due alerts (``sending_since`` stamped, ``claimed_by`` this process,
+   committed) and closes. An earlier claim is taken over once its 60 s lease ran out, or at once when its
+   process is gone (tasks/claimer.py).
 2. Alerts whose earlier post has an unknown fate (its process died mid-post, or Slack answered after our
    timeout) are looked up in the channel's recent history by the key carried in the message metadata:
-   found means it was posted, so it is marked sent without posting again.
-3. The rest are posted, one by one, with the database closed.
-4. A second short window records each result.
+   found means it was posted, so it is marked sent without posting again; not found (the history could be
+   read) means it was not posted, so posting it now is no duplicate.
+3. The rest are made postable (Slack's size limits) and posted, one by one, with the database closed.
+4. A second short window records each result. An alert Slack refused for good is marked ``failed``, and an
+   alert about it (`delivery_failed`: short plain text that no size rule can refuse) is queued and posted at
+   once, in this same delivery; the log says it at ERROR. Nothing is retried for ever.
 
 So with the Web API and SLACK_CHANNEL given as a channel ID, each alert is posted exactly once. With a
-webhook, or a channel given by name, the history cannot be read: an alert whose post had an unknown fate is
-posted again and counted in ``alerts.possible_duplicates`` (at-least-once; `canary status` shows the count).
+webhook, or a channel given by name, the history cannot be read: the trail a dead delivery process left
+beside the database (tasks/delivery_trail.py) says which of its posts completed (not posted again), which one
+was in flight and which never started; an alert whose post may have landed is posted again and counted in
+``alerts.possible_duplicates`` (at-least-once; `canary status` shows the count).
 A window that cannot be had in time skips this delivery: the alerts stay queued for the next round or the
 dead-man check. Nothing here raises for Slack or lock trouble; the summary says what happened.
 """
@@ -23,7 +30,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tasks.alerts import DeliveryResult, SlackSettings, deliver, posted_keys
+from tasks.alerts import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
+from tasks.claimer import is_dead, this_claimer
+from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
+from tasks.core.render.text import name
+from tasks.core.types import Alert
+from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 
@@ -43,6 +55,8 @@ class DeliverySummary:
     deduplicated: int = 0  # found already posted in the channel history, not posted again
     possible_duplicates: int = 0  # reposted while an earlier post's fate was unknown
     not_attempted: int = 0  # left for later because the batch stopped (rate limit, outage, bad credentials)
+    gave_up: int = 0  # refused by Slack for good: marked failed, never retried
+    fallbacks: int = 0  # `delivery_failed` alerts queued about them (posted in this same delivery)
     retry_after_s: float | None = None  # Slack asked us to wait this long
     skipped: bool = False  # the write window could not be had: everything stays queued
     errors: tuple[str, ...] = ()
@@ -50,15 +64,16 @@ class DeliverySummary:
 
 def deliver_outbox(
     db_path: str, settings: SlackSettings, now: datetime, logger: Any = None, *, limit: int = 50,
-    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S,
+    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S, _nested: bool = False,
 ) -> DeliverySummary:
     """Deliver the outbox (see the module docstring)."""
     from tasks import store
 
     log = logger or _log
+    claimer = this_claimer()
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
-            claimed = store.claim_alerts(con, now, limit)
+            claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=is_dead)
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
@@ -66,14 +81,17 @@ def deliver_outbox(
         return DeliverySummary(settings.transport)
 
     unknown = [a for a, was_unknown in claimed if was_unknown]
-    already: set[str] = set()
-    if unknown:
-        found = posted_keys(settings, now - HISTORY_WINDOW)
-        already = {a.key for a in unknown if found is not None and a.key in found}
+    already, still_unknown, trails = _settle_unknown(db_path, settings, unknown, now)
     to_post = [a for a, _ in claimed if a.key not in already]
-    results = deliver(to_post, settings, now=now, logger=log)
+    trail = open_trail(db_path, claimer, [a.key for a in to_post])
+    results = deliver(
+        to_post, settings, now=now, logger=log, before_post=lambda a: trail.before(a.key),
+        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent),
+    )
     failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
-    still_unknown = {a.key for a in unknown if a.key not in already}
+    by_key = {a.key: a for a in to_post}
+    fallbacks = [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
+                 if r.permanent and by_key[r.key].kind != FALLBACK_KIND and not _destination_refused(r)]
 
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=max(lock_timeout_s, 30.0)) as con:
@@ -81,10 +99,15 @@ def deliver_outbox(
                 store.record_delivery(con, key, now, sent=True)
             for r in results:
                 _record(store, con, r, now, was_unknown=r.key in still_unknown)
+            queued = store.enqueue_alerts(con, fallbacks) if fallbacks else 0
+        trail.close()  # recorded: the trail has said what it had to
+        trails.remove()
     except StoreError as exc:  # the posts happened; their claims expire and the history check finds them
         log.warning("Delivered alerts could not be recorded yet: %s", exc)
+        queued = 0
+    _log_refusals(log, [r for r in results if r.permanent], by_key)
     failed = [r for r in results if not r.sent and r.attempted and not r.unknown]
-    return DeliverySummary(
+    summary = DeliverySummary(
         transport=settings.transport,
         sent=sum(r.sent for r in results) + len(already),
         failed=len(failed),
@@ -94,6 +117,56 @@ def deliver_outbox(
         not_attempted=sum(not r.attempted for r in results),
         retry_after_s=max((r.retry_after_s for r in results if r.retry_after_s is not None), default=None),
         errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
+        gave_up=sum(r.permanent for r in results),
+        fallbacks=queued,
+    )
+    if queued and not _nested:  # the alerts about refused alerts go out now, not a round later
+        more = deliver_outbox(db_path, settings, now, log, limit=limit, lock_timeout_s=lock_timeout_s,
+                              _nested=True)
+        summary = _merged(summary, more)
+    return summary
+
+
+def _settle_unknown(
+    db_path: str, settings: SlackSettings, unknown: list[Alert], now: datetime
+) -> tuple[set[str], set[str], DeadTrails]:
+    """Alerts of unknown fate: (posted already: mark sent, do not post; may have been posted: a repost is a
+    possible duplicate; the dead claimers' trails read). Slack's history decides where it can be read; else
+    the trail of the dead process that claimed them; else each counts as a possible duplicate."""
+    if not unknown:
+        return set(), set(), DeadTrails()
+    found = posted_keys(settings, now - HISTORY_WINDOW)
+    if found is not None:  # readable: not found means not posted, so a repost is no duplicate
+        return {a.key for a in unknown if post_key(a.key) in found}, set(), DeadTrails()
+    trails = dead_trails(db_path, is_dead)
+    already = {a.key for a in unknown if post_key(a.key) in trails.posted}
+    never_started = {a.key for a in unknown if post_key(a.key) in trails.claimed - trails.posting}
+    return already, {a.key for a in unknown} - already - never_started, trails
+
+
+def _destination_refused(r: DeliveryResult) -> bool:
+    """Slack refuses every message (bad token, unknown channel): an alert about it could not be posted either."""
+    return any(r.error and r.error.endswith(": " + code) for code in BATCH_FATAL_ERRORS)
+
+
+def _log_refusals(log: Any, refused: list[DeliveryResult], by_key: dict[str, Alert]) -> None:
+    """The log is the fallback path that needs nothing: one ERROR line per alert refused for good."""
+    for r in refused:
+        a = by_key[r.key]
+        hint = (" Slack refuses every message: check SLACK_BOT_TOKEN / SLACK_CHANNEL / SLACK_WEBHOOK_URL."
+                if _destination_refused(r) else " An alert about it was queued.")
+        log.error("Alert refused by Slack for good and kept as failed (%s, %s on %s): %s.%s", r.error, a.kind,
+                  name(a.model, "log", 80), name(post_key(a.key), "log", 160), hint)
+
+
+def _merged(a: DeliverySummary, b: DeliverySummary) -> DeliverySummary:
+    return DeliverySummary(
+        transport=a.transport, sent=a.sent + b.sent, failed=a.failed + b.failed, unknown=a.unknown + b.unknown,
+        deduplicated=a.deduplicated + b.deduplicated, possible_duplicates=a.possible_duplicates + b.possible_duplicates,
+        not_attempted=a.not_attempted + b.not_attempted,
+        retry_after_s=max((x for x in (a.retry_after_s, b.retry_after_s) if x is not None), default=None),
+        skipped=a.skipped or b.skipped, errors=tuple(dict.fromkeys(a.errors + b.errors)),
+        gave_up=a.gave_up + b.gave_up, fallbacks=a.fallbacks + b.fallbacks,
     )
 
 
@@ -102,6 +175,8 @@ def _record(store: Any, con: Any, r: DeliveryResult, now: datetime, *, was_unkno
     unless this post or an earlier one may have reached Slack: then it stays claimed for a history check."""
     if r.sent:
         store.record_delivery(con, r.key, now, sent=True, reposted_unknown=was_unknown)
+    elif r.permanent:
+        store.record_delivery(con, r.key, now, sent=False, error=r.error, permanent=True)
     elif r.unknown or was_unknown:
         store.record_delivery(con, r.key, now, sent=False, error=r.error, unknown=True, attempted=r.attempted)
     else:

@@ -20,6 +20,7 @@ from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
+from tasks.core.render.text import name
 from tasks.core.types import Attempt, Contract, ErrorClass
 from tasks.secrets import known_values, read_secret, redact
 
@@ -121,7 +122,7 @@ def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, fo
                                      api_key=key.get(), secrets=known_values()))
             except Exception as exc:  # a bug of ours must not cost the other endpoints their results
                 detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
-                log.warning("probe-%s-%s: %s", probe.endpoint.tag, probe.contract, detail)
+                log.warning("probe-%s-%s: %s", name(probe.endpoint.tag, "log"), probe.contract, detail)
                 return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
                                provider_name=probe.endpoint.provider_name, contract=probe.contract,
                                attempt_no=n, started_at=started, language=probe.language,

@@ -6,9 +6,12 @@ removes secrets in two ways:
 1. **By value.** Every secret value the process knows: the environment variables in `ENV_SECRETS`, the
    userinfo of `OPENROUTER_BASE_URL`, and every value `register`ed: each `SecretStr` (so every value read from
    the environment or a Prefect Secret block by `read_secret`, and the routes files' key variables), and the
-   userinfo of a configured `base_url` (tasks.config calls `register_url`). The value, its escaped forms and
-   any run of `FRAGMENT_CHARS` or more of its characters (a key cut by a cap: a 15-character prefix) are
-   masked. Values shorter than `MIN_VALUE_CHARS` are not redacted by value (URL userinfo still is, by shape).
+   userinfo of a configured `base_url` (tasks.config calls `register_url` before refusing it). The value,
+   every derived form of it (JSON-escaped, URL-encoded, `Bearer <value>` by masking the value itself, base64
+   standard and URL-safe with or without padding, at any alignment inside a longer encoded text, and HTTP
+   Basic's `base64(user:pass)`, `base64(value:)`, `base64(:value)`) and any run of `FRAGMENT_CHARS` or more
+   of its characters (a key cut by a cap: a 15-character prefix) are masked. Values shorter than
+   `MIN_VALUE_CHARS` are not redacted by value (URL userinfo still is, by shape).
 2. **By shape**: the one documented list, `tasks.core.redaction.SHAPES` (keys `sk-…`, Slack tokens and webhooks,
    URL userinfo, `bearer <token>` in any case, Authorization headers).
 
@@ -49,7 +52,6 @@ SECRET_BLOCKS = {
 }
 
 _registered: set[str] = set()
-_credentialed_urls: set[str] = set()
 _lock = threading.Lock()
 
 
@@ -83,13 +85,12 @@ def register(*values: str | SecretStr | None) -> None:
 
 
 def register_url(url: str) -> None:
-    """A URL that is not itself secret (a base URL): only its userinfo becomes known, and the URL is kept
-    so that `with_known_userinfo` can give the userinfo back to its stripped form."""
+    """A URL that is not itself secret (a base URL): only its userinfo becomes known (config validation then
+    refuses such a base URL, in a message that cannot show it)."""
     found = _userinfo_secrets(url)
     if found:
         with _lock:
             _registered.update(found)
-            _credentialed_urls.add(url.strip().rstrip("/"))
 
 
 def _derived(value: str | SecretStr | None) -> set[str]:
@@ -129,21 +130,6 @@ def strip_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
-def with_known_userinfo(url: str) -> str:
-    """Put back the registered userinfo of a URL that `strip_userinfo` removed (same scheme, host, path).
-
-    How the real `base_url` reaches a flow whose parameter holds only the stripped form (see README)."""
-    if "@" in urlsplit(url).netloc:
-        return url
-    target = url.rstrip("/")
-    with _lock:
-        candidates = sorted(_credentialed_urls)
-    for value in candidates:
-        if strip_userinfo(value) == target:
-            return value
-    return url
 
 
 _known_cache: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
@@ -229,5 +215,5 @@ __all__ = [
     "ENV_SECRETS", "ENV_URLS", "FRAGMENT_CHARS", "MASK", "MIN_VALUE_CHARS", "SECRET_BLOCKS", "SHAPES",
     "RedactingFilter", "SecretStr", "install_log_redaction", "known_values", "preload_secrets", "read_secret",
     "redact", "redact_opt", "redact_shapes", "redact_values", "register", "register_url", "strip_userinfo",
-    "url_userinfo_secrets", "with_known_userinfo",
+    "url_userinfo_secrets",
 ]

@@ -2,9 +2,13 @@
 
 tasks.secrets owns which values are secret and calls these; every sink calls `tasks.secrets.redact`.
 
-* By value: each value's exact form, its JSON-escaped and URL-quoted forms, and any run of `FRAGMENT_CHARS` or
-  more consecutive characters of it (a key cut by a length cap: a 15-character prefix, a tail). For a value
-  that is a URL (a Slack webhook) only the part after the host counts for fragments.
+* By value: each value's exact form and every derived form (`derived_forms`: JSON-escaped, URL-quoted,
+  base64 standard and URL-safe with or without padding, HTTP Basic's `base64(value:)` / `base64(:value)`, and
+  the characters only the value decides inside ANY longer base64 text, at each of the three alignments, so
+  `Basic base64(anyuser:key)` is masked too; `Bearer <value>` is masked through the value itself), and any
+  run of `FRAGMENT_CHARS` or more consecutive characters of it or of its base64 forms (a key cut by a length
+  cap: a 15-character prefix, a tail). For a value that is a URL (a Slack webhook) only the part after the
+  host counts for fragments.
 * By shape (`SHAPES`): Slack webhook URLs, URL userinfo (`scheme://user:pass@`), `Authorization:` /
   `Proxy-Authorization:` / `X-Api-Key:` / `api_key=` values, `bearer <token>` in any case, OpenRouter keys
   `sk-or-…`, OpenAI-style keys `sk-` + 8 or more, Slack tokens `xox?-…` and `xapp-…`.
@@ -12,11 +16,12 @@ tasks.secrets owns which values are secret and calls these; every sink calls `ta
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 MASK = "***"
 #: Values shorter than this are not redacted by value (they would erase ordinary words; shapes still apply).
@@ -49,18 +54,41 @@ SHAPES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("slack app token", re.compile(r"\bxapp-[A-Za-z0-9\-]{3,}"), "xapp-" + MASK),
 )
 
+#: A base64 run shorter than this is not masked on its own (too likely to occur by chance).
+MIN_BASE64_CORE = 8
+_ENCODERS = (base64.b64encode, base64.urlsafe_b64encode)
+
+
+def derived_forms(value: str) -> set[str]:
+    """Every form in which `value` can travel: as it is, JSON-escaped, URL-quoted, base64 (both alphabets,
+    padded or not) of the value, of `value:` and `:value` (HTTP Basic with an empty user or password), and
+    the part of any longer base64 text that only the value decides (it may start at any of 3 alignments)."""
+    forms = {value, json.dumps(value)[1:-1], quote(value, safe=""), quote(value), quote_plus(value)}
+    raw = value.encode("utf-8")
+    for encode in _ENCODERS:
+        for data in (raw, raw + b":", b":" + raw):
+            encoded = encode(data).decode("ascii")
+            forms.update((encoded, encoded.rstrip("=")))
+        for skip in (0, 1, 2):  # the value's bytes after the first group they share with what precedes them
+            rest = raw[skip:]
+            core = encode(rest).decode("ascii")[: 4 * (len(rest) // 3)]
+            if len(core) >= MIN_BASE64_CORE:
+                forms.add(core)
+    return forms
+
+
 class _ValueMatcher:
-    """Compiled patterns for one set of values: exact forms, then fragments of FRAGMENT_CHARS or more."""
+    """Compiled patterns for one set of values: exact and derived forms, then fragments of FRAGMENT_CHARS or
+    more."""
 
     def __init__(self, values: tuple[str, ...]) -> None:
         forms: set[str] = set()
         for v in values:
-            forms.add(v)
-            forms.add(json.dumps(v)[1:-1])
-            forms.add(quote(v, safe=""))
+            forms.update(derived_forms(v))
         ordered = sorted(forms, key=lambda f: (-len(f), f))
         self.exact = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self.sources = tuple(_fragment_source(v) for v in values)
+        # Fragments: of the value, and of its base64 forms (a cut `Basic ...` header is still the secret).
+        self.sources = tuple(f for v in values for f in (_fragment_source(v), *_base64_sources(v)))
         grams = {s[i : i + FRAGMENT_CHARS] for s in self.sources for i in range(len(s) - FRAGMENT_CHARS + 1)}
         self.gram_set = frozenset(grams)
         # Fast path: secrets made of token characters can only sit inside runs of such characters, which are
@@ -122,6 +150,11 @@ class _ValueMatcher:
 
 _RUN_SET = frozenset(string.ascii_letters + string.digits + "_-./+=:%~@")
 _RUN = re.compile(r"[A-Za-z0-9_\-./+=:%~@]{" + str(FRAGMENT_CHARS) + ",}")
+
+
+def _base64_sources(value: str) -> tuple[str, ...]:
+    raw = value.encode("utf-8")
+    return tuple(encode(raw).decode("ascii").rstrip("=") for encode in _ENCODERS)
 
 
 def _fragment_source(value: str) -> str:

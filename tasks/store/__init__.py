@@ -33,7 +33,14 @@ from tasks.store.history import (
 )
 from tasks.store.landing import complete_round, finish_round, land_outcomes, land_round
 from tasks.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from tasks.store.outbox import alert_rows, claim_alerts, enqueue_alerts, pending_alerts, record_delivery
+from tasks.store.outbox import (
+    alert_health,
+    alert_rows,
+    claim_alerts,
+    enqueue_alerts,
+    pending_alerts,
+    record_delivery,
+)
 from tasks.store.route_events import append_route_events, route_event_rows
 from tasks.store.rows import Connection, transaction
 from tasks.store.snapshot import open_snapshot, snapshot_path
@@ -56,6 +63,7 @@ __all__ = [
     "Connection",
     "active_exclusions",
     "add_exclusion",
+    "alert_health",
     "alert_rows",
     "claim_alerts",
     "append_decisions",

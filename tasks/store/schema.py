@@ -202,3 +202,34 @@ ALTER TABLE round_endpoints ADD COLUMN request_price_usd DOUBLE;
 ROUND_PARTIAL_SQL = """
 ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
 """
+
+#: Migration 9: alerts that Slack refused for good. ``alerts.status`` may now be ``failed`` (Slack refused it
+#: for a reason a retry cannot fix, or its destination refuses everything: never retried, shown by
+#: `canary status`), with ``failed_at``; ``claimed_by``: the process that claimed the alert for a post
+#: (``host|pid|start``, tasks/claimer.py), so a claim whose process is gone is taken over at once. DuckDB
+#: cannot change a CHECK constraint in place, so the table is rebuilt (same columns, rows kept).
+ALERTS_FAILED_SQL = """
+CREATE TABLE alerts_v9 (
+    key                  VARCHAR PRIMARY KEY,
+    created_at           TIMESTAMPTZ NOT NULL,
+    kind                 VARCHAR NOT NULL,
+    model                VARCHAR NOT NULL,
+    tag                  VARCHAR,
+    text                 VARCHAR NOT NULL,
+    blocks_json          VARCHAR NOT NULL,
+    status               VARCHAR NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+    attempts             INTEGER NOT NULL,
+    last_error           VARCHAR,
+    last_attempt_at      TIMESTAMPTZ,
+    next_attempt_at      TIMESTAMPTZ,
+    sent_at              TIMESTAMPTZ,
+    sending_since        TIMESTAMPTZ,
+    possible_duplicates  INTEGER DEFAULT 0,
+    failed_at            TIMESTAMPTZ,
+    claimed_by           VARCHAR
+);
+INSERT INTO alerts_v9 SELECT key, created_at, kind, model, tag, text, blocks_json, status, attempts, last_error,
+    last_attempt_at, next_attempt_at, sent_at, sending_since, possible_duplicates, NULL, NULL FROM alerts;
+DROP TABLE alerts;
+ALTER TABLE alerts_v9 RENAME TO alerts
+"""

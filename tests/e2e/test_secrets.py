@@ -8,14 +8,17 @@ the simulator) sends every one of them back in reply text, as 15-character prefi
 an HTTP error body, in a mid-stream error chunk, as the `provider` name and in response headers. Rounds also
 run with simulator faults (slow starts, HTTP errors, a stream cut by an error chunk) so that failures,
 evidence excerpts and alerts are produced; then a round with a wrong OpenRouter key (401s), flushes with a
-wrong Slack token (invalid_auth), a round through `canary run`'s code with the userinfo base URL, and two
-`canary run` processes whose discovery fails (refused; wrong credentials). Then every sink is scanned for
-every secret and its 15-character prefix; `-s` prints the sink x secret table. The scanner is tested first:
+wrong Slack token (invalid_auth), a round through `canary run`'s code, and two `canary run` processes given
+a base URL with the gateway's password (refused by config validation, which must not show it). The echoed
+texts also carry derived forms (base64, HTTP Basic, URL-encoded) and the request's own Authorization header.
+Then every sink is scanned for every secret, its 15-character prefix and its derived forms; `-s` prints the
+sink x secret table. The scanner is tested first:
 it must find a planted value wherever it is put, or the whole test proves nothing.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -26,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
 import pytest
@@ -61,10 +65,20 @@ SHAPES = {
     "base_url password": PASSWORD,
     "wrong base_url password": WRONG_PASSWORD,
 }
-#: What the upstream echoes at first: the secrets the process holds from the start (an upstream can only
-#: echo what it was sent or what leaked to it; a value the process has never seen cannot be known to it).
-#: Each stage below adds the secret it introduces.
-ECHOED = [TOKEN, KEY, BLOCK_WEBHOOK]
+
+
+def derived(value: str) -> list[str]:
+    """Forms a secret travels in besides itself (issue 21): base64 (standard; URL-safe unpadded), HTTP Basic of
+    `user:value`, URL-encoded. `Bearer <value>` holds the value itself."""
+    raw = value.encode()
+    return [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("="),
+            base64.b64encode(f"{USER}:{value}".encode()).decode(), quote(value, safe="")]
+
+
+#: What the upstream echoes at first: the secrets the process holds from the start, and their derived forms
+#: (an upstream can only echo what it was sent or what leaked to it; a value the process has never seen
+#: cannot be known to it). Each stage below adds the secret it introduces.
+ECHOED = [TOKEN, KEY, BLOCK_WEBHOOK, *derived(KEY), *derived(TOKEN), *derived(BLOCK_WEBHOOK)]
 PLAIN = ("alpha", "beta", "gamma")
 
 
@@ -240,6 +254,12 @@ def toml_text(values: dict[str, Any]) -> str:
     return "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
 
 
+def forms(value: str) -> list[str]:
+    """What the scan looks for: the value, its 15-character prefix, its derived forms, and the prefixes of its
+    plain base64 forms (a prefix of `base64(user:value)` is mostly the user's, who is no secret)."""
+    return [value, cut(value), *derived(value), *(d[:15] for d in derived(value)[:2])]
+
+
 def print_table(places: dict[str, list[str]], found: dict[str, dict[str, int]]) -> None:
     names = list(SHAPES)
     print("\nsecret scan: leaks per sink and secret (its value or 15-char prefix); texts: how many scanned")
@@ -295,7 +315,7 @@ def test_planted_secrets_appear_nowhere(
             }
         assert raised or statuses == {401}, (raised, statuses)
 
-        # A wrong Slack token: the alerts of later rounds fail with invalid_auth and stay in the outbox.
+        # A wrong Slack token: the alerts of later rounds are refused (invalid_auth) and kept as failed.
         monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
         monkeypatch.setenv("SLACK_BOT_TOKEN", WRONG_TOKEN)
         echo.echoed.append(WRONG_TOKEN)
@@ -304,19 +324,19 @@ def test_planted_secrets_appear_nowhere(
             canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
         summary = deliver_outbox(ov["db_path"], SlackSettings.from_env(), T0 + timedelta(hours=3))
         with store.open_store(ov["db_path"]) as con:
-            errors = list(store.alert_rows(con, status="pending")["last_error"].dropna())
-        assert summary.failed >= 1 and any("invalid_auth" in e for e in errors), (summary, errors)
+            box = store.alert_rows(con)
+            errors = list(box["last_error"].dropna())
+        assert any("invalid_auth" in e for e in errors), (summary, box[["kind", "status", "last_error"]])
 
-        # `canary run` with a base URL whose userinfo is the gateway's password (HTTP Basic to the proxy).
+        # `canary run` (its own code path); a base URL with userinfo is refused by config validation (below).
         monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
         config = tmp_path / "canary.toml"
         config.write_text(toml_text({k: v for k, v in ov.items() if k != "base_url"}), encoding="utf-8")
-        echo.echoed.append(PASSWORD)
-        run_once(config=config, model=MODEL, base_url=echo.base_url_with(USER, PASSWORD), mode=None, db=None)
+        run_once(config=config, model=MODEL, base_url=echo.base_url, mode=None, db=None)
         captured = capsys.readouterr()
         assert f"{MODEL}" in captured.out
 
-    # `canary run` processes whose discovery fails: refused, and wrong credentials (a 401 echoing them).
+    # `canary run` processes given a base URL with the gateway's password: refused in one line (exit 2).
     nowhere = f"http://{USER}:{PASSWORD}@127.0.0.1:{closed_port()}/api/v1"
     refused = cli_run(["--config", str(config), "--base-url", nowhere], tmp_path)
     wrong = echo.base_url_with(USER, WRONG_PASSWORD)
@@ -337,11 +357,11 @@ def test_planted_secrets_appear_nowhere(
     for where, texts in places.items():
         assert texts or where == "errors", f"nothing was collected from {where}"
     found = {
-        where: {name: len(leaks([value, cut(value)], texts)) for name, value in SHAPES.items()}
+        where: {name: len(leaks(forms(value), texts)) for name, value in SHAPES.items()}
         for where, texts in places.items()
     }
     print_table(places, found)
-    needles = [*SHAPES.values(), *(cut(v) for v in SHAPES.values())]
+    needles = [n for v in SHAPES.values() for n in forms(v)]
     assert {where: leaks(needles, texts) for where, texts in places.items()} == {w: [] for w in places}
     # The scan was not vacuous: what we collected is where such a secret would have shown up.
     assert any("suspend" in t for t in places["slack"])
@@ -353,3 +373,4 @@ def test_planted_secrets_appear_nowhere(
     assert any(t.startswith("log: ") for t in places["prefect"])
     assert any("base_url" in t and f"127.0.0.1:{echo.port}" in t for t in places["prefect"])  # the parameter
     assert any("config:" in t for t in places["cli stderr"])
+    assert any("Your header was" in t for t in places["duckdb"])  # the echoed Authorization header landed

@@ -9,6 +9,7 @@ cut with an ellipsis, as an excerpt would leave it: `cut`):
 * `midecho`  one text chunk, then a mid-stream error chunk whose message is the secrets
 * `pinecho`  a stream whose `provider` field is a secret (a pin that did not hold)
 
+The echo tags' replies also carry the request's own Authorization header, as sent and base64-encoded.
 Every response also carries the secrets in headers (`X-Echo`, `WWW-Authenticate`). With `basic=(user, pw)`
 the proxy accepts HTTP Basic credentials (what httpx sends for a base URL with userinfo) and forwards with
 `Bearer api_key`; wrong credentials get a 401 whose body echoes them.
@@ -131,7 +132,11 @@ def _handler(up: EchoUpstream) -> type[BaseHTTPRequestHandler]:
             self._forward(raw, bearer)
 
         def _echo(self, tag: str) -> None:
-            text = echo_text(up.echoed)
+            # The request's own Authorization header too, whole and base64-encoded (what a debugging proxy
+            # shows): the redactor must know every derived form of the key it carries.
+            auth = self.headers.get("Authorization", "")
+            wire = base64.b64encode(auth.encode()).decode()
+            text = echo_text(up.echoed) + f" Your header was {auth} ({wire})."
             if tag == "errecho":
                 err = {"error": {"message": f"Provider returned error: {text}", "code": 500,
                                  "metadata": {"raw": text, "provider_name": "Errecho"}}}

@@ -13,7 +13,6 @@ def fresh_secret_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     from tasks import secrets
 
     monkeypatch.setattr(secrets, "_registered", set())
-    monkeypatch.setattr(secrets, "_credentialed_urls", set())
     monkeypatch.setattr(secrets, "_known_cache", None)
     for name in (*secrets.ENV_SECRETS, *secrets.ENV_URLS):
         monkeypatch.delenv(name, raising=False)

@@ -1,7 +1,9 @@
 """A local Slack-compatible HTTP server for tests (127.0.0.1, port 0, background thread, stdlib only).
 
 * POST /api/chat.postMessage: Bearer auth, JSON or form body; `{"ok": true, "ts": ...}` like Slack,
-  `{"ok": false, "error": ...}` for bad auth, missing channel or text, malformed blocks.
+  `{"ok": false, "error": ...}` for bad auth, missing channel or text, malformed blocks, and Slack's size
+  rules: `msg_too_long` past `max_text_chars` (40,000 like Slack; lower it for a stricter Slack),
+  `invalid_blocks` for more than 50 blocks, a header over 150 or a section over 3,000 characters.
 * POST /services/T/B/X (the webhook): `ok`.
 * GET /api/conversations.history?channel=C0CANARY[&include_all_metadata=true]: the messages posted so far,
   newest first, with their message metadata when asked (how the canary checks whether a post of unknown
@@ -84,6 +86,7 @@ class SlackServer:
         self._clock = clock
         self._last_ts_us = 0
         self.port = 0
+        self.max_text_chars = 40_000  # Slack refuses longer text with msg_too_long
         self._lock = threading.Lock()
         self._faults: deque[_Fault] = deque()
         self._recorded: list[Recorded] = []
@@ -141,10 +144,11 @@ class SlackServer:
         with self._lock:
             self._faults.extend(_Fault(-1, error) for _ in range(n))
 
-    def delay_next(self, n: int = 1, seconds: float = 2.0) -> None:
-        """Post the next `n` messages, but answer each only after `seconds` (a slow Slack)."""
+    def delay_next(self, n: int = 1, seconds: float = 2.0, after: int = 0) -> None:
+        """Post the next `n` messages (after `after` answered at once), but answer each only after `seconds`
+        (a slow Slack)."""
         with self._lock:
-            self._delays.extend(seconds for _ in range(n))
+            self._delays.extend([0.0] * after + [seconds] * n)
 
     def down(self, mode: Literal["refuse", "503"] = "refuse") -> None:
         """`refuse`: close the listening socket (connection refused); `503`: answer every request 503."""
@@ -247,6 +251,8 @@ class SlackServer:
             return 400, "text/plain", "no_text", {}
         if "blocks" in body and not _valid_blocks(body["blocks"]):
             return 400, "text/plain", "invalid_blocks", {}
+        if len(str(body.get("text") or "")) > self.max_text_chars:
+            return 400, "text/plain", "msg_too_long", {}
         return 200, "text/plain", "ok", {}
 
     def _post_message(
@@ -274,6 +280,8 @@ class SlackServer:
             return answer({"ok": False, "error": "no_text"})
         if blocks is not None and not _valid_blocks(blocks):
             return answer({"ok": False, "error": "invalid_blocks"})
+        if len(str(body.get("text") or "")) > self.max_text_chars:
+            return answer({"ok": False, "error": "msg_too_long"})
         ts = self._next_ts()
         return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts,
                        "message": {"text": body.get("text", ""), "ts": ts}})
@@ -321,10 +329,22 @@ def _json_ok(text: str) -> bool:
         return False
 
 
+#: Block Kit's text limits by block type (characters of the block's `text.text`).
+_BLOCK_TEXT_CAPS = {"header": 150, "section": 3000}
+
+
 def _valid_blocks(blocks: Any) -> bool:
-    """Slack's structural minimum: a list of at most 50 objects, each with a `type`."""
-    return (isinstance(blocks, list) and len(blocks) <= 50
-            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks))
+    """Slack's rules: a list of at most 50 objects, each with a `type`; a header's text at most 150
+    characters, a section's 3,000."""
+    if not (isinstance(blocks, list) and len(blocks) <= 50
+            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks)):
+        return False
+    for b in blocks:
+        text = b.get("text")
+        cap = _BLOCK_TEXT_CAPS.get(b["type"])
+        if cap is not None and isinstance(text, dict) and len(str(text.get("text") or "")) > cap:
+            return False
+    return True
 
 
 def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:

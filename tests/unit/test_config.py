@@ -100,12 +100,12 @@ def test_a_toml_file_with_inf_or_nan_is_rejected_on_load(tmp_path: Path) -> None
             load_config(path, env={})
 
 
-def test_a_base_url_password_is_never_shown_and_never_a_parameter() -> None:
-    cfg = config_from_mapping({"base_url": "http://user:s3cret-pw@gw.example:8080/api/v1/"})
-    assert cfg.base_url == "http://user:s3cret-pw@gw.example:8080/api/v1"  # requests need it
-    assert public_base_url(cfg) == "http://gw.example:8080/api/v1"
-    # The stripped form (a flow-run parameter) gets its userinfo back in the process that knows it.
-    assert cfg.with_overrides({"base_url": public_base_url(cfg)}).base_url == cfg.base_url
+def test_a_base_url_password_is_refused_and_never_shown() -> None:
+    """httpx would send user:password as Basic auth in place of the OpenRouter key (issue 21)."""
+    message = rejected({"base_url": "http://user:s3cret-pw@gw.example:8080/api/v1/"})
+    assert "s3cret-pw" not in message and "credentials" in message and "gw.example:8080" in message
+    cfg = config_from_mapping({"base_url": "http://gw.example:8080/api/v1/"})
+    assert cfg.base_url == public_base_url(cfg) == "http://gw.example:8080/api/v1"
     message = rejected({"base_url": "ftp://user:s3cret-pw@gw.example/"})
     assert "s3cret-pw" not in message and "base_url" in message
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.core.cost import RoundCost, describe_totals
-from tasks.core.render.text import cell, fmt_ts
+from tasks.core.render.text import cell, fmt_ts, name
 from tasks.core.types import Contract, ContractResult, Decision, IgnoreList, Outcome, RoundInfo
 
 
@@ -23,12 +23,12 @@ def describe_changes(previous: Sequence[ContractResult], current: Sequence[Contr
     before = {(r.tag, str(r.contract)): r for r in previous}
     after = {(r.tag, str(r.contract)): r for r in current}
     old_tags, new_tags = {t for t, _ in before}, {t for t, _ in after}
-    lines = [f"`{cell(t)}`: new endpoint" for t in sorted(new_tags - old_tags)]
-    lines += [f"`{cell(t)}`: not in this round" for t in sorted(old_tags - new_tags)]
+    lines = [f"{name(t, 'markdown')}: new endpoint" for t in sorted(new_tags - old_tags)]
+    lines += [f"{name(t, 'markdown')}: not in this round" for t in sorted(old_tags - new_tags)]
     for key in sorted(after.keys() & before.keys()):
         b, a = before[key], after[key]
         if b.outcome != a.outcome:
-            lines.append(f"`{cell(key[0])}` {key[1]}: {b.outcome} → {a.outcome} ({cell(a.reason, 60)})")
+            lines.append(f"{name(key[0], 'markdown')} {key[1]}: {b.outcome} → {a.outcome} ({cell(a.reason, 60)})")
     return lines
 
 
@@ -63,9 +63,9 @@ def render_round_markdown(
         by_tag.setdefault(res.tag, {})[str(res.contract)] = res
     contracts = [str(c) for c in Contract if any(str(c) in row for row in by_tag.values())]
     out = [
-        f"# Canary round `{cell(r.round_id)}`",
+        f"# Canary round {name(r.round_id, 'markdown')}",
         "",
-        f"- model: `{cell(r.model)}`",
+        f"- model: {name(r.model, 'markdown')}",
         f"- round_ts: {fmt_ts(r.round_ts)}",
         f"- mode: {r.mode}",
         f"- endpoints: {len(by_tag)}",
@@ -89,15 +89,15 @@ def render_round_markdown(
                 notes.append(found)
                 note = len(notes)
             cells.append(_outcome_cell(found, note))
-        out.append(f"| `{cell(tag)}` | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
+        out.append(f"| {name(tag, 'cell')} | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", LEGEND]
     out += ["", "## Evidence", ""]
-    out += [f"{n}. `{cell(f.tag)}` {f.contract} {f.outcome} `{cell(f.reason, 60)}`"
+    out += [f"{n}. {name(f.tag, 'markdown')} {f.contract} {f.outcome} {name(f.reason, 'markdown', 60)}"
             + (f": {cell(f.evidence, 200)}" if f.evidence else "")
             for n, f in enumerate(notes, start=1)] or ["None."]
     out += ["", "## Decisions", ""]
-    out += [f"- {d.action} `{cell(d.tag)}`" + (f" until {fmt_ts(d.until)}" if d.until else "")
+    out += [f"- {d.action} {name(d.tag, 'markdown')}" + (f" until {fmt_ts(d.until)}" if d.until else "")
             + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
     out += ["", "## Changes since last round", ""]
     out += [f"- {line}" for line in changes_since_last_round] or ["None."]
@@ -105,6 +105,6 @@ def render_round_markdown(
     if ignore_list is None or not ignore_list.entries:
         out.append("Empty.")
     else:
-        out += [f"- `{cell(e.tag)}` ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
+        out += [f"- {name(e.tag, 'markdown')} ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
                 + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
     return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from tasks.core.deadman import Overdue
 from tasks.core.render.slack import EvidenceLine, build_alert, digest, render_decision_alerts
-from tasks.core.render.text import code, command, exclude_cmd, fmt_ts, mrkdwn
+from tasks.core.render.text import code, command_span, exclude_cmd, fmt_ts, mrkdwn, name
 from tasks.core.types import Alert, Attempt, ContractResult, Decision, IgnoreList, Outcome
 
 
@@ -18,13 +18,14 @@ def render_probe_weak_alert(
     passed_controls: Sequence[str] = (),
 ) -> Alert:
     """A positive control passed the refusal probe: the probe proves nothing this round."""
-    controls = ", ".join(code(t, 80) for t in sorted(passed_controls))
+    controls = ", ".join(name(t, "slack") for t in sorted(passed_controls))
     which = f"the positive controls {controls}" if controls else "a positive control"
     return build_alert(
         key=f"probe_weak|{model}|{round_id}", kind="probe_weak", model=model, tag=None,
-        created_at=round_ts, title=f"Refusal probe is weak: {model}", digest_line=digest(model, ignore_list),
+        created_at=round_ts, title=f"Refusal probe is weak: {name(model, 'log')}",
+        digest_line=digest(model, ignore_list),
         sections=[
-            f"In round {code(round_id, 80)} of {code(model)}, {which} passed the refusal probe although "
+            f"In round {name(round_id, 'slack')} of {name(model, 'slack')}, {which} passed the refusal probe although "
             "known to filter. Refusal outcomes of every endpoint in this round are `inconclusive` "
             "(`probe_weak`).",
             "*What to do:* check whether the controls still filter and whether the probe still triggers "
@@ -49,19 +50,20 @@ def render_pin_mismatch_alerts(
         bad = by_tag[tag]
         detail = ""
         if bad:
-            served = ", ".join(code(s, 80) for s in sorted({a.served_provider or "" for a in bad}))
+            served = ", ".join(name(s, "slack") for s in sorted({a.served_provider or "" for a in bad}))
             contracts = mrkdwn(", ".join(sorted({str(a.contract) for a in bad})))
-            detail = (f" (expected {code(bad[0].provider_name, 80)}, served by {served}; "
+            detail = (f" (expected {name(bad[0].provider_name, 'slack')}, served by {served}; "
                       f"{len(bad)} attempts: {contracts})")
         alerts.append(build_alert(
             key=f"pin_mismatch|{model}|{tag}|{round_id}", kind="pin_mismatch", model=model, tag=tag,
-            created_at=round_ts, title=f"Pin did not hold: {tag} on {model}",
+            created_at=round_ts,
+            title=f"Pin did not hold: {name(tag, 'log', 60)} on {name(model, 'log', 60)}",
             digest_line=digest(model, ignore_list),
             sections=[
-                f"In round {code(round_id, 80)}, requests pinned to {code(tag)} on {code(model)} were "
-                f"served by another provider{detail}. Those results are `inconclusive`.",
-                "*What to do:* if it persists, this tag cannot be verified: "
-                f"`{mrkdwn(exclude_cmd(tag, model))}`",
+                f"In round {name(round_id, 'slack')}, requests pinned to {name(tag, 'slack')} on "
+                f"{name(model, 'slack')} were served by another provider{detail}. Those results are "
+                "`inconclusive`.",
+                f"*What to do:* if it persists, this tag cannot be verified: {exclude_cmd(tag, model)}",
             ],
         ))
     return alerts
@@ -76,13 +78,13 @@ def render_deadman_alerts(
     return [
         build_alert(
             key=o.key, kind="deadman", model=o.model, tag=None, created_at=now,
-            title=f"No canary round completed: {o.model}",
+            title=f"No canary round completed: {name(o.model, 'log')}",
             digest_line=digest(o.model, (ignore_lists or {}).get(o.model)),
             sections=[
-                f"The last complete round of {code(o.model)} was at {fmt_ts(o.last_complete_ts)}; rounds "
+                f"The last complete round of {name(o.model, 'slack')} was at {fmt_ts(o.last_complete_ts)}; rounds "
                 f"run every {minutes} min. Nothing is probed, so suspensions neither start nor end early.",
                 "*What to do:* check the Prefect deployment and its worker (`prefect flow-run ls`), then "
-                f"run one round by hand: `{mrkdwn(command('canary', 'run', '--model', o.model))}`",
+                f"run one round by hand: {command_span('canary', 'run', '--model', o.model)}",
             ],
         )
         for o in overdue
@@ -126,14 +128,14 @@ def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_ur
     """Discovery returned no endpoint for a model that had some: nothing is probed, nothing can be judged."""
     return build_alert(
         key=f"empty_catalog|{model}|{round_id}", kind="empty_catalog", model=model, tag=None, created_at=now,
-        title=f"No endpoints listed for {model}",
+        title=f"No endpoints listed for {name(model, 'log')}",
         digest_line=digest(model, ignore_list),
         sections=[
-            f"Round {code(round_id, 80)}: the endpoints API at {code(base_url)} listed no endpoint of "
-            f"{code(model)}, which had endpoints in its previous round. Nothing is probed: suspensions neither "
-            "start nor end early.",
+            f"Round {name(round_id, 'slack')}: the endpoints API at {code(base_url)} listed no endpoint of "
+            f"{name(model, 'slack')}, which had endpoints in its previous round. Nothing is probed: suspensions "
+            "neither start nor end early.",
             "*What to do:* check the model id in canary.toml and the API key's access; "
-            f"`{mrkdwn(command('canary', 'run', '--model', model))}` shows discovery's answer.",
+            f"{command_span('canary', 'run', '--model', model)} shows discovery's answer.",
         ],
     )
 

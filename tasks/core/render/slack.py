@@ -22,6 +22,7 @@ from tasks.core.render.text import (
     fmt_ts,
     lift_cmd,
     mrkdwn,
+    name,
 )
 from tasks.core.types import Action, Alert, Decision, IgnoreList
 
@@ -46,16 +47,16 @@ class EvidenceLine:
 def digest(model: str, ignore_list: IgnoreList | None) -> str:
     """One line: the model's current ignore list with each entry's layer (and end, if any)."""
     if ignore_list is None:
-        return f"Ignore list for {code(model)}: unknown"
+        return f"Ignore list for {name(model, 'slack')}: unknown"
     if not ignore_list.entries:
-        return f"Ignore list for {code(model)}: empty"
+        return f"Ignore list for {name(model, 'slack')}: empty"
     parts = []
     for e in ignore_list.entries[:DIGEST_ENTRIES]:
         until = f" until {fmt_ts(e.until)}" if e.until else ""
-        parts.append(f"{code(e.tag)} ({e.layer}{until})")
+        parts.append(f"{name(e.tag, 'slack')} ({e.layer}{until})")
     more = len(ignore_list.entries) - DIGEST_ENTRIES
     tail = f" and {more} more" if more > 0 else ""
-    return f"Ignore list for {code(model)} ({len(ignore_list.ignore)}): " + ", ".join(parts) + tail
+    return f"Ignore list for {name(model, 'slack')} ({len(ignore_list.ignore)}): " + ", ".join(parts) + tail
 
 
 def build_alert(
@@ -94,7 +95,7 @@ _TITLES: dict[Action, str] = {
 
 
 def _what_happened(d: Decision) -> str:
-    where = f"{code(d.tag)} on {code(d.model)}"
+    where = f"{name(d.tag, 'slack')} on {name(d.model, 'slack')}"
     if d.action in (Action.SUSPEND, Action.WOULD_SUSPEND):
         verb = "is out of traffic" if d.action is Action.SUSPEND else "would be out of traffic"
         return f"{where} {verb} until {fmt_ts(d.until)} (ladder step {d.ladder_step})."
@@ -109,16 +110,16 @@ def _what_happened(d: Decision) -> str:
 
 
 def _what_to_do(d: Decision) -> str:
-    lift, exclude = mrkdwn(lift_cmd(d.tag, d.model)), mrkdwn(exclude_cmd(d.tag, d.model))
+    lift, exclude = lift_cmd(d.tag, d.model), exclude_cmd(d.tag, d.model)  # code spans, never cut
     if d.action is Action.SUSPEND:
-        return f"*What to do:* nothing if the evidence holds. If it is a false positive: `{lift}`"
+        return f"*What to do:* nothing if the evidence holds. If it is a false positive: {lift}"
     if d.action is Action.WOULD_SUSPEND:
-        return (f"*What to do:* observe mode changed nothing. To exclude it now: `{exclude}`; "
+        return (f"*What to do:* observe mode changed nothing. To exclude it now: {exclude}; "
                 f"to let the canary act on such findings: `{ENFORCE_CMD}`")
     if d.action is Action.FLOOR_BLOCKED:
         return (f"*What to do:* decide by hand; the canary will suspend it as soon as the floor allows. "
-                f"To exclude it anyway: `{exclude}`")
-    return f"*What to do:* nothing. To keep it out of traffic anyway: `{exclude}`"
+                f"To exclude it anyway: {exclude}")
+    return f"*What to do:* nothing. To keep it out of traffic anyway: {exclude}"
 
 
 def _evidence_section(lines: Sequence[EvidenceLine]) -> str:
@@ -149,7 +150,8 @@ def render_decision_alert(
         facts.append("Rounds: " + ", ".join(code(r, 80) for r in d.evidence_round_ids))
     return build_alert(
         key=d.decision_id, kind=str(d.action), model=d.model, tag=d.tag, created_at=d.at,
-        title=f"{_TITLES[d.action]}: {d.tag} on {d.model}", digest_line=digest(d.model, ignore_list),
+        title=f"{_TITLES[d.action]}: {name(d.tag, 'log', 60)} on {name(d.model, 'log', 60)}",
+        digest_line=digest(d.model, ignore_list),
         sections=["\n".join(facts), _evidence_section(evidence), _what_to_do(d)],
     )
 

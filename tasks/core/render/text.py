@@ -2,16 +2,27 @@
 
 Every piece of outside text (reply excerpts, reasons, evidence, provider names) goes through `clean()`;
 mrkdwn additionally escapes Slack's three control characters (& < >), Markdown table cells escape `|`.
+
+A provider's tag or name (and a model id, an alert key: anything an upstream or an admin can make hostile) is
+shown through ONE helper, `name(text, target)`, for each target: a Slack code span, a Markdown code span, a
+Markdown table cell, a log line. It redacts, makes newlines and invisible characters visible, replaces
+backticks (they would end the span), escapes what the target treats specially and cuts at `NAME_CAP`.
+A command built from such a name is shown by `command_span`, which never cuts a command in the middle.
 """
 
 from __future__ import annotations
 
 import shlex
 from datetime import UTC, datetime
+from typing import Literal
 
 from tasks.core.redaction import redact as _redact
 
 EXCERPT_CAP = 200  # characters of a bad reply shown in an alert
+#: The longest tag, provider name, model id or alert key shown anywhere (OpenRouter's are under 60).
+NAME_CAP = 120
+
+Target = Literal["slack", "markdown", "cell", "log"]
 
 
 def redact(text: str) -> str:
@@ -48,6 +59,50 @@ def code(text: str, cap: int = EXCERPT_CAP) -> str:
     return "`" + mrkdwn(clean(text, cap).replace("`", "ˋ")) + "`"
 
 
+def name(text: str, target: Target, cap: int = NAME_CAP) -> str:
+    """A provider's tag or name (a model id, an alert key), escaped and bounded for `target`:
+
+    * slack     a Slack mrkdwn code span (& < > escaped)
+    * markdown  a Markdown code span (`*` and `_` do not render inside it)
+    * cell      a Markdown code span inside a table cell (`|` escaped too)
+    * log       one plain line (no span)
+    """
+    shown = clean(text, cap).replace("`", "ˋ")
+    if target == "log":
+        return shown
+    if target == "slack":
+        return "`" + mrkdwn(shown) + "`"
+    span = "`" + shown + "`"
+    return span.replace("|", "\\|") if target == "cell" else span
+
+
+def is_pasteable(arg: str) -> bool:
+    """`arg` can appear in a command to paste as it is: short, printable (no newline), no backtick (it would
+    end the code span), nothing the redactor masks. The shell quoting is `command`'s."""
+    return 0 < len(arg) <= NAME_CAP and arg.isprintable() and "`" not in arg and redact(arg) == arg
+
+
+def command_span(*argv: str) -> str:
+    """A Slack code span holding a command to paste. An argument that cannot be shown verbatim (too long, or
+    holding backticks, newlines, quotes...) is replaced by a placeholder (`<model>` after `--model`, else
+    `<tag>`) and a note says where to find it: the command is never cut in the middle nor breaks its span."""
+    words: list[str] = []
+    holders: dict[str, int] = {}
+    for i, arg in enumerate(argv):
+        if arg == '"..."' or is_pasteable(arg):
+            words.append(command(arg))
+            continue
+        holder = "<model>" if i and argv[i - 1] == "--model" else "<tag>"
+        holders[holder] = max(holders.get(holder, 0), len(arg))
+        words.append(holder)
+    span = "`" + mrkdwn(" ".join(words)) + "`"
+    if not holders:
+        return span
+    which = ", ".join(mrkdwn(h) for h in holders)
+    return (f"{span} (replace {which}: {max(holders.values())} characters, or characters a message cannot "
+            "show; copy it from `canary status --json`)")
+
+
 def cell(text: str, cap: int = 120) -> str:
     """Cleaned text safe inside a Markdown table cell."""
     return clean(text, cap).replace("|", "\\|")
@@ -63,11 +118,13 @@ def command(*argv: str) -> str:
 
 
 def lift_cmd(tag: str, model: str) -> str:
-    return command("canary", "lift", tag, "--model", model, "--reason", '"..."')
+    """`canary lift ...` as a Slack code span (see `command_span`)."""
+    return command_span("canary", "lift", tag, "--model", model, "--reason", '"..."')
 
 
 def exclude_cmd(tag: str, model: str) -> str:
-    return command("canary", "exclude", "add", tag, "--model", model, "--reason", '"..."')
+    """`canary exclude add ...` as a Slack code span (see `command_span`)."""
+    return command_span("canary", "exclude", "add", tag, "--model", model, "--reason", '"..."')
 
 
 ENFORCE_CMD = "canary mode enforce"
