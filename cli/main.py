@@ -69,10 +69,13 @@ def run(
     mode: Annotated[str | None, typer.Option("--mode", help="observe | enforce")] = None,
     db: DbOpt = None,
 ) -> None:
-    """Run one round now, as a Prefect flow run (every configured model unless --model)."""
+    """Run one cycle now, as Prefect flow runs (every configured model unless --model); exit 1 when a round
+    did not complete."""
     from cli.runs import run_once
 
-    run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
+    code = run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
