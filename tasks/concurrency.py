@@ -180,8 +180,11 @@ def heal_dead_holders(model: str, db_path: str | None, logger: Any, *, taken: bo
                 client.set_flow_run_state(run_id, Crashed(message="the round's process died"), force=True)
         if taken and not others:
             client.update_global_concurrency_limit(limit_name(model), GlobalConcurrencyLimitUpdate(active_slots=0))
-    logger.warning("Round slot of %s: %d holder(s) whose process died (flow runs marked Crashed%s)",
-                   model, len(dead), ", slot freed" if taken and not others else "")
+    if taken and not others:
+        logger.warning("Freed the round slot of %s: %d holder(s) whose process died (flow runs marked Crashed)",
+                       model, len(dead))
+    else:
+        logger.warning("Rounds of %s whose process died: %d flow run(s) marked Crashed", model, len(zombies))
     return len(dead)
 
 

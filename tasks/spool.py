@@ -17,6 +17,7 @@ kept anywhere raises SpoolError.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -141,12 +142,14 @@ class Journal:
         if kept.trouble is not None:  # in the fallback directory: the disk beside the database is in trouble
             self.fault = self.fault or SpoolError(f"spool: {kept.trouble} (the journal went to {kept.path.parent})")
         if kept.path != self.path:  # do not leave a stale step behind
-            self.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
             self.path = kept.path
 
     def finish(self) -> None:
         for directory in spool_dirs(self.db_path):
-            (directory / self.path.name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # never written there (or not even a directory)
+                (directory / self.path.name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

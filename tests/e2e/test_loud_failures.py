@@ -137,6 +137,27 @@ def test_the_deadman_alerts_on_a_database_that_fails_on_read(
     assert alerts_of(slack, "store_unreadable") == [f"store_unreadable|{db.resolve()}|{datetime.now(UTC):%Y-%m-%d}"]
 
 
+def test_a_journal_the_disk_refuses_fails_a_round_that_saved(
+    prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing can be written beside the database (its spool path is a file), the database itself works: the round
+    probes, saves and publishes (its journal goes to the fallback directory), then fails loudly."""
+    from flows.round import canary_round
+    from tasks.errors import SpoolError
+    from tests.support.rounds import round_overrides
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
+    overrides = round_overrides(sim, tmp_path, MODEL, languages=["en"])
+    db = Path(overrides["db_path"])
+    spool_dir(db).write_text("not a directory")
+    with pytest.raises(SpoolError, match="cannot write"):
+        canary_round(model=MODEL, round_ts=datetime.now(UTC), overrides=overrides)
+    assert alerts_of(slack, "spool_unwritable") == [f"spool_unwritable|{db.resolve()}|{datetime.now(UTC):%Y-%m-%d}"]
+    with store.open_store(db, read_only=True) as con:
+        assert con.execute("SELECT status FROM rounds").fetchall() == [("complete",)]
+    assert list(fallback_spool_dir(db).glob("*.journal.json")) == []  # finished: nothing left to mark crashed
+
+
 # -- a full disk (a small tmpfs) -------------------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
