@@ -224,8 +224,8 @@ def heal_dead_cycle(dead: Any, logger: Any) -> list[str]:
         if dead.lease_id:
             with contextlib.suppress(Exception):  # already expired and revoked: nothing to free
                 client.release_concurrency_slots_with_lease(UUID(dead.lease_id))
-    logger.warning("The previous cycle of this database died holding it (%s): %d flow run(s) marked Crashed, its "
-                   "cycle slot released", dead.describe(), len(marked))
+    logger.warning("The previous cycle of this database died holding it (%s): %d flow run(s) marked Crashed%s",
+                   dead.describe(), len(marked), ", its cycle slot released" if dead.lease_id else "")
     return marked
 
 

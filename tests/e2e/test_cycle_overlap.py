@@ -11,7 +11,6 @@ runs it: the installed console script in subprocesses, the loopback simulator wi
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,7 +25,6 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.cycle_lock import lock_path
 from tasks.failpoints import ENV
 
 pytestmark = pytest.mark.e2e
@@ -102,6 +100,25 @@ def child_runs(parent: str) -> dict[str, str]:
     return {str(r.id): str(r.state_type.value) for r in runs}
 
 
+def running_cycles_of(db: Path) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["canary-cycle"])),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.RUNNING]))))
+    return [str(r.id) for r in runs if (r.parameters or {}).get("db_path") == str(db)]
+
+
 def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(
     prefect_harness: None, sim: SimulatorHandle, tmp_path: Path
 ) -> None:
@@ -114,8 +131,7 @@ def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(
     killed = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=240,
                             cwd=tmp_path, env=env_for(sim, tmp_path, **api, **{ENV: "after-probe"}))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    dead_cycle = json.loads(lock_path(db).read_text())["flow_run_id"]
-    assert set(flow_run_states([dead_cycle]).values()) == {"RUNNING"}
+    [dead_cycle] = running_cycles_of(db)
     assert set(child_runs(dead_cycle).values()) == {"RUNNING"}  # its round
 
     t0 = time.monotonic()
