@@ -93,7 +93,8 @@ def ensure_limit(model: str) -> bool:
             return False
 
 
-def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
+def running_flow_runs(flow_name: str) -> list[Any]:
+    """The flow runs of `flow_name` that Prefect says are Running (at most 200)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -105,14 +106,17 @@ def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
     from prefect.client.schemas.objects import StateType
 
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        return list(client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
             flow_run_filter=FlowRunFilter(
                 state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
             ),
             limit=200,
-        )
-    return [(r.id, (r.parameters or {}).get("model"), r.start_time) for r in runs]
+        ))
+
+
+def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
+    return [(r.id, (r.parameters or {}).get("model"), r.start_time) for r in running_flow_runs(FLOW_NAME)]
 
 
 def _own_flow_run_id() -> UUID | None:

@@ -28,7 +28,7 @@ def alarm_unreadable_store(db_path: str, error: StoreError, now: datetime, logge
     """Alert that `db_path` cannot be read or written (not for a busy one). True when an alert went out now."""
     if error.busy:
         return False
-    from tasks.core.render.round_alerts import render_store_unreadable_alert
+    from tasks.core.render.fault_alerts import render_store_unreadable_alert
 
     return _alarm_once(db_path, "store-unreadable", error, now, render_store_unreadable_alert,
                        logger or _log, "The database cannot be read or written: %s")

@@ -26,6 +26,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.failpoints import ENV
+from tests.support.run_config import write_run_config
 
 pytestmark = pytest.mark.e2e
 
@@ -45,13 +46,8 @@ def sim() -> Iterator[SimulatorHandle]:
         yield handle
 
 
-def write_config(sim: SimulatorHandle, tmp: Path, db: Path) -> Path:
-    cfg = tmp / "canary.toml"
-    cfg.write_text(
-        f'models = ["{MODEL}"]\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\nlanguages = ["en"]\n'
-        f'publish_dir = "{tmp}/published"\nexclusions_file = "{tmp}/none.toml"\nttft_s = 6\n'
-    )
-    return cfg
+def write_config(sim: SimulatorHandle, where: Path, db: Path) -> Path:
+    return write_run_config(sim, where, db, MODEL, ttft_s=6)
 
 
 def env_for(sim: SimulatorHandle, tmp: Path, **extra: str) -> dict[str, str]:
@@ -101,22 +97,9 @@ def child_runs(parent: str) -> dict[str, str]:
 
 
 def running_cycles_of(db: Path) -> list[str]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
+    from tasks.concurrency import running_flow_runs
 
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=["canary-cycle"])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                any_=[StateType.RUNNING]))))
-    return [str(r.id) for r in runs if (r.parameters or {}).get("db_path") == str(db)]
+    return [str(r.id) for r in running_flow_runs("canary-cycle") if (r.parameters or {}).get("db_path") == str(db)]
 
 
 def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(

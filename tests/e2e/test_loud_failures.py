@@ -28,6 +28,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.spool import fallback_spool_dir, spool_dir
 from tests.support.admin_db import build_db
+from tests.support.run_config import write_run_config
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -59,12 +60,7 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write_config(sim: SimulatorHandle, where: Path, db: Path) -> Path:
-    cfg = where / "canary.toml"
-    cfg.write_text(
-        f'models = ["{MODEL}"]\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\nlanguages = ["en"]\n'
-        f'publish_dir = "{where}/published"\nexclusions_file = "{where}/none.toml"\nttft_s = 5\n'
-    )
-    return cfg
+    return write_run_config(sim, where, db, MODEL, ttft_s=5)
 
 
 def canary(*args: str, sim: SimulatorHandle, tmp: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
