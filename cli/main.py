@@ -79,10 +79,12 @@ def run(
     db: DbOpt = None,
 ) -> None:
     """Run one cycle now: a canary-cycle flow run with a canary-round run per model (every configured model
-    unless --model), concurrently."""
+    unless --model), concurrently; exit 1 when a round did not complete."""
     from cli.runs import run_once
 
-    run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
+    code = run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

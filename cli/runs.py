@@ -5,7 +5,13 @@ flow run with a traceback.
 The flow runs go to the configured Prefect API (PREFECT_API_URL, its /health checked after the preflight) or to
 one private server that `cli.prefect_server.prefect_api()` starts right after the config checks, so that its
 start-up overlaps the preflight's network calls and the flow's imports, and that dies with this process even
-under SIGKILL."""
+under SIGKILL.
+
+Its exit code says whether the cycle did its job: 0 when every round completed (or was deferred: a busy
+database, its probes spooled to land next time); 1 when any round did not (failed, its database unreadable or
+unwritable, its journal or spool unwritable, skipped because another round of its model held the slot) or the
+cycle could not start (the previous cycle held the database's lock or slot too long); one line per such round
+on stderr. 2 stays a `CanaryError` before the cycle starts (bad config, missing key, unreachable URL)."""
 
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from tasks.config import CanaryConfig, public_base_url
 from tasks.config_loading import load_config
 from tasks.config_preflight import preflight as preflight_paths
 from tasks.errors import ConfigError
-from tasks.secrets import read_secret
+from tasks.secrets import read_secret, redact
 
 
 def resolve_cli_config(config: Path | None, *, db: str | None = None, **overrides: object) -> CanaryConfig:
@@ -56,9 +62,14 @@ def preflight(cfg: CanaryConfig, models: list[str]) -> None:
             raise ConfigError(f"config: model {model!r} has no endpoints at {public_base_url(cfg)}")
 
 
+#: `canary run`'s exit code when the cycle ran but did not do its whole job (README "Exit codes").
+CYCLE_INCOMPLETE_EXIT = 1
+
+
 def run_once(
     *, config: Path | None, model: str | None, base_url: str | None, mode: str | None, db: str | None
-) -> None:
+) -> int:
+    """One cycle; returns the exit code (0, or CYCLE_INCOMPLETE_EXIT)."""
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
@@ -72,10 +83,26 @@ def run_once(
         import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
 
         api.wait_ready()
-        run_rounds(cfg, models, config=config, mode=mode)
+        return run_rounds(cfg, models, config=config, mode=mode)
 
 
-def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> None:
+def cycle_problems(cycle: dict[str, object]) -> list[str]:
+    """One line per part of a cycle that did not do its job (empty: exit 0)."""
+    if cycle.get("status") != "complete":
+        return [f"cycle not run: {cycle.get('reason') or cycle.get('status')}"]
+    problems = []
+    for summary in cycle.get("rounds") or []:  # type: ignore[attr-defined]
+        status = summary.get("status")
+        if status == "failed":
+            problems.append(f"{summary['model']}: round failed: {summary.get('error')}")
+        elif status == "skipped":
+            problems.append(f"{summary['model']}: round skipped: {summary.get('reason')}")
+        elif status not in ("complete", "deferred"):
+            problems.append(f"{summary['model']}: round {status}")
+    return problems
+
+
+def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> int:
     """One cycle (every model concurrently), against the Prefect API `run_once` provides."""
     from cli.prefect_server import settings_for_flow_runs
     from flows.cycle import canary_cycle
@@ -106,3 +133,7 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
                        f"--model {summary['model']} after that time)")
     if cycle.get("wall_s") is not None:
         typer.echo(f"cycle: {len(cycle['rounds'])} model(s) in {cycle['wall_s']:.1f} s")
+    problems = cycle_problems(cycle)
+    for line in problems:
+        typer.echo(redact(f"canary: {line}"), err=True)
+    return CYCLE_INCOMPLETE_EXIT if problems else 0

@@ -5,9 +5,13 @@
 
 One process holds one language detector (built once) and one bounded pool of probe requests (`concurrency`, sent by
 one probe worker process: tasks/probe_worker.py) shared by every model in flight; the policy stays sequential per
-model (each model's round settles and saves on its own). Two cycles of one database never overlap (a Prefect global
-concurrency limit of one slot per DuckDB file, `cycle_limit_name`); a cycle that had to wait for the previous one,
-or that starts late, says so in its log and its result (`late_s`), it is never silently skipped. `canary run` runs
+model (each model's round settles and saves on its own). Two cycles of one database never overlap: a file lock beside
+the database (`<db>.cycle.lock`, tasks/cycle_lock.py: it holds between `canary run`s that each started a private
+Prefect server), then a Prefect global concurrency limit of one slot per DuckDB file (`cycle_limit_name`: it
+holds across the workers of one server). A cycle that had to wait for the previous one, or that starts late, says
+so in its log and its result (`late_s`), it is never silently skipped; one that waited `CYCLE_WAIT_S` in vain
+returns `status: late` with the reason (and `canary run` exits 1). A cycle that died holding the lock is healed by
+the next one at once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs
 one cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
@@ -31,6 +35,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from tasks.clock import utcnow
 from tasks.config import DEFAULT_DB_PATH
 from tasks.core.plan import model_slug
+from tasks.cycle_lock import CycleLockTimeout
 
 #: The slot of the default database (`canary.duckdb`): one shard, the name every single-file setup uses.
 CYCLE_LIMIT = "canary-cycle"
@@ -64,9 +69,25 @@ def cycle_limit_name(db_path: str) -> str:
     return f"{CYCLE_LIMIT}-{model_slug(stem) or 'db'}"
 
 
+def _new_lease_ids(before: list[Any]) -> list[str]:
+    """Leases granted to this flow run since `before` (Prefect records each in the run's ConcurrencyContext)."""
+    from prefect.concurrency.context import ConcurrencyContext
+
+    ctx = ConcurrencyContext.get()
+    return [str(x) for x in (ctx.cleanup_lease_ids if ctx is not None else []) if x not in before]
+
+
+def _lease_ids() -> list[Any]:
+    from prefect.concurrency.context import ConcurrencyContext
+
+    ctx = ConcurrencyContext.get()
+    return list(ctx.cleanup_lease_ids) if ctx is not None else []
+
+
 @contextlib.contextmanager
-def _cycle_slot(name: str, wait_s: float) -> Any:
-    """One cycle of a database at a time; yields how long this one waited for the previous one, seconds."""
+def _cycle_slot(name: str, wait_s: float, on_lease: Any = None) -> Any:
+    """One cycle of a database at a time; yields how long this one waited for the previous one, seconds.
+    `on_lease(lease_id)` learns the slot's lease (recorded in the cycle lock, so a dead cycle's slot is freed)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
     from prefect.concurrency.sync import concurrency
@@ -79,8 +100,12 @@ def _cycle_slot(name: str, wait_s: float) -> Any:
             with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
     t0 = time.monotonic()
+    before = _lease_ids()
     with concurrency(name, occupy=1, timeout_seconds=wait_s, lease_duration=300, strict=True,
                      raise_on_lease_renewal_failure=False):
+        if on_lease is not None:
+            for lease_id in _new_lease_ids(before)[-1:]:
+                on_lease(lease_id)
         yield time.monotonic() - t0
 
 
@@ -104,9 +129,11 @@ def canary_cycle(
 
     `model` with `only`/`contracts`/`confirms`: a confirmation round of that model (flows/confirm.py schedules
     such a run of this deployment `confirm_after_min` after a round with hard failures)."""
+    from tasks.concurrency import heal_dead_cycle
+    from tasks.cycle_lock import cycle_lock
     from tasks.probe_steps import warm_up
+    from tasks.round_steps import flow_run_id, resolve_config
     from tasks.round_steps import refresh_snapshot as refresh_analysts_snapshot
-    from tasks.round_steps import resolve_config
 
     logger = get_run_logger()
     extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
@@ -116,26 +143,42 @@ def canary_cycle(
     confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
     scheduled = cycle_ts or utcnow()
     slot = cycle_limit_name(cfg.db_path)
+    t_lock = time.monotonic()
     try:
-        with _cycle_slot(slot, CYCLE_WAIT_S) as waited_s:
-            late_s = max(waited_s, _start_delay_s())
-            if late_s > 60:
-                logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
-                               "worker was busy)", scheduled.isoformat(), late_s)
-            warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
-            t0 = time.monotonic()
-            summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight, confirmation)
-            refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
-            wall_s = time.monotonic() - t0
-    except TimeoutError:
-        logger.error("Cycle %s not run: the previous cycle still held the slot %s after %.0f s", scheduled, slot,
-                     CYCLE_WAIT_S)
+        with cycle_lock(cfg.db_path, CYCLE_WAIT_S, on_wait=_waiting(cfg.db_path, logger)) as lock:
+            waited_lock_s = time.monotonic() - t_lock
+            if lock.previous is not None:  # a cycle died holding it: its runs Crashed, its slot freed now
+                heal_dead_cycle(lock.previous, logger)
+            lock.record(flow_run_id=flow_run_id())
+            with _cycle_slot(slot, CYCLE_WAIT_S, on_lease=lambda lease: lock.record(lease_id=lease)) as waited_s:
+                late_s = max(waited_s + waited_lock_s, _start_delay_s())
+                if late_s > 60:
+                    logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
+                                   "worker was busy)", scheduled.isoformat(), late_s)
+                warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
+                t0 = time.monotonic()
+                summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight,
+                                        confirmation)
+                refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
+                wall_s = time.monotonic() - t0
+    except (TimeoutError, CycleLockTimeout) as exc:
+        reason = (str(exc) if isinstance(exc, CycleLockTimeout)
+                  else f"the previous cycle still held the slot {slot} after {CYCLE_WAIT_S:.0f} s")
+        logger.error("Cycle %s not run: %s", scheduled, reason)
         return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "slot": slot,
-                "rounds": []}
+                "reason": reason, "rounds": []}
     logger.info("Cycle of %d models in %.1f s (slot %s, %s): %s", len(chosen), wall_s, slot, cfg.db_path,
                 ", ".join(f"{s['model']} {s.get('status')}" for s in summaries))
     return {"cycle_ts": scheduled.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
             "slot": slot, "db_path": cfg.db_path, "rounds": summaries}
+
+
+def _waiting(db_path: str, logger: Any) -> Any:
+    def say(holder: Any) -> None:
+        who = holder.describe() if holder is not None else "another process"
+        logger.warning("Waiting for the previous cycle of %s (%s) to end", db_path, who)
+
+    return say
 
 
 def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,

@@ -115,6 +115,7 @@ def canary_round(
             journal.step("deliver")
             delivered = steps.deliver(cfg, round_ts)
             journal.finish()
+            steps.report_journal_fault(cfg, journal)  # a journal the disk refused: loud, once the round is done
         confirmation = confirm.follow_up(cfg, settled, status)  # a confirmation round of the hard failures
         if refresh_snapshot:
             steps.refresh_snapshot(cfg)

@@ -15,7 +15,13 @@ Works the same against `prefect server start`, the temporary server `canary run`
 A slot held by a round whose process is gone heals at once, not after the lease or an hour: every round that
 holds a slot keeps a journal next to the database with its pid and flow run id (tasks/spool.py). When the
 slot is taken, the next round looks for holders whose journal names a dead process on this machine, marks
-their flow runs Crashed in Prefect and frees the slot before it waits.
+their flow runs Crashed in Prefect and frees the slot before it waits. Dead holders' flow runs are marked
+Crashed even when their slot has meanwhile come back by itself (its lease ran out): nothing stays Running.
+
+The cycle's slot heals the same way (`heal_dead_cycle`): a cycle holds the database's file lock
+(tasks/cycle_lock.py) and records its flow run and its slot's lease there; the next cycle that finds such a record
+marks that flow run and its round runs Crashed and releases the lease at once, instead of waiting out the
+cycle slot's 300 s lease.
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ def ensure_limit(model: str) -> bool:
             return False
 
 
-def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
+def running_flow_runs(flow_name: str) -> list[Any]:
+    """The flow runs of `flow_name` that Prefect says are Running (at most 200)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -99,14 +106,17 @@ def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
     from prefect.client.schemas.objects import StateType
 
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        return list(client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
             flow_run_filter=FlowRunFilter(
                 state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))
             ),
             limit=200,
-        )
-    return [(r.id, (r.parameters or {}).get("model"), r.start_time) for r in runs]
+        ))
+
+
+def _running_rounds() -> list[tuple[UUID, str | None, datetime | None]]:
+    return [(r.id, (r.parameters or {}).get("model"), r.start_time) for r in running_flow_runs(FLOW_NAME)]
 
 
 def _own_flow_run_id() -> UUID | None:
@@ -146,9 +156,10 @@ def _acquire(model: str, wait_s: float) -> Iterator[None]:
         yield
 
 
-def heal_dead_holders(model: str, db_path: str | None, logger: Any) -> int:
+def heal_dead_holders(model: str, db_path: str | None, logger: Any, *, taken: bool = True) -> int:
     """Free `model`'s slot from rounds whose process died (journal on this machine, pid gone): their flow
-    runs are marked Crashed and, when no live holder remains, the slot is freed. Returns how many."""
+    runs are marked Crashed and, when the slot is `taken` and no live holder remains, the slot is freed.
+    Returns how many."""
     if not db_path:
         return 0
     from prefect.client.orchestration import get_client
@@ -165,23 +176,70 @@ def heal_dead_holders(model: str, db_path: str | None, logger: Any) -> int:
     running = _running_rounds()
     zombies = [run_id for run_id, run_model, _ in running if str(run_id) in dead]
     others = [r for r in live_holders(running, model, own, datetime.now(UTC)) if str(r) not in dead]
+    if not zombies and not taken:
+        return 0
     with get_client(sync_client=True) as client:
         for run_id in zombies:
             with contextlib.suppress(Exception):
                 client.set_flow_run_state(run_id, Crashed(message="the round's process died"), force=True)
-        if not others:
+        if taken and not others:
             client.update_global_concurrency_limit(limit_name(model), GlobalConcurrencyLimitUpdate(active_slots=0))
-    logger.warning("Freed the round slot of %s: %d holder(s) whose process died (flow runs marked Crashed)",
-                   model, len(dead))
+    if taken and not others:
+        logger.warning("Freed the round slot of %s: %d holder(s) whose process died (flow runs marked Crashed)",
+                       model, len(dead))
+    else:
+        logger.warning("Rounds of %s whose process died: %d flow run(s) marked Crashed", model, len(zombies))
     return len(dead)
+
+
+def heal_dead_cycle(dead: Any, logger: Any) -> list[str]:
+    """A cycle that died holding its database's lock (`dead`: the lock's record, tasks/cycle_lock.py Holder): its
+    flow run and the round runs under it that still run are marked Crashed, and its slot's lease is released now
+    (not when the lease runs out). Returns the flow run ids marked Crashed."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    if not dead.flow_run_id:
+        return []
+    cycle_id = UUID(dead.flow_run_id)
+    unfinished = FlowRunFilterState(type=FlowRunFilterStateType(
+        any_=[StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]))
+    marked: list[str] = []
+    with get_client(sync_client=True) as client:
+        runs = []
+        for run_filter in (FlowRunFilter(id=FlowRunFilterId(any_=[cycle_id]), state=unfinished),
+                           FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[cycle_id]),
+                                         state=unfinished)):
+            with contextlib.suppress(Exception):  # another server's run (a private one that died with it)
+                runs += client.read_flow_runs(flow_run_filter=run_filter, limit=200)
+        for run in runs:
+            with contextlib.suppress(Exception):
+                client.set_flow_run_state(run.id, Crashed(message=f"its cycle's process died ({dead.describe()})"),
+                                          force=True)
+                marked.append(str(run.id))
+        if dead.lease_id:
+            with contextlib.suppress(Exception):  # already expired and revoked: nothing to free
+                client.release_concurrency_slots_with_lease(UUID(dead.lease_id))
+    logger.warning("The previous cycle of this database died holding it (%s): %d flow run(s) marked Crashed%s",
+                   dead.describe(), len(marked), ", its cycle slot released" if dead.lease_id else "")
+    return marked
 
 
 @contextlib.contextmanager
 def round_slot(model: str, logger: Any, wait_s: float | None = None, db_path: str | None = None) -> Iterator[None]:
     """Hold `model`'s round slot for the body; raise RoundSkipped (after one log line) if it stays taken."""
     wait = wait_seconds() if wait_s is None else wait_s
-    if ensure_limit(model):  # taken: by a live round, or by one whose process died (healed at once)
-        heal_dead_holders(model, db_path, logger)
+    # taken: by a live round, or by one whose process died (healed at once); free: a dead round's flow run
+    # may still say Running (its lease ran out since), and is marked Crashed
+    heal_dead_holders(model, db_path, logger, taken=ensure_limit(model))
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_acquire(model, wait))

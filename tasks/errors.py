@@ -2,7 +2,9 @@
 
 * CanaryError            base; str() is the one line the CLI prints
   + ConfigError          bad TOML/key/URL, unknown model, missing env
-  + StoreError           DuckDB lock held too long (`busy`) / file unreadable / migration failed
+  + StoreError           DuckDB lock held too long (`busy`) / file that cannot be opened, read or written
+                         (truncated, not a DuckDB file, a full disk) / migration failed
+  + SpoolError           a round's journal or spool file could not be written anywhere (a full disk)
   + FleetError           bad simulator fleet file
   + RoutesError          bad router routes file
 """
@@ -22,12 +24,17 @@ class ConfigError(CanaryError):
 
 
 class StoreError(CanaryError):
-    """The DuckDB store could not be opened, migrated or written. `busy`: another process held it (wait and
-    retry, or spool); otherwise the file itself is the problem (an admin must look)."""
+    """The DuckDB store could not be opened, read, migrated or written. `busy`: another process held it (wait
+    and retry, or spool); otherwise the file or its disk is the problem (an admin must look)."""
 
     def __init__(self, message: str, *, busy: bool = False) -> None:
         super().__init__(message)
         self.busy = busy
+
+
+class SpoolError(CanaryError):
+    """A file a round keeps beside the database (its journal, a deferred round) could not be written, neither
+    next to the database nor in the fallback directory (tasks/spool.py): a full disk, a read-only mount."""
 
 
 class FleetError(CanaryError):

@@ -22,7 +22,7 @@ from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
-from tasks.spool import SpooledRound, dead_journals, spooled_rounds
+from tasks.spool import SpooledRound, round_journals, spooled_rounds
 from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
 from tasks.store.state import load_policy_states
 
@@ -90,7 +90,8 @@ def land_leftovers(
     spools: Sequence[JudgedSpool], now: datetime,
 ) -> list[str]:
     """Land deferred rounds (oldest first), then mark `model`'s dead rounds `crashed` with the step they
-    reached. Returns one line per thing done (for the run log)."""
+    reached: a round whose journal names a process that still runs (tasks/liveness.py: pid, host and start
+    time) is left alone, whatever its row says. Returns one line per thing done (for the run log)."""
     done: list[str] = []
     for js in spools:
         s = js.spool
@@ -100,10 +101,12 @@ def land_leftovers(
             s.path.unlink(missing_ok=True)
         done.append(f"landed deferred round {s.info.round_id} ({len(s.attempts)} attempts)")
     landed = {js.spool.info.round_id for js in spools}
-    journals = {d.info.round_id: d for d in dead_journals(cfg.db_path, model, besides=current_round_id)}
+    trail = round_journals(cfg.db_path, model, besides=current_round_id)
+    live = {d.info.round_id for d in trail if d.alive}  # its process still runs: never marked crashed
+    journals = {d.info.round_id: d for d in trail if not d.alive}
     for row in unfinished_rounds(con, model, besides=current_round_id):
         rid = str(row["round_id"])
-        if rid in landed:
+        if rid in landed or rid in live:
             continue
         dead = journals.pop(rid, None)
         step = dead.step if dead is not None else str(row.get("step") or "unknown")
@@ -116,10 +119,12 @@ def land_leftovers(
         complete = con.execute(
             "SELECT status FROM rounds WHERE round_id = ?", [dead.info.round_id]
         ).fetchall()
-        if not complete and dead.info.round_id not in landed:
+        if dead.info.round_id in landed:
+            pass  # kept in the spool when its store failed, landed above
+        elif not complete:
             mark_crashed(con, dead.info, step=dead.step, at=now, started_at=dead.started_at)
             done.append(f"round {dead.info.round_id} crashed during step {dead.step}")
-        elif complete and complete[0][0] == "complete":
+        elif complete[0][0] == "complete":
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
         dead.journal.unlink(missing_ok=True)
     return done

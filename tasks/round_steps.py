@@ -114,7 +114,7 @@ def load_prior(
         from tasks.store_alarm import alarm_unreadable_store
 
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
-        logger.warning("Round %s probes without its history (the store cannot be opened): %s", round_id, exc)
+        logger.warning("Round %s probes without its history (the store cannot be used): %s", round_id, exc)
         return Prior(model=model, mode=resolve_mode(mode_override, None, cfg.mode), available=False), None
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
@@ -145,10 +145,10 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
 def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
          variable_value: Any = None) -> tuple[Settlement, str]:
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
-    cannot be had in time. Returns the settlement as saved and `complete` or `deferred`."""
+    cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
+    read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
     from tasks import store, variable_sync
     from tasks.prior import judge_spools, land_leftovers, settle_and_save
-    from tasks.spool import SpooledRound, spool_round
 
     info = settled.info
     spools = judge_spools(cfg.db_path, cfg)
@@ -162,14 +162,42 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
                 variable_sync.mark_synced(con, variable_value)
         return saved, "complete"
     except StoreError as exc:
-        from tasks.store_alarm import alarm_unreadable_store
+        return keep_unsaved(cfg, settled, mode_override, exc), "deferred"
 
-        alarm_unreadable_store(cfg.db_path, exc, utcnow(), _run_logger())
-        path = spool_round(cfg.db_path, SpooledRound(info, mode_override, settled.endpoints, settled.attempts,
+
+def keep_unsaved(cfg: CanaryConfig, settled: Settlement, mode_override: str | None, exc: StoreError) -> Settlement:
+    """The round's attempts to the spool (beside the database, else the fallback directory), to land with the
+    next round that gets the store. Busy: that is all (`deferred`). Otherwise a loud failure: the direct alert
+    (tasks/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts that
+    no directory takes: the spool's alert too, and SpoolError."""
+    from tasks.errors import SpoolError
+    from tasks.spool import SpooledRound, spool_round
+    from tasks.store_alarm import alarm_unreadable_store, alarm_unwritable_spool
+
+    info, logger = settled.info, _run_logger()
+    alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
+    try:
+        kept = spool_round(cfg.db_path, SpooledRound(info, mode_override, settled.endpoints, settled.attempts,
                                                      utcnow()))
-        _run_logger().warning("Round %s deferred: %s; its %d attempts wait in %s and land with the next "
-                              "round that gets the store", info.round_id, exc, len(settled.attempts), path)
-        return settled, "deferred"
+    except SpoolError as lost:
+        alarm_unwritable_spool(cfg.db_path, lost, utcnow(), logger)
+        raise SpoolError(f"round {info.round_id} lost its {len(settled.attempts)} attempts: {exc}; {lost}") from exc
+    where = f"its {len(settled.attempts)} attempts wait in {kept.path} and land with the next round that gets the store"
+    if exc.busy:
+        logger.warning("Round %s deferred: %s; %s", info.round_id, exc, where)
+        return settled
+    raise StoreError(f"{exc} (round {info.round_id} not saved; {where})") from exc
+
+
+def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
+    """At the end of a round: a journal step that could not be written beside the database (tasks/spool.py
+    `Journal.fault`) is a loud failure even when the round saved: the direct alert, then SpoolError."""
+    if journal.fault is None:
+        return
+    from tasks.store_alarm import alarm_unwritable_spool
+
+    alarm_unwritable_spool(cfg.db_path, journal.fault, utcnow(), _run_logger())
+    raise journal.fault
 
 
 @task(name="publish", cache_policy=NO_CACHE)

@@ -7,13 +7,20 @@
 
 Every write is atomic (temp file, fsync, rename), so a crash leaves the old file or the new one, never half.
 Attempts are stored as their table rows (redacted, as they would land), so nothing secret reaches the disk.
+
+When the directory next to the database cannot be written (a full disk, a read-only mount), the same files go
+to the fallback directory `fallback_spool_dir` ($TMPDIR/canary-spool/<db name>-<hash>), which every reader
+scans too. A journal that cannot be written anywhere does not stop the round (it probes and saves), but it is
+remembered (`Journal.fault`) and makes the round a loud failure at its end; a deferred round that cannot be
+kept anywhere raises SpoolError.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
-import socket
 import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -22,6 +29,8 @@ from typing import Any
 
 from tasks.core.plan import model_slug
 from tasks.core.types import Attempt, Endpoint, Mode, RoundInfo
+from tasks.errors import SpoolError
+from tasks.liveness import ProcessId
 from tasks.store.records import attempt_from_row, attempt_row
 
 JOURNAL_SUFFIX = ".journal.json"
@@ -31,6 +40,39 @@ SPOOL_SUFFIX = ".round.json"
 def spool_dir(db_path: str | os.PathLike[str]) -> Path:
     path = Path(db_path).expanduser().resolve()
     return path.with_name(path.name + ".spool")
+
+
+def fallback_spool_dir(db_path: str | os.PathLike[str]) -> Path:
+    """Where a round's files go when `spool_dir` cannot be written: under the temp directory (TMPDIR), named
+    after the database so that two databases never share it."""
+    path = Path(db_path).expanduser().resolve()
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "canary-spool" / f"{path.name}-{digest}"
+
+
+def spool_dirs(db_path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Every directory a round's files may be in: next to the database first, then the fallback."""
+    return spool_dir(db_path), fallback_spool_dir(db_path)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """Where `write_kept` put a file, and why the directory next to the database did not take it (if not)."""
+
+    path: Path
+    trouble: str | None = None
+
+
+def write_kept(db_path: str | os.PathLike[str], name: str, payload: dict[str, Any]) -> Kept:
+    """Write `name` atomically into the first spool directory that takes it; SpoolError when none does."""
+    errors: list[str] = []
+    for directory in spool_dirs(db_path):
+        try:
+            _write_atomic(directory / name, payload)
+            return Kept(directory / name, "; ".join(errors) or None)
+        except OSError as exc:
+            errors.append(f"cannot write {directory}: {exc.strerror or type(exc).__name__}")
+    raise SpoolError(f"spool: {name} not kept ({'; '.join(errors)})")
 
 
 def _stem(info: RoundInfo) -> str:
@@ -67,41 +109,47 @@ def _info(obj: dict[str, Any]) -> RoundInfo:
                      bool(obj.get("partial", False)))
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 # -- journals ------------------------------------------------------------------------------------------------
 @dataclass
 class Journal:
-    """The running round's trail on disk: which step it is in, and which process runs it."""
+    """The running round's trail on disk: which step it is in, and which process runs it. A step that cannot be
+    written anywhere does not raise: `fault` keeps the first such failure (the round reports it at its end)."""
 
     path: Path
     info: RoundInfo
     started_at: datetime
     flow_run_id: str | None = None  # the Prefect flow run holding the model's round slot
     step_name: str = "start"
+    db_path: str = ""
+    fault: SpoolError | None = None
 
     @classmethod
     def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None) -> Journal:
-        journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id)
+        journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id,
+                      db_path=db_path)
         journal.step("start")
         return journal
 
     def step(self, name: str) -> None:
         self.step_name = name
-        _write_atomic(self.path, {**_info_json(self.info), "pid": os.getpid(), "host": socket.gethostname(),
-                                  "flow_run_id": self.flow_run_id, "step": name,
-                                  "started_at": self.started_at.isoformat()})
+        payload = {**_info_json(self.info), **ProcessId.current().as_json(), "flow_run_id": self.flow_run_id,
+                   "step": name, "started_at": self.started_at.isoformat()}
+        try:
+            kept = write_kept(self.db_path, self.path.name, payload)
+        except SpoolError as exc:
+            self.fault = self.fault or exc
+            return
+        if kept.trouble is not None:  # in the fallback directory: the disk beside the database is in trouble
+            self.fault = self.fault or SpoolError(f"spool: {kept.trouble} (the journal went to {kept.path.parent})")
+        if kept.path != self.path:  # do not leave a stale step behind
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
+            self.path = kept.path
 
     def finish(self) -> None:
-        self.path.unlink(missing_ok=True)
+        for directory in spool_dirs(self.db_path):
+            with contextlib.suppress(OSError):  # never written there (or not even a directory)
+                (directory / self.path.name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -111,33 +159,36 @@ class DeadRound:
     started_at: datetime
     journal: Path
     flow_run_id: str | None = None
+    alive: bool = False  # its process is still running (or runs on another host: it cannot be told)
+
+
+def round_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
+    """Journals of `model`'s rounds other than `besides`, each saying whether its process is still running
+    (oldest first). A journal of this very process counts as dead (a round that raised left it) unless
+    `own_process` is False; a process on another host counts as alive (it cannot be checked from here)."""
+    out: list[DeadRound] = []
+    for directory in spool_dirs(db_path):
+        if not directory.is_dir():
+            continue
+        for path in directory.glob("*" + JOURNAL_SUFFIX):
+            try:
+                obj = json.loads(path.read_text(encoding="utf-8"))
+                info = _info(obj)
+                started_at = datetime.fromisoformat(obj["started_at"])
+            except (OSError, ValueError, KeyError):
+                continue
+            if info.model != model or info.round_id == besides:
+                continue
+            owner = ProcessId.from_json(obj)
+            alive = (not own_process) if owner.is_me() else not owner.is_gone()
+            out.append(DeadRound(info, str(obj.get("step", "unknown")), started_at, path, obj.get("flow_run_id"),
+                                 alive))
+    return sorted(out, key=lambda d: d.info.round_ts)
 
 
 def dead_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
-    """Journals of `model`'s rounds other than `besides` whose process is gone (oldest first). A journal of
-    this very process counts as dead (a round that raised left it) unless `own_process` is False."""
-    out: list[DeadRound] = []
-    directory = spool_dir(db_path)
-    if not directory.is_dir():
-        return out
-    for path in directory.glob("*" + JOURNAL_SUFFIX):
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-            info = _info(obj)
-        except (OSError, ValueError, KeyError):
-            continue
-        if info.model != model or info.round_id == besides:
-            continue
-        if obj.get("host", socket.gethostname()) != socket.gethostname():
-            continue  # another machine's round: its liveness cannot be read from here
-        pid = int(obj.get("pid", 0))
-        if pid == os.getpid() and not own_process:
-            continue
-        if pid != os.getpid() and pid_alive(pid):
-            continue
-        out.append(DeadRound(info, str(obj.get("step", "unknown")), datetime.fromisoformat(obj["started_at"]),
-                             path, obj.get("flow_run_id")))
-    return sorted(out, key=lambda d: d.info.round_ts)
+    """The journals of `round_journals` whose process is certainly gone."""
+    return [d for d in round_journals(db_path, model, besides=besides, own_process=own_process) if not d.alive]
 
 
 # -- deferred rounds -----------------------------------------------------------------------------------------
@@ -153,30 +204,30 @@ class SpooledRound:
     path: Path | None = None
 
 
-def spool_round(db_path: str, r: SpooledRound) -> Path:
-    """Keep a settled-but-unwritten round on disk (atomic); returns the file."""
-    path = spool_dir(db_path) / (_stem(r.info) + SPOOL_SUFFIX)
-    _write_atomic(path, {
+def spool_round(db_path: str, r: SpooledRound) -> Kept:
+    """Keep a settled-but-unwritten round on disk (atomic; the fallback directory when the one next to the
+    database cannot be written); returns where it went, or raises SpoolError when no directory takes it."""
+    return write_kept(db_path, _stem(r.info) + SPOOL_SUFFIX, {
         **_info_json(r.info),
         "mode_override": r.mode_override,
         "spooled_at": r.spooled_at.isoformat(),
         "endpoints": [{**asdict(e), "supported_parameters": list(e.supported_parameters)} for e in r.endpoints],
         "attempts": [attempt_row(a) for a in r.attempts],
     })
-    return path
 
 
 def spooled_rounds(db_path: str) -> list[SpooledRound]:
-    """Every deferred round on disk, oldest round first (a file that cannot be read is left for a human)."""
-    directory = spool_dir(db_path)
-    if not directory.is_dir():
-        return []
+    """Every deferred round on disk (both spool directories), oldest round first (a file that cannot be read
+    is left for a human)."""
     out = []
-    for path in directory.glob("*" + SPOOL_SUFFIX):
-        try:
-            out.append(_load(path))
-        except (OSError, ValueError, KeyError, TypeError):
+    for directory in spool_dirs(db_path):
+        if not directory.is_dir():
             continue
+        for path in directory.glob("*" + SPOOL_SUFFIX):
+            try:
+                out.append(_load(path))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
     return sorted(out, key=lambda r: (r.info.round_ts, r.info.model))
 
 

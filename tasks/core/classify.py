@@ -132,9 +132,10 @@ def classify_exception(exc: BaseException) -> ErrorClass:
 
 
 def is_retryable_exception(exc: BaseException) -> bool:
-    """The retry predicate of I/O tasks (discovery, store windows): the network or a held store lock only."""
+    """The retry predicate of I/O tasks (discovery, store windows): the network or a held store lock only (a
+    file that cannot be read or written fails the same way next time: it is a loud failure, not retried)."""
     if isinstance(exc, StoreError):
-        return True
+        return exc.busy
     return any(cls.__name__ == "TransportError" for cls in _httpx_mro(exc))
 
 

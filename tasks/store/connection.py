@@ -6,9 +6,12 @@
 DuckDB allows one writing process per file and then refuses every other open, read-only included
 (docs/design.md "Platform notes"). So nothing keeps the file open between windows; a window that finds the
 lock held by another process retries with a short backoff up to ``lock_timeout_s`` and then raises
-``StoreError`` with one line. Inside one process, windows on the same file are serialised by a lock
-(nesting in one thread is allowed). At the end of the outermost successful write window the file is
-checkpointed and, if it changed, the analysts' snapshot is republished (tasks/store/snapshot.py).
+``StoreError`` with one line (`busy`). A file that opens but fails on read or write (truncated, not a
+DuckDB file, a full disk) raises ``StoreError`` too, not busy, wherever in the window DuckDB notices it:
+opening, migrating, a read in the caller's block, or the closing checkpoint. Inside one process, windows on
+the same file are serialised by a lock (nesting in one thread is allowed). At the end of the outermost
+successful write window the file is checkpointed and, if it changed, the analysts' snapshot is republished
+(tasks/store/snapshot.py).
 """
 
 from __future__ import annotations
@@ -37,6 +40,15 @@ DEFAULT_LOCK_TIMEOUT_S = 15.0
 #: First pause between lock retries, seconds; doubled after each try, capped at _MAX_BACKOFF_S.
 _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
+
+#: DuckDB errors that say the file or the disk under it is broken, not our SQL: a truncated or foreign file reads
+#: as IOException (or a Serialization/Internal error, and DuckDB then refuses everything with a Fatal one).
+BROKEN_FILE_ERRORS: tuple[type[Exception], ...] = (
+    duckdb.IOException, duckdb.FatalException, duckdb.SerializationException, duckdb.InternalException,
+)
+#: ...and a commit that the disk refused (a full disk: `TransactionException: Failed to commit: Could not write
+#: file "x.duckdb.wal": No space left on device`), told apart from a write conflict by DuckDB's own words.
+_DISK_WORDS = ("Could not write", "Could not read", "No space left", "Read-only file system", "Input/output error")
 
 _log = logging.getLogger("tasks.store")
 #: How long each recent window held the file (path, read_only, seconds): what a benchmark reports as the time
@@ -98,6 +110,10 @@ def open_store(
                 # autocheckpoint and the final close do it
                 if snapshot or (snapshot is None and is_snapshot_stale(path)):
                     copy = SnapshotCopy.take(path)
+        except duckdb.Error as exc:
+            if not is_broken_file(exc):
+                raise
+            raise broken_file(path, exc) from exc
         finally:
             con.close()
             if outermost:
@@ -152,6 +168,10 @@ def _is_migrated(
     con = _connect(path, True, timeout_s, sleep, monotonic)
     try:
         return schema_version(con) == LATEST_VERSION
+    except duckdb.Error as exc:
+        if not is_broken_file(exc):
+            raise
+        raise broken_file(path, exc) from exc
     finally:
         con.close()
 
@@ -198,6 +218,18 @@ def _connect(
             delay = min(delay * 2, _MAX_BACKOFF_S)
         except duckdb.Error as exc:
             raise StoreError(f"store: cannot open {path}: {_first_line(str(exc))}") from exc
+
+
+def is_broken_file(exc: BaseException) -> bool:
+    """A DuckDB error that says the file or its disk failed (not busy, not our SQL)."""
+    if isinstance(exc, BROKEN_FILE_ERRORS):
+        return True
+    return isinstance(exc, duckdb.Error) and any(w in str(exc) for w in _DISK_WORDS)
+
+
+def broken_file(path: Path, exc: Exception) -> StoreError:
+    """The one line for a database that opened but failed on read or write (not busy: an admin must look)."""
+    return StoreError(f"store: cannot read or write {path}: {_first_line(str(exc))}")
 
 
 def _first_line(message: str) -> str:

@@ -71,3 +71,28 @@ def test_the_admin_republish_keeps_until() -> None:
     back = ignore_list_from_json(il.as_json())
     assert back == il
     assert "2026-12-03 09:30 UTC" in render_ignore_markdown(back)
+
+
+@pytest.mark.parametrize(
+    ("cycle", "problems"),
+    [
+        ({"status": "complete", "rounds": [{"model": "m", "status": "complete"}]}, []),
+        ({"status": "complete", "rounds": [{"model": "m", "status": "deferred"}]}, []),  # busy: spooled, lands later
+        ({"status": "complete", "rounds": [{"model": "m", "status": "complete"},
+                                           {"model": "n", "status": "failed", "error": "StoreError: store: x"}]},
+         ["n: round failed: StoreError: store: x"]),
+        ({"status": "complete", "rounds": [{"model": "m", "status": "skipped", "reason": "slot held"}]},
+         ["m: round skipped: slot held"]),
+        ({"status": "late", "reason": "the previous cycle still held c.duckdb.cycle.lock after 600 s", "rounds": []},
+         ["cycle not run: the previous cycle still held c.duckdb.cycle.lock after 600 s"]),
+    ],
+    ids=["complete", "deferred", "failed", "skipped", "late"],
+)
+def test_canary_run_exits_1_for_every_round_that_did_not_complete(
+    cycle: dict[str, object], problems: list[str]
+) -> None:
+    """`canary run`'s exit code (README "Exit codes"): one line per round that did not do its job, exit 1."""
+    from cli.runs import CYCLE_INCOMPLETE_EXIT, cycle_problems
+
+    assert cycle_problems(cycle) == problems
+    assert CYCLE_INCOMPLETE_EXIT == 1

@@ -3,6 +3,7 @@
 * text       redact / clean / mrkdwn / code / cell: text hygiene and the `canary ...` commands
 * slack      Alert records with Block Kit blocks; one per policy decision
 * round_alerts  probe_weak, pin_mismatch, deadman alerts; alerts_for_round (what the flow calls)
+* fault_alerts  store_unreadable, spool_unwritable (sent straight to Slack by tasks/store_alarm.py)
 * markdown   the round's Markdown artifact
 """
 

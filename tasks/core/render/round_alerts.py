@@ -138,18 +138,3 @@ def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_ur
             f"{command_span('canary', 'run', '--model', model)} shows discovery's answer.",
         ],
     )
-
-
-def render_store_unreadable_alert(db_path: str, error: str, now: datetime) -> Alert:
-    """The database cannot be read: no round can land, no queued alert can be read (sent straight to Slack)."""
-    return build_alert(
-        key=f"store_unreadable|{db_path}|{now:%Y-%m-%d}", kind="store_unreadable", model="(every model)",
-        tag=None, created_at=now, title="The canary's database cannot be read",
-        digest_line="Ignore lists: the last published files stay in force",
-        sections=[
-            f"{code(db_path)}: {code(error, 300)}. Rounds keep probing and keep their results in the spool next "
-            "to the database, but nothing is decided or published until the file is readable.",
-            "*What to do:* restore the file from a backup, or move it away (a new one is created by the next "
-            "round; the spool lands into it).",
-        ],
-    )

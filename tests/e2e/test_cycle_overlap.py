@@ -1,0 +1,131 @@
+"""Two cycles of one database never overlap, and a dead one does not hold the next one back (`canary run` as a user
+runs it: the installed console script in subprocesses, the loopback simulator with a slow endpoint).
+
+* Without PREFECT_API_URL each `canary run` starts its own private Prefect server, so the Prefect slots are not
+  shared: the file lock beside the database makes the second run wait for the first (it says so), and neither
+  round is marked `crashed` by the other.
+* With a real Prefect server, a `canary run` killed (SIGKILL, a failpoint) in the middle of its round leaves its
+  cycle slot under a 300 s lease: the next run frees it at once (the lock file names the dead cycle and its lease),
+  starts without waiting, and the dead cycle's and round's flow runs are marked Crashed instead of staying Running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simulator.fleet import parse_fleet
+from simulator.server import SimulatorHandle, start_simulator
+from tasks import store
+from tasks.failpoints import ENV
+from tests.support.run_config import write_run_config
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "acme/overlap-model"
+CANARY = str(Path(sys.executable).with_name("canary"))
+FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
+    {"tag": "alpha", "provider_name": "Alpha"},
+    {"tag": "beta", "provider_name": "Beta"},
+    {"tag": "slow", "provider_name": "Slow", "faults": [{"kind": "slow_first_token", "delay_s": 3.0,
+                                                         "keepalive_s": 0.5}]},
+]}]})
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with start_simulator(FLEET) as handle:
+        yield handle
+
+
+def write_config(sim: SimulatorHandle, where: Path, db: Path) -> Path:
+    return write_run_config(sim, where, db, MODEL, ttft_s=6)
+
+
+def env_for(sim: SimulatorHandle, tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API_", "PREFECT_PROFILE"))}
+    env.update(OPENROUTER_API_KEY=sim.api_key, TMPDIR=str(tmp), PREFECT_LOGGING_LEVEL="INFO", **extra)
+    return env
+
+
+def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHandle, tmp_path: Path) -> None:
+    db = tmp_path / "c.duckdb"
+    cfg = write_config(sim, tmp_path, db)
+    runs = []
+    for i in range(2):
+        home = tmp_path / f"prefect-home-{i}"  # each its own private server, as two cron jobs would have
+        runs.append(subprocess.Popen([CANARY, "run", "--config", str(cfg)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                     env=env_for(sim, tmp_path, PREFECT_HOME=str(home))))
+        time.sleep(1.5)  # two distinct round ids (one per second)
+    outputs = [p.communicate(timeout=300) for p in runs]
+    assert [p.returncode for p in runs] == [0, 0], [err[-2000:] for _, err in outputs]
+    assert sum("Waiting for the previous cycle" in err for _, err in outputs) == 1, [e[-2000:] for _, e in outputs]
+
+    with store.open_store(db, read_only=True) as con:
+        rounds = con.execute(
+            "SELECT r.status, min(a.started_at), r.finished_at FROM rounds r JOIN attempts a USING (round_id) "
+            "WHERE r.model = ? GROUP BY ALL ORDER BY 2", [MODEL]).fetchall()
+    assert [r[0] for r in rounds] == ["complete", "complete"], rounds
+    (_, _, first_end), (_, second_probe, _) = rounds
+    assert first_end <= second_probe, rounds  # one after the other, never at once
+
+
+def flow_run_states(ids: list[str]) -> dict[str, str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return {i: str(client.read_flow_run(uuid.UUID(i)).state_type.value) for i in ids}
+
+
+def child_runs(parent: str) -> dict[str, str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[uuid.UUID(parent)])))
+    return {str(r.id): str(r.state_type.value) for r in runs}
+
+
+def running_cycles_of(db: Path) -> list[str]:
+    from tasks.concurrency import running_flow_runs
+
+    return [str(r.id) for r in running_flow_runs("canary-cycle") if (r.parameters or {}).get("db_path") == str(db)]
+
+
+def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(
+    prefect_harness: None, sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    db = tmp_path / f"killed-{uuid.uuid4().hex[:8]}.duckdb"  # a slot of its own in the shared test server
+    cfg = write_config(sim, tmp_path, db)
+    api = {"PREFECT_API_URL": str(PREFECT_API_URL.value())}
+
+    killed = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=240,
+                            cwd=tmp_path, env=env_for(sim, tmp_path, **api, **{ENV: "after-probe"}))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    [dead_cycle] = running_cycles_of(db)
+    assert set(child_runs(dead_cycle).values()) == {"RUNNING"}  # its round
+
+    t0 = time.monotonic()
+    nxt = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=150,
+                         cwd=tmp_path, env=env_for(sim, tmp_path, **api))
+    wall = time.monotonic() - t0
+    assert nxt.returncode == 0, nxt.stderr[-3000:]
+    assert "late" not in nxt.stderr and wall < 60, (wall, nxt.stderr[-3000:])  # not the 300 s lease
+    assert "died holding it" in nxt.stderr
+    assert flow_run_states([dead_cycle]) == {dead_cycle: "CRASHED"}
+    assert set(child_runs(dead_cycle).values()) == {"CRASHED"}
+    with store.open_store(db, read_only=True) as con:
+        statuses = [r[0] for r in con.execute("SELECT status FROM rounds ORDER BY round_ts").fetchall()]
+    assert statuses == ["crashed", "complete"]
