@@ -266,6 +266,20 @@ def catalog(
 
 
 @app.command()
+def metrics(
+    db: Annotated[list[str] | None, typer.Option("--db", help="DuckDB file; repeat for several shards")] = None,
+    config: ConfigOpt = None,
+    port: Annotated[int, typer.Option(help="port of the /metrics endpoint")] = 9464,
+    addr: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    once: Annotated[bool, typer.Option("--once", help="print one scrape on stdout and exit")] = False,
+) -> None:
+    """Prometheus exposition of the canary's state, read from the analysts' snapshot at each scrape."""
+    from cli.metrics_cmd import metrics_command
+
+    metrics_command(dbs=list(db or []), config=config, port=port, addr=addr, once=once)
+
+
+@app.command()
 def router(
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8788,
     routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tasks.clock import utcnow
 from tasks.errors import StoreError
+from tasks.store.metric_rollup import METRIC_ROLLUP_SQL
 from tasks.store.rows import Connection, fetch_first, transaction
 from tasks.store.schema import (
     ATTEMPT_TOOL_CALLS_SQL,
@@ -37,6 +38,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "round steps and alert delivery states", ROUND_STEPS_SQL),
     Migration(6, "endpoint pricing and cost views", ENDPOINT_PRICING_SQL + ";\n" + COST_VIEWS_SQL),
     Migration(7, "partial (confirmation) rounds", ROUND_PARTIAL_SQL),
+    Migration(11, "metrics rollup", METRIC_ROLLUP_SQL),
 )
 
 #: The version a fully migrated file reports.
