@@ -76,14 +76,19 @@ def run(
 
 
 @app.command()
-def serve(config: ConfigOpt = None) -> None:
+def serve(
+    config: ConfigOpt = None,
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", help="serve `canary metrics` on this port too (0: off)")
+    ] = 0,
+) -> None:
     """Serve the `canary-round` deployment on its 30-minute schedule (one schedule per model)."""
     from flows.serve import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
 
     preflight(load_config(config))
-    serve_deployment(config)
+    serve_deployment(config, metrics_port=metrics_port)
 
 
 @app.command()

@@ -147,6 +147,8 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`."""
     from tasks import store, variable_sync
+    from tasks.core.events import crashed_round_events
+    from tasks.events import emit_canary_events
     from tasks.prior import judge_spools, land_leftovers, settle_and_save
     from tasks.spool import SpooledRound, spool_round
 
@@ -154,12 +156,14 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
     spools = judge_spools(cfg.db_path, cfg)
     try:
         with store.open_store(cfg.db_path, lock_timeout_s=SAVE_LOCK_TIMEOUT_S, snapshot=False) as con:
-            for line in land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow()):
+            leftovers = land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow())
+            for line in leftovers:
                 _run_logger().warning("%s", line)
             saved = settle_and_save(con, cfg, info, mode_override, settled.judgement, settled.attempts,
                                     settled.endpoints, landed_at=utcnow(), settled=settled)
             if variable_value is not None:
                 variable_sync.mark_synced(con, variable_value)
+        emit_canary_events(crashed_round_events(info.model, leftovers, utcnow()), _run_logger())  # after the save
         return saved, "complete"
     except StoreError as exc:
         from tasks.store_alarm import alarm_unreadable_store
@@ -175,11 +179,14 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
 @task(name="publish", cache_policy=NO_CACHE)
 def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
-    from prefect.artifacts import create_markdown_artifact
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from tasks.core.cost import round_cost
+    from tasks.core.events import round_events
     from tasks.core.plan import model_slug
     from tasks.core.render import render_round_markdown
+    from tasks.core.render.endpoint_table import endpoint_contract_rows
+    from tasks.events import emit_canary_events
     from tasks.publish import create_ignore_artifact, publish_ignore_list
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
@@ -189,6 +196,10 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
                              description=f"Round {settled.info.round_id}")
     create_ignore_artifact(settled.ignore)
+    create_table_artifact(key=f"endpoints-{model_slug(settled.info.model)}",
+                          table=endpoint_contract_rows(settled.results, settled.statuses),
+                          description=f"Endpoints x contracts, round {settled.info.round_id}")
+    emit_canary_events(round_events(settled.decisions, [*settled.alerts, *settled.extra_alerts]), _run_logger())
 
 
 @task(name="deliver", cache_policy=NO_CACHE)
