@@ -47,7 +47,7 @@ ALERT_EVENTS: Mapping[str, str] = {
 }
 ROUND_CRASHED = "canary.round.crashed"
 _NAMESPACE = uuid.UUID("6f1d4a52-8c1e-4f7a-9a57-2d3c0e9b7a10")
-_CRASHED_LINE = re.compile(r"^round (?P<round_id>\S+) crashed during step (?P<step>\S+)$")
+_CRASHED_LINE = re.compile(r"^round (?P<round_id>.+) crashed during step (?P<step>\S+)$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,7 +88,8 @@ def prometheus(tmp: Path, targets: list[str], *, job: str = "canary", rules: boo
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("prometheus did not start:\n" + (tmp / "prometheus.log").read_text(errors="replace")[-3000:])
+                tail = (tmp / "prometheus.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"prometheus did not start:\n{tail}")
             time.sleep(0.3)
         yield Prometheus(base)
     finally:
