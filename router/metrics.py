@@ -1,7 +1,7 @@
 """The router's Prometheus metrics (`GET /metrics`): requests, failovers, first content chunk, post-commit failures.
 
 One `RouterMetrics` per router (its own registry: two routers in one test process do not share counters).
-Labels are bounded: `route` is the routes-file key (a model name or `key:<sha256 prefix>`, never a secret),
+Labels are bounded: `route` is the routes-file key (`model:<name>` or `key:<sha256 prefix>`, never a secret),
 `upstream` the tier's label (`base_url model [order=...]`, router/routes.py `Tier.label`), `tier` its number,
 `reason` the failover reason the router itself names (connect, timeout, http_<status>, first_chunk_timeout...).
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -25,6 +25,7 @@ from starlette.responses import Response
 from tasks.core.metric_rollup import GENAI_BUCKETS_S
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+disable_created_metrics()  # no `*_created` series beside each counter (Prometheus does not need them)
 
 
 class _Reloads(Collector):
