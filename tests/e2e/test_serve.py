@@ -132,7 +132,9 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     try:
         with httpx.Client(base_url=api, timeout=5) as client:
             _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 180, procs, logs)
-            serve = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
+            metrics_port = _free_port()
+            serve = _start([str(BIN / "canary"), "serve", "--config", str(config), "--metrics-port",
+                            str(metrics_port)], serve_env, logs[1])
             procs.append(serve)
 
             def deployments() -> dict[str, Any] | None:
@@ -152,6 +154,12 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
                 return runs or None
 
             cycles = _poll("a completed scheduled cycle", completed, 120, procs, logs)
+
+            def scraped() -> str | None:  # the serving process's own exporter, reading the snapshot
+                text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+                return text if 'canary_rounds_total{model="' + MODEL + '",status="complete"}' in text else None
+
+            exposition = _poll("canary_rounds_total from canary serve's /metrics", scraped, 60, procs, logs)
             assert cycles[0]["name"].startswith("canary-cycle-")
             rounds_of_cycle = client.post("/flow_runs/filter", json={
                 "flows": {"name": {"any_": ["canary-round"]}},
@@ -178,6 +186,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     assert s1 < e2 and s2 < e1, f"the two models' rounds of one cycle did not overlap: {spans}"
     assert sorted(suspended) == [(MODEL, "refuser"), (MODEL_2, "refuser")]  # each model decided on its own
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
+    assert 'canary_endpoint_suspension_end_timestamp_seconds{endpoint="refuser"' in exposition
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
 
 
