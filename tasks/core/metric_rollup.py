@@ -119,7 +119,7 @@ def _histogram(name: str, series: dict[tuple[str, str], list[float]]) -> tuple[l
     sums: list[CounterDelta] = []
     for (model, tag), values in sorted(series.items()):
         rows = cumulative_buckets(values)
-        buckets += [BucketDelta(name, model, tag, le, n) for le, n, _ in rows if n]
+        buckets += [BucketDelta(name, model, tag, le, n) for le, n, _ in rows]  # every boundary, 0 too
         sums.append(CounterDelta(name + "_sum", model, tag, "", "", rows[-1][2]))
     return buckets, sums
 

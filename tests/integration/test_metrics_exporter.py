@@ -11,14 +11,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import FAMILIES, metrics_registry
+from tasks.metrics import FAMILIES, exposition
 from tasks.store.settlement import save_settlement
 
 pytestmark = pytest.mark.integration
@@ -42,7 +41,7 @@ def _settlement(model: str, ts: datetime, slow: str = "b") -> Settlement:
 
 
 def _scrape(dbs: list[Path]) -> dict[str, list[tuple[dict[str, str], float]]]:
-    text = generate_latest(metrics_registry(dbs, CFG)).decode()
+    text = exposition(dbs, CFG).decode()
     return {f.name: [(s.labels, s.value) for s in f.samples] for f in text_string_to_metric_families(text)}
 
 
