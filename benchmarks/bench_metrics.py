@@ -3,6 +3,7 @@ attempts table measured in the same run.
 
     .venv/bin/python benchmarks/bench_metrics.py                            # 100 models x 15 endpoints, 7 days
     .venv/bin/python benchmarks/bench_metrics.py --models 20 --days 2       # a smaller history (shared machine)
+    .venv/bin/python benchmarks/bench_metrics.py --db /tmp/h.duckdb         # measure a history kept from before
 
 The history is synthetic and inserted straight into a migrated DuckDB file with SQL (`range()`): rounds every
 30 minutes per model, 6 attempts per endpoint per round (ttft, refusal, structured, language, tools and a
@@ -10,13 +11,14 @@ language confirmation on every fourth), outcomes, the policy state, some decisio
 rollup as the rounds' save transactions would have left it (tasks/store/metric_rollup.py). Then the analysts'
 snapshot is published, as a round does.
 
-Figures:
-  scrape            wall time of `tasks.metrics.exposition([db], cfg)` (what `canary metrics` answers a GET
-                    with): the first (cold: DuckDB attaching the snapshot) and the median of --repeat warm ones;
-  scrape RSS        the process's peak RSS (ru_maxrss) after the scrapes minus before them;
-  full scan         the same process, afterwards: per model x endpoint x contract, count, p95 TTFT and spend
-                    over every attempt row of the snapshot (what a scrape would cost without the rollup),
-                    its wall time and the peak RSS it added.
+Figures, each measured in a fresh child process:
+  scrape            wall time of `tasks.metrics.exposition(collector)` (what `canary metrics` answers a GET
+                    with): the first one (a new snapshot: everything read and rendered), the median of --repeat
+                    on a new snapshot each (a new collector), and on the same snapshot (kept: only the
+                    exclusions are worked out again);
+  scrape RSS        the process's peak RSS (ru_maxrss) after all those scrapes minus before them;
+  full scan         per model x endpoint x contract, count, p95 TTFT and spend over every attempt row of the
+                    snapshot (what a scrape would cost without the rollup): wall time and peak RSS it added.
 The targets (issue 23): scrape <= 100 ms and <= 50 MB extra RSS at 100 x 15 x 7 days.
 The last line of output is one JSON object with every figure.
 """
@@ -104,13 +106,13 @@ def build_history(db: Path, models: int, endpoints: int, days: float) -> dict[st
             INSERT INTO metric_counters SELECT 'canary_spend_usd_total', model, tag, '', 'reported', sum(cost)
             FROM attempts GROUP BY ALL""")
         bounds = ", ".join(repr(b) for b in GENAI_BUCKETS_S) + ", 'inf'::DOUBLE"
-        for name, col in (("gen_ai_client_operation_duration_seconds", "total_ms"),
-                          ("gen_ai_client_operation_time_to_first_chunk_seconds", "ttft_ms")):
+        for name, col, tag in (("gen_ai_client_operation_duration_seconds", "total_ms", "''"),  # per model
+                               ("gen_ai_client_operation_time_to_first_chunk_seconds", "ttft_ms", "tag")):
             con.execute(f"""
-                INSERT INTO metric_buckets SELECT '{name}', model, tag, le, count(*) FILTER ({col} / 1000 <= le)
+                INSERT INTO metric_buckets SELECT '{name}', model, {tag}, le, count(*) FILTER ({col} / 1000 <= le)
                 FROM attempts, (SELECT unnest([{bounds}]) AS le) b GROUP BY ALL""")
             con.execute(f"""
-                INSERT INTO metric_counters SELECT '{name}_sum', model, tag, '', '', sum({col}) / 1000
+                INSERT INTO metric_counters SELECT '{name}_sum', model, {tag}, '', '', sum({col}) / 1000
                 FROM attempts GROUP BY ALL""")
         con.execute("""
             INSERT INTO metric_last_probe SELECT o.model, o.tag, o.contract, o.outcome, o.reason, a.ttft_ms / 1000,
@@ -126,63 +128,90 @@ def build_history(db: Path, models: int, endpoints: int, days: float) -> dict[st
     return sizes
 
 
+def measure_scrapes(db: Path, repeat: int) -> dict[str, float]:
+    """In a fresh process: RSS before and after; the first scrape (a new snapshot: everything read and rendered),
+    the median of `repeat` scrapes of the same snapshot (kept), and of `repeat` scrapes each with a new collector
+    (as if every scrape followed a new round)."""
+    from tasks.config import CanaryConfig
+    from tasks.metrics import CanaryCollector, exposition
+
+    cfg = CanaryConfig(exclusions_file=str(db.with_name("none.toml")))
+    collector = CanaryCollector([db], cfg)
+    before = _maxrss_mb()
+    t = time.perf_counter()
+    text = exposition(collector)
+    first_ms = (time.perf_counter() - t) * 1000
+    kept, fresh = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        exposition(collector)
+        kept.append((time.perf_counter() - t) * 1000)
+    for _ in range(repeat):
+        t = time.perf_counter()
+        exposition(CanaryCollector([db], cfg))
+        fresh.append((time.perf_counter() - t) * 1000)
+    samples = sum(1 for line in text.decode().splitlines() if line and not line.startswith("#"))
+    return {"samples": samples, "scrape_first_ms": round(first_ms, 1),
+            "scrape_kept_median_ms": round(statistics.median(kept), 1),
+            "scrape_new_snapshot_median_ms": round(statistics.median(fresh), 1),
+            "scrape_rss_mb": round(_maxrss_mb() - before, 1)}
+
+
+def measure_full_scan(db: Path) -> dict[str, float]:
+    """In a fresh process: per model x endpoint x contract, count, p95 TTFT and spend over every attempt."""
+    from tasks.store import open_snapshot
+
+    con = open_snapshot(db)
+    before = _maxrss_mb()
+    t = time.perf_counter()
+    rows = con.execute("SELECT model, tag, contract, count(*), quantile_cont(ttft_ms, 0.95), sum(cost)"
+                       " FROM attempts GROUP BY ALL").fetchall()
+    scan_ms = (time.perf_counter() - t) * 1000
+    con.close()
+    return {"full_scan_ms": round(scan_ms, 1), "full_scan_rss_mb": round(_maxrss_mb() - before, 1),
+            "full_scan_groups": len(rows)}
+
+
+def _in_child(what: str, db: Path, repeat: int) -> dict[str, float]:
+    import subprocess
+
+    out = subprocess.run([sys.executable, __file__, "--measure", what, "--db", str(db), "--repeat", str(repeat)],
+                         capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", type=int, default=100)
     ap.add_argument("--endpoints", type=int, default=15)
     ap.add_argument("--days", type=float, default=7)
-    ap.add_argument("--repeat", type=int, default=10, help="warm scrapes after the first")
+    ap.add_argument("--repeat", type=int, default=10, help="scrapes per median")
     ap.add_argument("--dir", type=Path, default=None, help="where the DuckDB file goes (default: a temp dir)")
+    ap.add_argument("--db", type=Path, default=None, help="measure an existing history (no build)")
+    ap.add_argument("--measure", choices=("scrape", "scan"), help=argparse.SUPPRESS)  # the child processes
     args = ap.parse_args()
-
-    from tasks.config import CanaryConfig
-    from tasks.metrics import exposition
-    from tasks.store import open_snapshot
+    if args.measure:
+        fn = measure_scrapes(args.db, args.repeat) if args.measure == "scrape" else measure_full_scan(args.db)
+        print(json.dumps(fn))
+        return
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        db = Path(tmp) / "bench.duckdb"
-        t = time.perf_counter()
-        sizes = build_history(db, args.models, args.endpoints, args.days)
-        build_s = time.perf_counter() - t
-        size_mb = db.stat().st_size / 2**20
-        print(f"history: {args.models} models x {args.endpoints} endpoints x {args.days:g} days: "
-              + ", ".join(f"{k} {v:,}" for k, v in sizes.items()) + f"; {size_mb:.0f} MB, built in {build_s:.1f} s")
-
-        cfg = CanaryConfig(exclusions_file=str(Path(tmp) / "none.toml"))
-        before = _maxrss_mb()
-        t = time.perf_counter()
-        text = exposition([db], cfg)
-        cold_ms = (time.perf_counter() - t) * 1000
-        warm = []
-        for _ in range(args.repeat):
+        db = args.db or Path(tmp) / "bench.duckdb"
+        sizes: dict[str, int] = {}
+        if args.db is None:
             t = time.perf_counter()
-            exposition([db], cfg)
-            warm.append((time.perf_counter() - t) * 1000)
-        scrape_rss = _maxrss_mb() - before
-        lines = sum(1 for line in text.decode().splitlines() if line and not line.startswith("#"))
-
-        before = _maxrss_mb()
-        t = time.perf_counter()
-        con = open_snapshot(db)
-        rows = con.execute("""
-            SELECT model, tag, contract, count(*), quantile_cont(ttft_ms, 0.95), sum(cost)
-            FROM attempts GROUP BY ALL""").fetchall()
-        con.close()
-        scan_ms = (time.perf_counter() - t) * 1000
-        scan_rss = _maxrss_mb() - before
-
-    figures = {
-        "models": args.models, "endpoints": args.endpoints, "days": args.days, "attempts": sizes["attempts"],
-        "samples": lines, "scrape_cold_ms": round(cold_ms, 1),
-        "scrape_warm_median_ms": round(statistics.median(warm), 1), "scrape_rss_mb": round(scrape_rss, 1),
-        "full_scan_ms": round(scan_ms, 1), "full_scan_rss_mb": round(scan_rss, 1),
-        "full_scan_groups": len(rows),
-    }
-    print(f"scrape: {lines:,} samples, cold {cold_ms:.0f} ms, warm median {statistics.median(warm):.0f} ms "
-          f"(of {args.repeat}); peak RSS +{scrape_rss:.1f} MB")
-    print(f"full scan of attempts ({sizes['attempts']:,} rows): {scan_ms:.0f} ms; peak RSS +{scan_rss:.1f} MB "
-          f"(x{scan_ms / max(statistics.median(warm), 1e-9):.1f} the warm scrape)")
-    print(json.dumps(figures))
+            sizes = build_history(db, args.models, args.endpoints, args.days)
+            print(f"history: {args.models} models x {args.endpoints} endpoints x {args.days:g} days: "
+                  + ", ".join(f"{k} {v:,}" for k, v in sizes.items())
+                  + f"; {db.stat().st_size / 2**20:.0f} MB, built in {time.perf_counter() - t:.1f} s")
+        scrape = _in_child("scrape", db, args.repeat)
+        scan = _in_child("scan", db, args.repeat)
+    print(f"scrape: {scrape['samples']:,} samples; first after a new snapshot {scrape['scrape_first_ms']:.0f} ms, "
+          f"median of {args.repeat} on a new snapshot {scrape['scrape_new_snapshot_median_ms']:.0f} ms, on the same "
+          f"snapshot {scrape['scrape_kept_median_ms']:.1f} ms; peak RSS +{scrape['scrape_rss_mb']:.1f} MB")
+    print(f"full scan of attempts: {scan['full_scan_ms']:.0f} ms; peak RSS +{scan['full_scan_rss_mb']:.1f} MB")
+    print(json.dumps({"models": args.models, "endpoints": args.endpoints, "days": args.days, **sizes, **scrape,
+                      **scan}))
 
 
 if __name__ == "__main__":

@@ -19,14 +19,14 @@ from cli.runs import require_database, resolve_cli_config
 
 
 def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str, once: bool) -> None:
-    from tasks.metrics import exposition, serve_metrics
+    from tasks.metrics import CanaryCollector, exposition, serve_metrics
 
     cfg = resolve_cli_config(config, db=dbs[0] if dbs else None)
     paths = dbs or [cfg.db_path]
     for path in paths:
         require_database(cfg.with_overrides({"db_path": path}))
     if once:
-        typer.echo(exposition(paths, cfg).decode(), nl=False)
+        typer.echo(exposition(CanaryCollector(paths, cfg)).decode(), nl=False)
         return
     try:
         serve_metrics(paths, cfg, port, addr)

@@ -30,7 +30,7 @@ GENAI_BUCKETS_S: tuple[float, ...] = (
 )
 INF = float("inf")
 
-DURATION = "gen_ai_client_operation_duration_seconds"
+DURATION = "gen_ai_client_operation_duration_seconds"  # per model (tag ""): the endpoints' TTFT is FIRST_CHUNK
 FIRST_CHUNK = "gen_ai_client_operation_time_to_first_chunk_seconds"
 OUTCOMES = "canary_probe_outcomes_total"  # label: outcome
 FAILURES = "canary_probe_failures_total"  # label: reason (fail and transport outcomes)
@@ -151,7 +151,7 @@ def round_rollup(info: RoundInfo, attempts: Sequence[Attempt], results: Sequence
         cost = attempt_cost(a, pricing.get(a.tag))
         spend[(a.model, a.tag, str(cost.basis))] += cost.usd
         if a.total_ms is not None:
-            durations[(a.model, a.tag)].append(a.total_ms / 1000)
+            durations[(a.model, "")].append(a.total_ms / 1000)  # per model: 17 series, not 17 per endpoint
         if a.ttft_ms is not None:
             first_chunks[(a.model, a.tag)].append(a.ttft_ms / 1000)
     counters = [CounterDelta(n, m, t, c, label, float(v)) for (n, m, t, c, label), v in sorted(counts.items())]

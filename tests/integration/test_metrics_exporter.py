@@ -17,7 +17,7 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import FAMILIES, exposition
+from tasks.metrics import FAMILIES, CanaryCollector, exposition
 from tasks.store.settlement import save_settlement
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def _settlement(model: str, ts: datetime, slow: str = "b") -> Settlement:
 
 
 def _scrape(dbs: list[Path]) -> dict[str, list[tuple[dict[str, str], float]]]:
-    text = exposition(dbs, CFG).decode()
+    text = exposition(CanaryCollector(dbs, CFG)).decode()
     return {f.name: [(s.labels, s.value) for s in f.samples] for f in text_string_to_metric_families(text)}
 
 
