@@ -9,6 +9,7 @@ answers the suspended endpoints) and Prefect's event feed (`canary.endpoint.susp
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -169,6 +170,13 @@ def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: St
             assert prom.query('canary_probe_success{endpoint="refuser", contract="refusal"}')[0]["value"][1] == "0"
             assert prom.query('histogram_quantile(0.95, sum by (endpoint, le) '
                               '(gen_ai_client_operation_time_to_first_chunk_seconds_bucket))')
+            dashboard = json.loads((REPO / "ops" / "grafana" / "canary-dashboard.json").read_text(encoding="utf-8"))
+            exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+            exprs += [a["expr"] for a in dashboard["annotations"]["list"]]
+            for expr in exprs:  # every panel's PromQL is valid against the real series (query() checks)
+                prom.query(expr.replace("$model", ".*"))
+            routable = prom.query(dashboard["panels"][0]["targets"][0]["expr"].replace("$model", ".*"))
+            assert [r["value"][1] for r in routable] == ["3"]
     finally:
         _stop(exporter)
 
@@ -192,8 +200,6 @@ def test_the_endpoints_table_is_a_prefect_table_artifact(stack: Stack) -> None:
     response.raise_for_status()
     artifacts = response.json()
     assert artifacts and {a["type"] for a in artifacts} == {"table"}
-    import json
-
     newest = max(artifacts, key=lambda a: a["created"])
     rows = newest["data"] if isinstance(newest["data"], list) else json.loads(newest["data"])
     by_tag = {r["endpoint"]: r for r in rows}

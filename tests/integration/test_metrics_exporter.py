@@ -131,3 +131,25 @@ def test_every_family_has_bounded_labels() -> None:
     for f in FAMILIES:
         assert not free_text & set(f.labels), f.name
         assert f.name.startswith("canary_") and (f.kind == "counter") == f.name.endswith("_total")
+
+
+def test_a_kept_snapshot_still_shows_a_suspension_run_out(tmp_path: Path) -> None:
+    """Between two snapshots the scrape reads nothing, but the exclusions follow the clock."""
+    db = tmp_path / "canary.duckdb"
+    s = _settlement("m", T0)
+    with store.open_store(db, snapshot=True) as con:
+        save_settlement(con, s, landed_at=T0)
+    with store.open_store(db, snapshot=True):
+        pass
+    clock = [T0]
+    collector = CanaryCollector([db], CFG, now=lambda: clock[0])
+
+    def excluded() -> float:
+        text = exposition(collector).decode()
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        return sum(x.value for x in fams["canary_endpoint_excluded"].samples
+                   if x.labels["endpoint"] == "b" and x.labels["layer"] == "canary")
+
+    assert excluded() == 1
+    clock[0] = s.states["b"].suspended_until + timedelta(seconds=1)  # type: ignore[operator]
+    assert excluded() == 0
