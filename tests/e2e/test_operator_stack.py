@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
+from tests.support.processes import start_logged, stop_group
 from tests.support.prometheus import free_port, prometheus, require_binary
 from tests.support.slack_server import SlackServer
 
@@ -62,19 +62,10 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    return start_logged(argv, env, log, REPO)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+_stop = stop_group
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 180) -> None:

@@ -7,7 +7,6 @@ Everything listens on 127.0.0.1 and is stopped at the end (process groups the te
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.processes import start_logged, stop_group
 
 pytestmark = pytest.mark.e2e
 
@@ -57,21 +57,10 @@ def _base_env(home: Path) -> dict[str, str]:
 
 
 def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    return start_logged(argv, env, log, REPO)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+_stop = stop_group
 
 
 def _poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: list[subprocess.Popen[bytes]],

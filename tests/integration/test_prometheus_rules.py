@@ -13,20 +13,15 @@ from tests.support.prometheus import RULES_DIR, require_binary
 pytestmark = pytest.mark.integration
 
 
-def test_rules_file_is_valid() -> None:
+@pytest.mark.parametrize(("args", "expected"), [
+    (["check", "rules", "canary-rules.yml"], "SUCCESS: 9 rules found"),
+    (["test", "rules", "canary-rules.test.yml"], "SUCCESS"),
+], ids=["check", "unit-tests"])
+def test_promtool_accepts_the_rules_and_their_unit_tests_pass(args: list[str], expected: str) -> None:
     promtool = require_binary("promtool")
-    out = subprocess.run([promtool, "check", "rules", "canary-rules.yml"], cwd=RULES_DIR, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run([promtool, *args], cwd=RULES_DIR, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 9 rules found" in out.stdout
-
-
-def test_rules_pass_their_unit_tests() -> None:
-    promtool = require_binary("promtool")
-    out = subprocess.run([promtool, "test", "rules", "canary-rules.test.yml"], cwd=RULES_DIR, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS" in out.stdout
+    assert expected in out.stdout
 
 
 def test_every_alert_has_a_unit_test() -> None:
