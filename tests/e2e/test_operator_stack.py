@@ -236,3 +236,19 @@ def test_the_automation_file_is_accepted_by_a_real_server(stack: Stack) -> None:
                if e["resource"]["prefect.resource.id"] == automation]:
         assert time.monotonic() < deadline, "the automation did not trigger on canary.round.crashed"
         time.sleep(1)
+
+
+def test_a_lift_by_hand_is_an_event_too(stack: Stack) -> None:
+    """`canary lift` (the console script, PREFECT_API_URL set): `canary.endpoint.lifted` with who and why.
+    Runs last: it ends the suspension the tests above look at."""
+    out = subprocess.run([str(BIN / "canary"), "lift", "refuser", "--reason", "provider fixed it", "--config",
+                          str(stack.config)], cwd=REPO, env={**stack.env, "USER": "ops-on-call"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 30
+    while not (events := _events(stack.api, "canary.endpoint.lifted", stack.started - timedelta(minutes=5))):
+        assert time.monotonic() < deadline, "no canary.endpoint.lifted event in the server's feed"
+        time.sleep(1)
+    (event,) = events
+    assert event["resource"]["prefect.resource.id"] == f"canary.endpoint.{MODEL}.refuser"
+    assert event["payload"]["reason"].endswith("provider fixed it") or "provider fixed it" in str(event["payload"])
