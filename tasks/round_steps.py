@@ -97,6 +97,8 @@ def load_prior(
     read the prior and mark this round running. A busy store costs the round nothing but its rotation
     memory: it probes anyway and settles against the store inside its save window."""
     from tasks import store, variable_sync
+    from tasks.core.events import crashed_round_events
+    from tasks.events import emit_canary_events
     from tasks.prior import judge_spools, land_leftovers, read_prior
     from tasks.store.settlement import mark_running
 
@@ -106,7 +108,8 @@ def load_prior(
     try:
         with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
             variable_value = variable_sync.reconcile(con, round_ts, ui_value)
-            for line in land_leftovers(con, cfg, model, round_id, spools, utcnow()):
+            leftovers = land_leftovers(con, cfg, model, round_id, spools, utcnow())
+            for line in leftovers:
                 logger.warning("%s", line)
             prior = read_prior(con, cfg, model, round_ts, mode_override)
             mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode), started_at=utcnow())
@@ -116,6 +119,7 @@ def load_prior(
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
         logger.warning("Round %s probes without its history (the store cannot be opened): %s", round_id, exc)
         return Prior(model=model, mode=resolve_mode(mode_override, None, cfg.mode), available=False), None
+    emit_canary_events(crashed_round_events(model, leftovers, utcnow()), logger)  # the marks are saved
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
     return prior, variable_value

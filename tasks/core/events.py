@@ -111,7 +111,7 @@ def crashed_round_events(model: str, lines: Sequence[str], at: datetime) -> list
         m = _CRASHED_LINE.match(line)
         if m:
             out.append(CanaryEvent(ROUND_CRASHED, model_resource(model), at,
-                                   uuid.uuid5(_NAMESPACE, f"crashed|{m['round_id']}"),
+                                   uuid.uuid5(_NAMESPACE, f"crashed|{m['round_id']}|{m['step']}"),
                                    {"round_id": m["round_id"], "step": m["step"]}))
     return out
 
