@@ -16,7 +16,7 @@ Figures, each measured in a fresh child process:
                     with): the first one (a new snapshot: everything read and rendered), the median of --repeat
                     on a new snapshot each (a new collector), and on the same snapshot (kept: only the
                     exclusions are worked out again);
-  scrape RSS        the process's peak RSS (ru_maxrss) after all those scrapes minus before them;
+  scrape RSS        the process's peak RSS (VmHWM) after all those scrapes minus before them;
   full scan         per model x endpoint x contract, count, p95 TTFT and spend over every attempt row of the
                     snapshot (what a scrape would cost without the rollup): wall time and peak RSS it added.
 The targets (issue 23): scrape <= 100 ms and <= 50 MB extra RSS at 100 x 15 x 7 days.
@@ -40,6 +40,10 @@ CONTRACTS = ("ttft", "refusal", "structured", "language", "tools")
 
 
 def _maxrss_mb() -> float:
+    """This process's peak RSS (VmHWM): ru_maxrss would carry the parent's peak across exec (Linux keeps it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
