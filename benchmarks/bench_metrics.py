@@ -214,8 +214,8 @@ def main() -> None:
           f"median of {args.repeat} on a new snapshot {scrape['scrape_new_snapshot_median_ms']:.0f} ms, on the same "
           f"snapshot {scrape['scrape_kept_median_ms']:.1f} ms; peak RSS +{scrape['scrape_rss_mb']:.1f} MB")
     print(f"full scan of attempts: {scan['full_scan_ms']:.0f} ms; peak RSS +{scan['full_scan_rss_mb']:.1f} MB")
-    print(json.dumps({"models": args.models, "endpoints": args.endpoints, "days": args.days, **sizes, **scrape,
-                      **scan}))
+    size = {"models": args.models, "endpoints": args.endpoints, "days": args.days} if args.db is None else {}
+    print(json.dumps({**size, **sizes, **scrape, **scan}))
 
 
 if __name__ == "__main__":

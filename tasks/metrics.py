@@ -129,7 +129,9 @@ def _open(dbs: Sequence[Path]) -> Any:
     from tasks.store.catalog import open_catalog
     from tasks.store.snapshot import open_snapshot
 
-    return open_snapshot(dbs[0]) if len(dbs) == 1 else open_catalog(list(dbs))
+    con = open_snapshot(dbs[0]) if len(dbs) == 1 else open_catalog(list(dbs))
+    con.execute("SET threads = 1")  # small queries: one thread is faster and lighter than two (bench_metrics)
+    return con
 
 
 class CanaryCollector(Collector):
