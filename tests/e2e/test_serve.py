@@ -175,7 +175,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     assert s1 < e2 and s2 < e1, f"the two models' rounds of one cycle did not overlap: {spans}"
     assert sorted(suspended) == [(MODEL, "refuser"), (MODEL_2, "refuser")]  # each model decided on its own
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
-    assert 'canary_endpoint_suspension_end_timestamp_seconds{endpoint="refuser"' in exposition
+    assert 'canary_endpoint_suspension_end_timestamp_seconds{model="' + MODEL + '",endpoint="refuser"' in exposition
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
 
 
