@@ -58,6 +58,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_operator_stack.py": "operator_stack",
     "tests/e2e/test_round.py": "round",
     "tests/e2e/test_round_tools.py": "round_tools",
+    "tests/e2e/test_round_upstream_words.py": "round_upstream_words",
     "tests/integration/test_at.py": "shared_history",
     "tests/integration/test_notebooks.py": "shared_history",
 }
