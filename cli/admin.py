@@ -15,6 +15,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.config_loading import parse_duration
+from tasks.core.events import CanaryEvent
 from tasks.core.exclusions import is_valid_tag, matches
 from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError
@@ -79,8 +81,10 @@ def republish(
     return lists
 
 
-def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime) -> None:
-    """Refresh what lives in Prefect (the keyed artifacts, the operational Variable).
+def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime,
+                 events: Sequence[CanaryEvent] = ()) -> None:
+    """Refresh what lives in Prefect (the keyed artifacts, the operational Variable) and emit the change's
+    events (a lift's `canary.endpoint.lifted`), after the change is saved and its alert queued.
 
     Only with a Prefect API configured: without one this would start a temporary server (~10 s) for an
     artifact nobody can see afterwards, so the command says how the refresh happens instead.
@@ -100,6 +104,12 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime) -> N
         publish_ignore_artifacts([il.as_json() for il in lists])
     except Exception as exc:  # the JSON file is already published; the artifact catches up next round
         typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
+    if events:
+        from cli.private_prefect_server import drain_prefect_workers
+        from tasks.events import emit_canary_events
+
+        emit_canary_events(events)
+        drain_prefect_workers()  # the events worker sends in the background: before the command exits
 
 
 def _deliver_after_close(cfg: CanaryConfig) -> None:
@@ -216,6 +226,7 @@ def _until(ts: datetime | None) -> str:
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
+    from tasks.core.events import decision_events
     from tasks.core.policy import PolicyConfig, lift
     from tasks.core.render import render_decision_alerts
 
@@ -249,7 +260,7 @@ def lift_command(
     )
     typer.echo(f"{m}: provider.ignore = {json.dumps(list(lists[0].ignore))}; alert queued")
     _deliver_after_close(cfg)
-    after_change(cfg, lists, now)
+    after_change(cfg, lists, now, decision_events(decisions))
 
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:

@@ -88,15 +88,20 @@ def run(
 
 
 @app.command()
-def serve(config: ConfigOpt = None) -> None:
+def serve(
+    config: ConfigOpt = None,
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", help="serve `canary metrics` on this port too (0: off)")
+    ] = 0,
+) -> None:
     """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
-    canary-deadman check (needs PREFECT_API_URL)."""
+    canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition too."""
     from flows.serve import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
 
     preflight(load_config(config))
-    serve_deployment(config)
+    serve_deployment(config, metrics_port=metrics_port)
 
 
 @app.command()
@@ -282,6 +287,20 @@ def catalog(
     from cli.catalog_cmd import catalog_command
 
     catalog_command(dbs=dbs, sql=sql, json_out=json_out)
+
+
+@app.command()
+def metrics(
+    db: Annotated[list[str] | None, typer.Option("--db", help="DuckDB file; repeat for several shards")] = None,
+    config: ConfigOpt = None,
+    port: Annotated[int, typer.Option(help="port of the /metrics endpoint")] = 9464,
+    addr: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    once: Annotated[bool, typer.Option("--once", help="print one scrape on stdout and exit")] = False,
+) -> None:
+    """Prometheus exposition of the canary's state, read from the analysts' snapshot at each scrape."""
+    from cli.metrics_cmd import metrics_command
+
+    metrics_command(dbs=list(db or []), config=config, port=port, addr=addr, once=once)
 
 
 @app.command()

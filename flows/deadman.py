@@ -77,7 +77,9 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
 
 def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict[str, Any]:
     from tasks import store
+    from tasks.core.events import alert_events
     from tasks.delivery import deliver_outbox
+    from tasks.events import emit_canary_events
     from tasks.publish import current_ignore_list
 
     with store.open_store(cfg.db_path) as con:
@@ -86,6 +88,7 @@ def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict
         ignore = {m: current_ignore_list(con, cfg, m, None, now) for m in cfg.models}
         alerts = silence_alerts(last, now, _interval(cfg), watching_since=watching, ignore_lists=ignore)
         queued = store.enqueue_alerts(con, alerts)
+    emit_canary_events(alert_events(alerts), logger)  # after the outbox has them
     summary = deliver_outbox(cfg.db_path, settings, now, logger)
     for a in alerts:
         logger.warning("No complete round of %s for more than two intervals (alert %s)", a.model, a.key)

@@ -72,7 +72,7 @@ def _check_reachable(api: str) -> None:
         ) from None
 
 
-def serve_deployment(config: Path | None, *, interval: timedelta | None = None) -> None:
+def serve_deployment(config: Path | None, *, interval: timedelta | None = None, metrics_port: int = 0) -> None:
     from prefect import serve
 
     from flows.deadman import deadman_deployment
@@ -87,4 +87,8 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None) 
         )
     _check_reachable(api)
     cfg_path = str(Path(config).resolve()) if config else None
+    if metrics_port:  # the same collector as `canary metrics`, in this process (a daemon thread)
+        from tasks.metrics import serve_metrics
+
+        serve_metrics([cfg.db_path], cfg, metrics_port)
     serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))

@@ -31,6 +31,7 @@ from router import records
 from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
+from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
@@ -58,6 +59,7 @@ class RouterShell:
     savings: Batcher[dict[str, Any]] | None
     cooldowns: tier_rules.Cooldowns = field(default_factory=lambda: tier_rules.EMPTY_COOLDOWNS)
     client: httpx.AsyncClient | None = None
+    metrics: RouterMetrics = field(default_factory=RouterMetrics)  # GET /metrics (router/metrics.py)
 
     @property
     def batchers(self) -> list[Batcher[Any]]:
@@ -91,6 +93,7 @@ class RouterShell:
             self.cooldowns, upstream_id, self.clock.monotonic(), seconds, cap
         )
         self.emit(route, tier_no, failure.reason, failure.latency_ms, model)
+        self.metrics.failover(route.key, tier_no, route.tiers[tier_no - 1].label, failure.reason)
 
     # -- the endpoint --------------------------------------------------------------------------------
     async def chat(self, request: Request) -> Response:
@@ -142,6 +145,7 @@ class RouterShell:
                 continue
             savings = measure_savings(baseline, sent)
             out_headers = records.response_headers(route, tier_no, savings, pipeline, result.headers)
+            self.metrics.served(route.key, tier.label, result.latency_ms if isinstance(result, Committed) else None)
             if isinstance(result, Passthrough):
                 billed = records.billed_prompt_tokens(result.body) if result.status == 200 else None
                 self.record_savings(route, tier_no, pipeline, savings, billed, stream)
@@ -164,6 +168,7 @@ class RouterShell:
         def on_abort(reason: str) -> None:
             latency_ms = (self.clock.monotonic() - started) * 1000 + committed.latency_ms
             self.emit(route, tier_no, reason, latency_ms, model)
+            self.metrics.failed_after_commit(route.key, route.tiers[tier_no - 1].label, reason)
 
         def on_end(billed: int | None) -> None:
             self.record_savings(route, tier_no, pipeline, savings, billed, True)
@@ -177,6 +182,7 @@ class RouterShell:
         now, ids = self.clock.monotonic(), [t.upstream_id for t in route.tiers]
         every_tier_cooling = all(tier_rules.is_cooling(self.cooldowns, u, now) for u in ids)
         wait = tier_rules.shortest_wait(self.cooldowns, ids, now) if every_tier_cooling else None
+        self.metrics.all_failed(route.key)
         body, headers = records.all_failed(route, failures, wait)
         return JSONResponse(body, status_code=503, headers=headers)
 
@@ -210,11 +216,13 @@ def build_shell(
 ) -> RouterShell:
     """Resolve keys (RoutesError if one is missing) and the sinks named by the routes file."""
     settings = routes.settings
+    ignore = IgnoreLists(settings.publish_dir)
     return RouterShell(
         routes=routes,
         api_keys=resolve_api_keys(routes, os.environ if env is None else env),
         clock=clock or SystemClock(),
-        ignore=IgnoreLists(settings.publish_dir),
+        ignore=ignore,
+        metrics=RouterMetrics(lambda: ignore.reads),
         events=event_batchers(settings.events_path, settings.events_db) if events is None else events,
         savings=Batcher(JsonlSink(settings.savings_path), "router-savings")
         if settings.savings_path
@@ -261,6 +269,7 @@ def create_app(shell: RouterShell) -> Starlette:
             HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
             HttpRoute("/v1/models", shell.models, methods=["GET"]),
             HttpRoute("/healthz", shell.health, methods=["GET"]),
+            HttpRoute("/metrics", shell.metrics.endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

@@ -97,6 +97,8 @@ def load_prior(
     read the prior and mark this round running. A busy store costs the round nothing but its rotation
     memory: it probes anyway and settles against the store inside its save window."""
     from tasks import store, variable_sync
+    from tasks.core.events import crashed_round_events
+    from tasks.events import emit_canary_events
     from tasks.prior import judge_spools, land_leftovers, read_prior
     from tasks.store.settlement import mark_running
 
@@ -106,7 +108,8 @@ def load_prior(
     try:
         with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
             variable_value = variable_sync.reconcile(con, round_ts, ui_value)
-            for line in land_leftovers(con, cfg, model, round_id, spools, utcnow()):
+            leftovers = land_leftovers(con, cfg, model, round_id, spools, utcnow())
+            for line in leftovers:
                 logger.warning("%s", line)
             prior = read_prior(con, cfg, model, round_ts, mode_override)
             mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode), started_at=utcnow())
@@ -116,6 +119,7 @@ def load_prior(
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
         logger.warning("Round %s probes without its history (the store cannot be used): %s", round_id, exc)
         return Prior(model=model, mode=resolve_mode(mode_override, None, cfg.mode), available=False), None
+    emit_canary_events(crashed_round_events(model, leftovers, utcnow()), logger)  # the marks are saved
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
     return prior, variable_value
@@ -148,18 +152,22 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
     from tasks import store, variable_sync
+    from tasks.core.events import crashed_round_events
+    from tasks.events import emit_canary_events
     from tasks.prior import judge_spools, land_leftovers, settle_and_save
 
     info = settled.info
     spools = judge_spools(cfg.db_path, cfg)
     try:
         with store.open_store(cfg.db_path, lock_timeout_s=SAVE_LOCK_TIMEOUT_S, snapshot=False) as con:
-            for line in land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow()):
+            leftovers = land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow())
+            for line in leftovers:
                 _run_logger().warning("%s", line)
             saved = settle_and_save(con, cfg, info, mode_override, settled.judgement, settled.attempts,
                                     settled.endpoints, landed_at=utcnow(), settled=settled)
             if variable_value is not None:
                 variable_sync.mark_synced(con, variable_value)
+        emit_canary_events(crashed_round_events(info.model, leftovers, utcnow()), _run_logger())  # after the save
         return saved, "complete"
     except StoreError as exc:
         return keep_unsaved(cfg, settled, mode_override, exc), "deferred"
@@ -203,11 +211,14 @@ def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
 @task(name="publish", cache_policy=NO_CACHE)
 def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
-    from prefect.artifacts import create_markdown_artifact
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from tasks.core.cost import round_cost
+    from tasks.core.events import round_events
     from tasks.core.plan import model_slug
     from tasks.core.render import render_round_markdown
+    from tasks.core.render.endpoint_table import endpoint_contract_rows
+    from tasks.events import emit_canary_events
     from tasks.publish import create_ignore_artifact, publish_ignore_list
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
@@ -217,6 +228,10 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
                              description=f"Round {settled.info.round_id}")
     create_ignore_artifact(settled.ignore)
+    create_table_artifact(key=f"endpoints-{model_slug(settled.info.model)}",
+                          table=endpoint_contract_rows(settled.results, settled.statuses),
+                          description=f"Endpoints x contracts, round {settled.info.round_id}")
+    emit_canary_events(round_events(settled.decisions, [*settled.alerts, *settled.extra_alerts]), _run_logger())
 
 
 @task(name="deliver", cache_policy=NO_CACHE)

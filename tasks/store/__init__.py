@@ -7,7 +7,8 @@
 Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (writes
 of rounds, attempts, outcomes), history (reads of complete rounds), records (row conversions), state
 (policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events,
-costs (what the canary spent: the cost views, the budget projection).
+costs (what the canary spent: the cost views, the budget projection), metric_rollup (what a Prometheus
+scrape reads, kept by the save transaction).
 """
 
 from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, open_store

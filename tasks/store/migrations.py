@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tasks.clock import utcnow
 from tasks.errors import StoreError
+from tasks.store.metric_rollup import METRIC_ROLLUP_SQL
 from tasks.store.rows import Connection, fetch_first, transaction
 from tasks.store.schema import (
     ALERTS_FAILED_SQL,
@@ -39,6 +40,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "endpoint pricing and cost views", ENDPOINT_PRICING_SQL + ";\n" + COST_VIEWS_SQL),
     Migration(7, "partial (confirmation) rounds", ROUND_PARTIAL_SQL),
     Migration(9, "failed alerts and alert claimers", ALERTS_FAILED_SQL),
+    Migration(11, "metrics rollup", METRIC_ROLLUP_SQL),
 )
 
 #: The version a fully migrated file reports.

@@ -2,7 +2,8 @@
 
     with open_store(path) as con:
         save_settlement(con, settlement, landed_at=now)   # attempts, outcomes, statuses, states, decisions,
-                                                          # the alerts outbox and the round marked complete
+                                                          # the alerts outbox, the metrics rollup and the
+                                                          # round marked complete
 A crash anywhere before COMMIT leaves nothing of the round's decisions; after it, all of them with their
 alerts queued. Saving the same settlement again (a spool landed twice) replaces the round's rows, never
 applies the policy twice (``policy_applied:<model>``) and never queues an alert twice (outbox keys).
@@ -13,9 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from tasks.core.metric_rollup import round_rollup
 from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
 from tasks.store.landing import complete_round, land_outcomes, land_round
+from tasks.store.metric_rollup import roll_up_round
 from tasks.store.outbox import enqueue_alerts
 from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
 from tasks.store.state import append_decisions, get_setting, replace_policy_states, set_setting
@@ -45,6 +48,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
             append_decisions(con, list(s.decisions))
             set_setting(con, POLICY_APPLIED_KEY.format(model=model), info.round_ts.isoformat(), at=landed_at)
         enqueue_alerts(con, [*s.alerts, *s.extra_alerts])
+        roll_up_round(con, round_rollup(info, s.attempts, s.results, s.endpoints))  # what a scrape reads
         failpoint("inside-save")
         complete_round(con, info.round_id, dict(s.statuses), at=landed_at)
         con.execute(

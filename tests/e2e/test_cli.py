@@ -41,6 +41,7 @@ COMMANDS = [
     ["export-history"],
     ["at"],
     ["router"],
+    ["metrics"],
 ]
 
 

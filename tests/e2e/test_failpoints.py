@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -74,6 +75,26 @@ def run_in_subprocess(model: str, at: datetime, overrides: dict[str, Any], failp
     return proc.returncode
 
 
+def crashed_events(round_id: str, since: datetime) -> list[dict[str, Any]]:
+    """The harness's event feed: `canary.round.crashed` events of `round_id` since `since` (the events worker
+    drained; the session's harness holds the other parametrizations' events of the same round id too)."""
+    import httpx
+    from prefect.events.worker import EventsWorker
+    from prefect.settings import PREFECT_API_URL
+
+    EventsWorker.drain_all(timeout=10)
+    body = {"filter": {"event": {"name": ["canary.round.crashed"]},
+                       "occurred": {"since": since.isoformat(), "until": (since + timedelta(hours=1)).isoformat()}}}
+    found: list[dict[str, Any]] = []
+    for _ in range(20):  # the server persists events in the background
+        events = httpx.post(f"{PREFECT_API_URL.value()}/events/filter", json=body, timeout=10).json()["events"]
+        found = [e for e in events if e["payload"].get("round_id") == round_id]
+        if found:
+            break
+        time.sleep(0.5)
+    return found
+
+
 @pytest.mark.parametrize("failpoint", FAILPOINTS)
 def test_a_round_killed_at_each_step_loses_and_repeats_nothing(
     prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, tmp_path: Path,
@@ -81,6 +102,7 @@ def test_a_round_killed_at_each_step_loses_and_repeats_nothing(
 ) -> None:
     from flows.round import canary_round
 
+    started = datetime.now(UTC)
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     ov = round_overrides(sim, tmp_path, MODEL, ttft_s=GENEROUS_TTFT_S, languages=["en"], min_hosts=2, ladder=["1d"])
     at = [T0 + timedelta(minutes=30 * i) for i in range(3)]
@@ -110,6 +132,9 @@ def test_a_round_killed_at_each_step_loses_and_repeats_nothing(
         assert (r2["status"], r2["step"]) == ("crashed", step), r2
         assert counted.get(r2["round_id"], 0) == 0
         decided_in = r3["round_id"]
+        crashed = crashed_events(r2["round_id"], started)  # emitted by the third round, in its flow run
+        assert [e["payload"] for e in crashed] == [{"round_id": r2["round_id"], "step": step}]
+        assert crashed[0]["resource"]["prefect.resource.id"] == f"canary.model.{MODEL}"
     assert decisions == [("broken1", "suspend", decided_in), ("broken2", "suspend", decided_in)]
     assert outcomes_twice == (0,)
 

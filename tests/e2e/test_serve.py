@@ -7,7 +7,6 @@ Everything listens on 127.0.0.1 and is stopped at the end (process groups the te
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.processes import start_logged, stop_group
 
 pytestmark = pytest.mark.e2e
 
@@ -57,21 +57,10 @@ def _base_env(home: Path) -> dict[str, str]:
 
 
 def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    return start_logged(argv, env, log, REPO)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+_stop = stop_group
 
 
 def _poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: list[subprocess.Popen[bytes]],
@@ -132,7 +121,9 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     try:
         with httpx.Client(base_url=api, timeout=5) as client:
             _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 180, procs, logs)
-            serve = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
+            metrics_port = _free_port()
+            serve = _start([str(BIN / "canary"), "serve", "--config", str(config), "--metrics-port",
+                            str(metrics_port)], serve_env, logs[1])
             procs.append(serve)
 
             def deployments() -> dict[str, Any] | None:
@@ -152,6 +143,12 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
                 return runs or None
 
             cycles = _poll("a completed scheduled cycle", completed, 120, procs, logs)
+
+            def scraped() -> str | None:  # the serving process's own exporter, reading the snapshot
+                text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+                return text if 'canary_rounds_total{model="' + MODEL + '",status="complete"}' in text else None
+
+            exposition = _poll("canary_rounds_total from canary serve's /metrics", scraped, 60, procs, logs)
             assert cycles[0]["name"].startswith("canary-cycle-")
             rounds_of_cycle = client.post("/flow_runs/filter", json={
                 "flows": {"name": {"any_": ["canary-round"]}},
@@ -178,6 +175,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     assert s1 < e2 and s2 < e1, f"the two models' rounds of one cycle did not overlap: {spans}"
     assert sorted(suspended) == [(MODEL, "refuser"), (MODEL_2, "refuser")]  # each model decided on its own
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
+    assert 'canary_endpoint_suspension_end_timestamp_seconds{model="' + MODEL + '",endpoint="refuser"' in exposition
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
 
 

@@ -1,0 +1,66 @@
+"""The router's `GET /metrics` (router/metrics.py) against scripted loopback upstreams and the `openai` client:
+requests per upstream, failovers by tier and reason, the first-content-chunk histogram, streams that failed
+after the commit, ignore-list reloads. Parsed with prometheus_client's own parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from router.server import RunningRouter
+from tasks.core.plan import model_slug
+from tests.integration.test_router_failover import MESSAGES, client, router_for
+from tests.support.fake_upstream import FakeUpstream, Script
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+def scrape(r: RunningRouter) -> dict[str, list[tuple[dict[str, str], float]]]:
+    text = httpx.get(f"{r.base_url.removesuffix('/v1')}/metrics", timeout=5).text
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.setdefault(s.name, []).append((s.labels, s.value))
+    return out
+
+
+def total(fams: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    return sum(v for lab, v in fams.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
+
+
+def test_failover_before_the_commit_and_death_after_it_are_counted(tmp_path: Path) -> None:
+    scripts = {"t1": Script("http_error", status=503), "t2": Script("ok", text="Tier two answers")}
+    with FakeUpstream(scripts) as up, router_for(up, tmp_path) as r:
+        stream = client(r).chat.completions.create(model="chat", messages=MESSAGES, stream=True)  # type: ignore[arg-type]
+        assert "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices) == "Tier two answers"
+        up.scripts["t2"] = Script("die_after_first", text="Partial")
+        with pytest.raises(openai.APIError):
+            for _ in client(r).chat.completions.create(model="chat", messages=MESSAGES, stream=True):  # type: ignore[arg-type]
+                pass
+        fams = scrape(r)
+    t2 = f"{up.base_url} t2"
+    assert total(fams, "canary_router_failovers_total", tier="1", reason="http_503", route="model:chat") == 2
+    assert total(fams, "canary_router_requests_total", outcome="served") == 2
+    assert {lab["upstream"] for lab, _ in fams["canary_router_requests_total"]} == {t2}
+    assert total(fams, "canary_router_first_chunk_seconds_count", upstream=t2) == 2
+    assert total(fams, "canary_router_first_chunk_seconds_bucket", upstream=t2, le="+Inf") == 2
+    assert total(fams, "canary_router_stream_failures_after_commit_total", upstream=t2) == 1
+
+
+def test_all_tiers_failing_and_ignore_list_reloads_are_counted(tmp_path: Path) -> None:
+    scripts = {"t1": Script("http_error", status=502), "t2": Script("http_error", status=502)}
+    with FakeUpstream(scripts) as up, router_for(up, tmp_path) as r:
+        published = tmp_path / "published"
+        published.mkdir()
+        path = published / f"{model_slug('t1')}.json"
+        path.write_text(json.dumps({"model": "t1", "ignore": ["bad"], "entries": []}), encoding="utf-8")
+        with pytest.raises(openai.APIStatusError):
+            client(r).chat.completions.create(model="chat", messages=MESSAGES)  # type: ignore[arg-type]
+        fams = scrape(r)
+    assert total(fams, "canary_router_requests_total", outcome="all_failed", route="model:chat") == 1
+    assert total(fams, "canary_router_ignore_reloads_total") == 1

@@ -1,0 +1,102 @@
+"""A real Prometheus for tests: the `prometheus` binary (Debian's package; `.ci/run` installs it) on a loopback
+port with a temporary config and storage directory, never the system service; and `promtool`.
+
+Where the binaries are missing, tests skip with the reason, except on CI (`CI=true`), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RULES_DIR = REPO / "ops" / "prometheus"
+
+
+def require_binary(name: str) -> str:
+    """The path of `name`; skip (fail on CI) when it is not installed."""
+    path = shutil.which(name)
+    if path:
+        return path
+    why = f"{name} is not installed (apt-get install prometheus; .ci/run installs it)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Prometheus:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        body = httpx.get(f"{self.base_url}/api/v1/query", params={"query": promql}, timeout=10).json()
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def targets(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.base_url}/api/v1/targets", timeout=10).json()["data"]["activeTargets"])
+
+    def wait_for(self, promql: str, timeout_s: float = 60) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            result = self.query(promql)
+            if result or time.monotonic() > deadline:
+                return result
+            time.sleep(0.5)
+
+
+@contextmanager
+def prometheus(tmp: Path, targets: list[str], *, job: str = "canary", rules: bool = True) -> Iterator[Prometheus]:
+    """Prometheus scraping `targets` (host:port) every second, with the repo's rules loaded."""
+    binary = require_binary("prometheus")
+    port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    rule_files = f"rule_files: ['{RULES_DIR / 'canary-rules.yml'}']\n" if rules else ""
+    config = tmp / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n" + rule_files +
+        f"scrape_configs:\n  - job_name: {job}\n    static_configs: [{{targets: {targets!r}}}]\n",
+        encoding="utf-8")
+    log = (tmp / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/-/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (tmp / "prometheus.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"prometheus did not start:\n{tail}")
+            time.sleep(0.3)
+        yield Prometheus(base)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
