@@ -17,6 +17,7 @@ from tasks.store.schema import (
     ENDPOINT_PRICING_SQL,
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
+    SUSPICION_SQL,
     TABLES_SQL,
 )
 from tasks.store.views import COST_VIEWS_SQL, RECORDED_STATUSES_SQL, VIEWS_SQL
@@ -37,6 +38,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "round steps and alert delivery states", ROUND_STEPS_SQL),
     Migration(6, "endpoint pricing and cost views", ENDPOINT_PRICING_SQL + ";\n" + COST_VIEWS_SQL),
     Migration(7, "partial (confirmation) rounds", ROUND_PARTIAL_SQL),
+    Migration(10, "listing signals, live requests and suspicions", SUSPICION_SQL),
 )
 
 #: The version a fully migrated file reports.

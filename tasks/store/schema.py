@@ -202,3 +202,50 @@ ALTER TABLE round_endpoints ADD COLUMN request_price_usd DOUBLE;
 ROUND_PARTIAL_SQL = """
 ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
 """
+
+#: Migration 10 (docs/schema.md "Suspicion"). ``round_endpoints``: OpenRouter's own figures for the endpoint as
+#: the round's discovery listed them (percent uptimes, TTFT percentiles in ms, throughput percentiles in
+#: tokens/s; NULL when the listing gave none). ``live_requests``: the router's served requests counted per
+#: minute, endpoint and what happened (router/live.py). ``suspicions``: every trigger of a confirmation round
+#: by a signal (tasks/core/suspicion.py), with its evidence and what the pinned probes then said.
+SUSPICION_SQL = """
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_5m DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_30m DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_1d DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p50_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p75_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p90_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p99_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p50 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p75 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p90 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p99 DOUBLE;
+CREATE TABLE live_requests (
+    minute_at      TIMESTAMPTZ NOT NULL,
+    model          VARCHAR NOT NULL,
+    route_key      VARCHAR NOT NULL,
+    tier           INTEGER NOT NULL,
+    tag            VARCHAR,
+    provider_name  VARCHAR,
+    outcome        VARCHAR NOT NULL,
+    requests       INTEGER NOT NULL
+);
+CREATE TABLE suspicions (
+    suspicion_id     VARCHAR PRIMARY KEY,
+    detected_at      TIMESTAMPTZ NOT NULL,
+    model            VARCHAR NOT NULL,
+    tag              VARCHAR NOT NULL,
+    signal           VARCHAR NOT NULL,
+    evidence         VARCHAR NOT NULL,
+    requests         INTEGER,
+    failures         INTEGER,
+    failure_rate     DOUBLE,
+    uptime_recent    DOUBLE,
+    uptime_baseline  DOUBLE,
+    status           VARCHAR NOT NULL,
+    confirm_round_id VARCHAR,
+    round_status     VARCHAR,
+    resolved_at      TIMESTAMPTZ,
+    note             VARCHAR
+)
+"""
