@@ -106,7 +106,12 @@ def suspicion_rows(con: Connection, model: str | None = None, *, since: datetime
 
 
 def latest_signals(con: Connection, model: str) -> dict[str, dict[str, Any]]:
-    """Per tag, the listing's signals (and `status`) in the model's latest complete round that listed it."""
+    """Per tag, the listing's signals (and `status`) in the model's latest complete round that listed it
+    (empty for a file older than migration 10, opened read-only)."""
+    from tasks.store.migrations import schema_version
+
+    if schema_version(con) < 10:
+        return {}
     cols = ", ".join(f"e.{c}" for c in SIGNAL_COLUMNS)
     rows = con.execute(
         f"SELECT e.tag, e.endpoint_status, {cols} FROM round_endpoints e JOIN rounds r USING (round_id) "
