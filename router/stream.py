@@ -236,6 +236,9 @@ def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
     if not gate.pending.strip():
         return replace(gate, pending=b""), []
     kind, _ = classify(gate.pending)
+    if kind is Kind.BAD and gate.phase is Phase.WAITING:  # a 200 that is no event stream (an HTML page)
+        detail = gate.pending[:80].decode("utf-8", "replace")
+        return replace(gate, phase=Phase.CLOSED, pending=b""), [FailOver("bad_frame_before_commit", detail)]
     if kind is Kind.BAD:
         return replace(gate, pending=b""), []
     return feed(replace(gate, pending=b""), gate.pending + b"\n\n")
