@@ -153,8 +153,8 @@ def _routes(sim: Any, tags: Sequence[str], tmp: Path, db: str, publish_dir: str)
     from router.routes_loading import parse_routes
 
     return parse_routes({
-        "router": {"events_db": db, "events_path": str(tmp / "route_events.jsonl"), "savings_path": str(tmp / "savings.jsonl"),
-                   "publish_dir": publish_dir, "flush_interval_s": 3600.0,
+        "router": {"events_db": db, "events_path": str(tmp / "route_events.jsonl"),
+                   "savings_path": str(tmp / "savings.jsonl"), "publish_dir": publish_dir, "flush_interval_s": 3600.0,
                    "first_chunk_budget_s": ROUTES_TIME_SCALE_BUDGET_S, "connect_timeout_s": 1.0},
         "route": [{"model": f"chat-{t}", "tier": [{"base_url": sim.base_url, "model": DEMO_MODEL,
                                                     "api_key_env": "BENCH_SIM_KEY",
