@@ -66,17 +66,10 @@ def over_budget(cfg: CanaryConfig, now: datetime) -> str | None:
     Read from the analysts' snapshot, like the round's budget step; no projection means no reduction."""
     if cfg.budget_usd_per_day <= 0:
         return None
-    from tasks.store import open_snapshot
-    from tasks.store.costs import read_projection
+    from tasks.budget_step import projected_spend
 
-    try:
-        con = open_snapshot(cfg.db_path)
-        try:
-            projection = read_projection(con, now, cfg.interval_min, cfg.models)
-        finally:
-            con.close()
-    except Exception as exc:
-        log.warning("watch: no spend projection (%s); suspicions are probed", type(exc).__name__)
+    projection = projected_spend(cfg, now, "suspicions are probed")
+    if projection is None:
         return None
     if projection.usd_per_day > cfg.budget_usd_per_day:
         return (f"over budget: projected ${projection.usd_per_day:.2f}/day > budget_usd_per_day "
