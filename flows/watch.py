@@ -55,7 +55,7 @@ def watch_once(cfg: CanaryConfig, now: datetime, cycle_deployment: str | None = 
         try:
             listing = fetch_listing(cfg, model)
         except (CanaryError, OSError) as exc:  # the live signal works without the listing
-            log.warning("watch: no listing for %s (%s); live traffic only", model, str(exc)[:200])
+            _logger().warning("watch: no listing for %s (%s); live traffic only", model, str(exc)[:200])
             listing = []
         result = watch_model(cfg, model, now, listing)
         entry: dict[str, Any] = {"model": model, "suspicions": [
@@ -86,7 +86,7 @@ def _schedule(cfg: CanaryConfig, result: Any, deployment: str, config_path: str 
         )
     except Exception as exc:  # recorded: the suspicion changes nothing, the next full round decides
         fail_suspicions(cfg, result.suspicions, f"could not schedule the round: {type(exc).__name__}: {exc}")
-        log.warning("watch: could not schedule %s: %s", request.confirms, type(exc).__name__)
+        _logger().warning("watch: could not schedule %s: %s", request.confirms, type(exc).__name__)
         return None
     note_round(cfg, result.suspicions, f"flow run {run.id}")  # type: ignore[union-attr]
     return str(run.id)  # type: ignore[union-attr]
@@ -106,6 +106,16 @@ def canary_watch(
     cfg = resolve_config(config_path, overrides, db_path=db_path)
     at = now or utcnow()
     return {"now": at.isoformat(), "models": watch_once(cfg, at, cycle_deployment, config_path)}
+
+
+def _logger() -> Any:
+    from prefect import get_run_logger
+    from prefect.exceptions import MissingContextError
+
+    try:
+        return get_run_logger()
+    except MissingContextError:  # called outside a flow run (tests, the benchmark)
+        return log
 
 
 def watch_deployment(cfg: CanaryConfig, config_path: str | None, cycle_deployment: str) -> Any:

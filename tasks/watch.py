@@ -16,11 +16,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.suspicion import Suspicion, SuspicionStatus, rules_of, suspect
 from tasks.core.types import PROBED_CONTRACTS, Contract, Endpoint, Mode
+
+if TYPE_CHECKING:
+    from tasks.store.rows import Connection
 
 log = logging.getLogger("canary.watch")
 
@@ -86,7 +90,9 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
     from tasks.store import live
 
     rules = rules_of(cfg)
-    with store.open_store(cfg.db_path) as con:
+    # every look is a short write window; the analysts' snapshot is left to the next round (a copy every 30 s
+    # of a large file would cost more than the look)
+    with store.open_store(cfg.db_path, snapshot=False) as con:
         resolved = live.resolve_suspicions(con, now)
         mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
         endpoints = list(listing) or _last_round_endpoints(con, model)
@@ -104,8 +110,8 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
     return WatchResult(model, tuple(found), request, skipped, resolved, tuple(endpoints))
 
 
-def _last_round_endpoints(con: object, model: str) -> list[Endpoint]:
-    rows = con.execute(  # type: ignore[attr-defined]
+def _last_round_endpoints(con: Connection, model: str) -> list[Endpoint]:
+    rows = con.execute(
         "SELECT e.tag, e.provider_name FROM round_endpoints e JOIN rounds r USING (round_id) "
         "WHERE r.model = ? AND r.status = 'complete' AND NOT coalesce(r.partial, false) "
         "QUALIFY rank() OVER (ORDER BY r.round_ts DESC) = 1 ORDER BY e.tag", [model]).fetchall()
@@ -117,7 +123,7 @@ def note_round(cfg: CanaryConfig, found: Sequence[Suspicion], note: str) -> None
     from tasks import store
     from tasks.store import live
 
-    with store.open_store(cfg.db_path) as con:
+    with store.open_store(cfg.db_path, snapshot=False) as con:
         live.mark_confirm_round(con, [s.suspicion_id for s in found], None, note)
 
 
@@ -126,7 +132,7 @@ def fail_suspicions(cfg: CanaryConfig, found: Sequence[Suspicion], note: str) ->
     decides), with why."""
     from tasks import store
 
-    with store.open_store(cfg.db_path) as con:
+    with store.open_store(cfg.db_path, snapshot=False) as con:
         for s in found:
             con.execute("UPDATE suspicions SET status = ?, note = ? WHERE suspicion_id = ?",
                         [str(SuspicionStatus.SKIPPED), note[:300], s.suspicion_id])
