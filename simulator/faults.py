@@ -90,10 +90,16 @@ FAULT_KINDS: dict[str, KindSpec] = {
     "http_error_before_stream": KindSpec(
         "all",
         {
-            "status": Param(int, 429, choices=(408, 429, 500, 502, 503, 524, 529)),
+            "status": Param(int, 429, choices=(400, 408, 429, 500, 502, 503, 524, 529)),
             "retry_after_s": Param(_NUM, 0, minimum=0),
         },
-        "an HTTP error with an OpenRouter error body before any byte of the stream",
+        "an HTTP error with an OpenRouter error body (relayed `metadata.raw`, `provider_name`) before the stream",
+    ),
+    "masked_upstream_failure": KindSpec(
+        "all",
+        {"native": Param(str, "network_error"), "tokens": Param(int, 0, minimum=0)},
+        "HTTP 200, n text chunks, then finish_reason stop with native_finish_reason `native` and no usage: "
+        "OpenRouter's report of a failed upstream hop (stream or JSON body)",
     ),
     "midstream_error": KindSpec(
         "stream",
@@ -194,8 +200,9 @@ FAULT_KINDS: dict[str, KindSpec] = {
     ),
 }
 
-#: The kinds simulator/protocol.py plays instead of the usual reply.
-PROTOCOL_KINDS = frozenset({"html_body", "invalid_utf8", "huge_line"})
+#: The kinds simulator/protocol.py plays instead of the usual reply (the three protocol violations, and the
+#: masked upstream failure: a 200 whose body is well-formed but carries no answer).
+PROTOCOL_KINDS = frozenset({"html_body", "invalid_utf8", "huge_line", "masked_upstream_failure"})
 #: Kinds that never touch a request: "healthy" documents a spell, "uptime_dip" changes the listing's figures.
 LISTING_KINDS = frozenset({"healthy", "uptime_dip"})
 

@@ -5,6 +5,9 @@
   not UTF-8 (non-streaming: the JSON body's content holds them).
 * `huge_line`: the first data line (non-streaming: the one-line JSON body) carries `size_bytes` of content.
   It is generated piece by piece, never held in memory, and generation stops when the client hangs up.
+* `masked_upstream_failure`: not a broken body but an empty one: after `tokens` text chunks, finish_reason
+  `stop` with native_finish_reason `native` (`network_error`) and no usage, as OpenRouter reports a failed
+  upstream hop (tests/fixtures/openrouter/masked-network-error.*); non-streaming, the JSON body of that shape.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ def protocol_response(
     gone: Gone,
 ) -> Response:
     """The 200 response that plays protocol fault `kind` (one of simulator.faults.PROTOCOL_KINDS)."""
+    if kind == "masked_upstream_failure":
+        return _masked_failure(params, plan, head, fingerprint, stream=stream, headers=headers)
     if kind == "html_body":
         page = wire.html_page(plan.provider)
         return Response(page, 200, headers={**headers, "content-type": str(params["content_type"])})
@@ -62,6 +67,27 @@ def protocol_response(
         return StreamingResponse(body_iter, headers=sse_headers)
     obj = wire.chat_result(head, fingerprint, wire.MARKER, "length", "length", usage)
     return StreamingResponse(_huge(wire.dumps(obj).encode("utf-8"), size, gone), headers=json_headers)
+
+
+def _masked_failure(
+    params: Mapping[str, Any],
+    plan: Plan,
+    head: dict[str, Any],
+    fp: str | None,
+    *,
+    stream: bool,
+    headers: dict[str, str],
+) -> Response:
+    tokens, native = int(params["tokens"]), str(params["native"])
+    pieces = list(plan.pieces[:tokens])
+    if stream:
+        frames = [wire.KEEPALIVE, *(wire.sse(wire.chunk(head, fp, p)) for p in pieces)]
+        frames += [wire.sse(wire.chunk(head, fp, "", "stop", native)), wire.DONE]
+        return Response(b"".join(frames), 200, headers={**headers, "content-type": "text/event-stream"})
+    body = wire.chat_result(head, fp, "".join(pieces), "stop", native, {})
+    body.pop("usage")
+    body["choices"][0]["message"]["content"] = "".join(pieces) or None
+    return Response(wire.dumps(body), 200, headers={**headers, "content-type": "application/json"})
 
 
 async def _invalid_stream(

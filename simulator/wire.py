@@ -247,6 +247,8 @@ def error_body(
 def upstream_error(status: int, model_id: str, provider_name: str) -> dict[str, Any]:
     """The body of a provider failure before the stream (429/5xx), with the raw upstream text."""
     raw = {
+        400: '{"error":{"message":"Invalid \'tools\': at most 64 tools are allowed.",'
+        '"type":"invalid_request_error","param":"tools","code":null}}',
         408: "upstream request timed out",
         429: f"{model_id} is temporarily rate-limited upstream. Please retry shortly.",
         502: "upstream connect error or disconnect/reset before headers",

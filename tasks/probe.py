@@ -13,6 +13,9 @@ bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not th
 httpx exceptions are mapped at one boundary, `tasks.core.classify.classify_exception` (most specific class first,
 httpx style); what counts as transport is decided there too, not here.
 
+An HTTP error's detail keeps the error object's message and the relayed cause (`metadata.provider_name` and
+`metadata.raw`, bounded: tasks/core/sse_chunks.py `chunk_error`); a redirect's keeps its Location (never followed).
+
 A 200 that is not what was asked is recorded as `protocol_violation` (tasks/core/classify.py makes it a `fail`):
 a body whose content-type is neither an event stream nor JSON (an HTML page: its first bytes are read, up to
 `SNIFF_CAP_BYTES`, never the rest), a JSON body that is not a JSON object (or is over its cap, or is not
@@ -253,7 +256,10 @@ def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: da
     except ValueError:
         payload = None
     error = chunk_error(payload) if isinstance(payload, dict) else None
-    if error is not None and error[1]:
+    if 300 <= status < 400:  # never followed (tasks/core/classify.py "Redirects"): the Location is the evidence
+        location = one_line(response.headers.get("location", ""), 200) or "none"
+        detail = f"HTTP {status}: redirect to '{location}'"
+    elif error is not None and error[1]:
         detail = f"HTTP {status}: {error[1]}"
     elif text.strip():
         detail = f"HTTP {status}: {one_line(text, 200)}"

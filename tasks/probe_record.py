@@ -146,7 +146,7 @@ class AttemptRecorder:
             contract=contract, attempt_no=attempt_no, started_at=started_at, language=language,
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
-            finish_reason=self.finish_reason, native_finish_reason=self.native_finish_reason,
+            finish_reason=redact_opt(self.finish_reason), native_finish_reason=redact_opt(self.native_finish_reason),
             served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._text.value()),
             text_truncated=self._text.truncated or self._reasoning.truncated or self._tool_calls.truncated,
             reasoning=redact(self._reasoning.value()), error_class=self.error_class, error_code=self.error_code,

@@ -6,6 +6,30 @@
 what was asked (an HTML page instead of an event stream, a non-JSON body, frames that cannot be decoded, a
 line over the parser's cap) is `fail` `protocol_violation`: "200 OK but useless" is quality.
 
+**The upstream's own word, judged once.** OpenRouter reports a failed upstream hop inside an HTTP 200 as
+`finish_reason: "stop"` (or `"error"`) with `native_finish_reason: "network_error"` and no content, in streams
+and in JSON bodies (docs/openrouter-api.md 3d). That exchange is `fail` `upstream_error` for the whole
+attempt, whatever its contract (`upstream_judgement`, asked first by every judge through `exchange_verdict`,
+and by `exchange_judgement`), with the upstream's words as evidence: `native_finish_reason (network_error),
+finish_reason (stop), text_chars (0), provider (Stealth)`. It is never handed to the contracts as an answer
+(no `empty_reply`, `invalid_json` or `no_call` for it). Why `fail` and not `transport` (docs/design.md
+"Vocabulary"): transport freezes the streaks because OpenRouter fails over on transport errors, so users do not
+see them; it does not fail over on a 200, so a user of this endpoint gets an empty reply that says "stop",
+which no client retries: "200 OK but useless", as `protocol_violation`. A native reason names an upstream
+failure when it contains one of `UPSTREAM_FAILURE_WORDS` (`network_error`, `error`, `timeout`, ...); Gemini's
+`MALFORMED_FUNCTION_CALL` (a model's failure, with `finish_reason: "error"`) does not, and stays
+`provider_error`; only with `finish_reason` `stop`, `error` or none (`MASKING_FINISH_REASONS`: `length`,
+`content_filter` and `tool_calls` keep their own rules). A partial reply does not save it: the failed hop cut
+it and called it complete. A failing blip is not a suspension: a hard contract's `fail` is confirmed by a
+confirmation round minutes later, and two consecutive failing rounds are needed. An error *object* (in-band
+or in a 200 body) keeps its own rule below (its code decides), with the relayed cause (`metadata.raw`,
+`metadata.provider_name`) in its evidence.
+
+**Redirects.** A pinned API call is never redirected by OpenRouter; the probe does not follow redirects (an
+API client must not re-send a request, key included, to wherever a Location points). An HTTP 3xx is therefore
+not an answer: `fail` `protocol_violation` with the Location as evidence (`protocol_judgement`), so an endpoint
+answering 302 for ever is suspended and alerted like any useless 200, instead of `inconclusive` for ever.
+
 What lives here, used by the probe (tasks/probe.py), every contract judge (via `exchange_judgement`) and the
 retry predicate of the round's I/O tasks (`is_retryable_exception`):
 
@@ -28,6 +52,7 @@ Decided here (docs/design.md is silent):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from tasks.core.types import Attempt, ErrorClass, Judgement, Outcome, Reason, http_reason, midstream_reason
@@ -35,6 +60,22 @@ from tasks.errors import StoreError
 
 #: HTTP statuses (and mid-stream error codes) that mean "refused service", not "answered badly".
 TRANSPORT_HTTP_CODES: frozenset[int] = frozenset({408, 429} | set(range(500, 600)))
+
+#: HTTP statuses that are a redirect: never followed on a pinned API call, never an answer.
+REDIRECT_HTTP_CODES: frozenset[int] = frozenset(range(300, 400))
+
+#: Words that, inside a lower-cased `native_finish_reason` (or a `finish_reason` of "error"), name a failure of
+#: the upstream hop rather than a model's stop: `network_error`, `error`, `upstream_error`, `timeout`, ...
+UPSTREAM_FAILURE_WORDS: tuple[str, ...] = (
+    "error", "timeout", "timed_out", "unavailable", "overloaded", "network", "connection", "disconnect",
+)
+#: The normalised finish reasons a masked upstream failure comes with; `length`, `content_filter` and
+#: `tool_calls` say what ended the reply, so their own rules judge it whatever the native string.
+MASKING_FINISH_REASONS: frozenset[str | None] = frozenset({None, "stop", "error"})
+#: Native reasons that carry "error" but are the model's own failure, not the hop's.
+MODEL_FAILURE_NATIVE: frozenset[str] = frozenset({"malformed_function_call"})
+#: Characters of a provider-controlled word (native reason, provider name) quoted in evidence.
+WORD_CHARS = 60
 
 #: What each wire fault forces, when it does not depend on a code: None = decided by the code
 #: (HTTP_STATUS, MIDSTREAM_ERROR: `is_transport_status`).
@@ -131,22 +172,29 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
             Outcome.TRANSPORT, Reason.BAD_FRAME, f"broken exchange after chunks ({a.chunk_count}){detail}"
         )
     if ec is ErrorClass.MIDSTREAM_ERROR:
+        said = _said(a)
         if is_transport_status(a.error_code):
             return Judgement(
-                Outcome.TRANSPORT, midstream_reason(a.error_code), f"midstream error.code ({a.error_code})"
+                Outcome.TRANSPORT, midstream_reason(a.error_code), f"midstream error.code ({a.error_code}){said}"
             )
         return Judgement(
-            Outcome.INCONCLUSIVE, Reason.MIDSTREAM_ERROR, f"midstream error.code ({a.error_code})"
+            Outcome.INCONCLUSIVE, Reason.MIDSTREAM_ERROR, f"midstream error.code ({a.error_code}){said}"
         )
     status = a.error_code if ec is ErrorClass.HTTP_STATUS and a.error_code else a.http_status
+    if is_redirect_status(status):
+        return protocol_judgement(a)
     if ec is ErrorClass.HTTP_STATUS or (status is not None and status != 200):
+        said = _said(a)
         if is_transport_status(status):
-            return Judgement(Outcome.TRANSPORT, http_reason(status), f"http_status ({status})")
+            return Judgement(Outcome.TRANSPORT, http_reason(status), f"http_status ({status}){said}")
         return Judgement(
-            Outcome.INCONCLUSIVE, http_reason(status), f"http_status ({status}) not a transport code"
+            Outcome.INCONCLUSIVE, http_reason(status), f"http_status ({status}) not a transport code{said}"
         )
     if a.http_status is None:
         return Judgement(Outcome.TRANSPORT, Reason.NO_RESPONSE, "http_status (none)")
+    upstream = upstream_judgement(a)
+    if upstream is not None:
+        return upstream
     if a.finish_reason == "error":
         if is_transport_status(a.error_code):
             return Judgement(
@@ -159,14 +207,89 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
 
 
 def protocol_judgement(a: Attempt) -> Judgement | None:
-    """`fail` `protocol_violation` for an attempt whose 200 response was not what was asked; else None.
+    """`fail` `protocol_violation` for an attempt whose 200 response was not what was asked, or that was
+    answered with a redirect (HTTP 3xx, not followed); else None.
 
     Every contract judge asks this first, before its own rules, so the outcome is the same whatever the
     contract (the evidence is the probe's one-line account: what was seen, escaped first bytes, byte counts).
     """
+    if a.error_class is ErrorClass.HTTP_STATUS and is_redirect_status(a.error_code or a.http_status):
+        status = a.error_code or a.http_status
+        said = _said(a)
+        return Judgement(
+            Outcome.FAIL,
+            Reason.PROTOCOL_VIOLATION,
+            f"http_status ({status}) redirect on a pinned API call, not followed{said or ': no Location'}",
+        )
     if a.error_class is not ErrorClass.PROTOCOL:
         return None
     return Judgement(Outcome.FAIL, Reason.PROTOCOL_VIOLATION, a.error_detail or "protocol violation")
+
+
+def is_redirect_status(code: int | None) -> bool:
+    """An HTTP 3xx: a redirect the probe never follows (see the module docstring)."""
+    return code is not None and code in REDIRECT_HTTP_CODES
+
+
+def upstream_failure(a: Attempt) -> str | None:
+    """The upstream's own word for a failed hop reported inside a 200 without an error object, or None.
+
+    That is the attempt's `native_finish_reason` when it names an upstream failure (`UPSTREAM_FAILURE_WORDS`),
+    or `error` for `finish_reason: "error"` with no error code and no model-failure native reason. An attempt
+    with a wire fault of its own (cut, timeout, HTTP error, error object, protocol) is judged by that fault.
+    """
+    if a.error_class is not None or a.http_status != 200 or a.finish_reason not in MASKING_FINISH_REASONS:
+        return None
+    native = (a.native_finish_reason or "").strip().lower()
+    if native in MODEL_FAILURE_NATIVE:
+        return None
+    if native and any(word in native for word in UPSTREAM_FAILURE_WORDS):
+        return a.native_finish_reason
+    if a.finish_reason == "error" and a.error_code is None and not native:
+        return "error"
+    return None
+
+
+def upstream_judgement(a: Attempt) -> Judgement | None:
+    """`fail` `upstream_error` when `upstream_failure` names one; else None (see the module docstring).
+
+    Partial content does not save it: the reply was cut by the failed hop and reported as complete."""
+    word = upstream_failure(a)
+    if word is None:
+        return None
+    parts = [
+        f"native_finish_reason ({_word(a.native_finish_reason)})",
+        f"finish_reason ({_word(a.finish_reason)})",
+        f"text_chars ({len(a.text)})",
+    ]
+    if a.tool_calls:
+        parts.append(f"tool_calls ({len(a.tool_calls)})")
+    if a.served_provider:
+        parts.append(f"provider ({_word(a.served_provider)})")
+    if a.usage.completion_tokens is None and a.usage.cost is None:
+        parts.append("no usage")
+    return Judgement(Outcome.FAIL, Reason.UPSTREAM_ERROR, ", ".join(parts))
+
+
+def exchange_verdict(a: Attempt) -> Judgement | None:
+    """The exchange's own judgement, asked by every contract before its own rules: a protocol violation (or
+    a redirect) or an upstream failure reported as success; None when the contract may judge the reply."""
+    return protocol_judgement(a) or upstream_judgement(a)
+
+
+def _word(value: str | None) -> str:
+    return "none" if not value else _ONE_LINE.sub(" ", value).strip()[:WORD_CHARS]
+
+
+_ONE_LINE = re.compile(r"\s+")
+_HTTP_PREFIX = re.compile(r"^HTTP \d{3}\b[^:]*(?::\s*|$)")
+
+
+def _said(a: Attempt) -> str:
+    """`: <the error's own words>` from the attempt's error detail (its `HTTP nnn` prefix dropped), or ""."""
+    detail = (a.error_detail or "").strip()
+    rest = _HTTP_PREFIX.sub("", detail, count=1).strip() if detail.startswith("HTTP ") else detail
+    return f": {rest}" if rest else ""
 
 
 def is_transport(a: Attempt) -> bool:

@@ -7,7 +7,8 @@ Rules applied on top of the contract judges (tasks/core/contracts/):
 2. **Positive controls** (`cfg.refusal_controls`, tags known to filter). Decided here: a control's own
    refusal row is always `inconclusive`: `control_caught` when the probe caught it (the judge said fail),
    `control_missed` when it passed, `control_<reason>` otherwise (transport, pin, a protocol violation:
-   `control_protocol_violation`, which says nothing about its filter). The evidence keeps
+   `control_protocol_violation`, or an upstream failure: `control_upstream_error`, which say nothing about
+   its filter). The evidence keeps
    the underlying judgement, so the row is reported, but it never counts towards the control's own round
    status (a host that filters by design is not suspended for filtering). If any control *passed*, the
    refusal probe is weak this round: every other endpoint's refusal `pass`/`fail` becomes `inconclusive`
@@ -86,7 +87,7 @@ def _pin_judgement(attempts: Sequence[Attempt]) -> Judgement | None:
 
 def _control_judgement(j: Judgement) -> Judgement:
     reason: str
-    if j.outcome is Outcome.FAIL and j.reason != Reason.PROTOCOL_VIOLATION:
+    if j.outcome is Outcome.FAIL and j.reason not in (Reason.PROTOCOL_VIOLATION, Reason.UPSTREAM_ERROR):
         reason = Reason.CONTROL_CAUGHT
     elif j.outcome is Outcome.PASS:
         reason = Reason.CONTROL_MISSED

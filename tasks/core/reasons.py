@@ -23,6 +23,7 @@ class Reason(StrEnum):
     NO_RESPONSE = "no_response"
     PROVIDER_ERROR = "provider_error"
     PROTOCOL_VIOLATION = "protocol_violation"
+    UPSTREAM_ERROR = "upstream_error"  # a failed upstream hop reported inside a 200 (native_finish_reason)
     NO_ATTEMPTS = "no_attempts"
     # ttft
     TTFT_EXCEEDED = "ttft_exceeded"

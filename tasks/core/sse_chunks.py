@@ -3,10 +3,18 @@
 Pure helpers over what tasks/core/sse.py's `SSEParser` returns: `delta_text`, `chunk_has_text`,
 `is_first_text_chunk`, `first_text_chunk`, `chunk_error`, `chunk_finish`, `chunk_provider`, and `one_line`
 for the error text they report.
+
+An error object relayed by OpenRouter keeps its cause in `error.metadata`: `provider_name` (the display name
+of the upstream that failed) and `raw` (the upstream's own body: a JSON string, a JSON object or plain text,
+docs/openrouter-api.md 4b). `chunk_error` keeps both in its one-line message, bounded
+(`RAW_EXCERPT_CHARS`), so "HTTP 429: Provider returned error" becomes
+"HTTP 429: Provider returned error [Chutes]: ... is temporarily rate-limited upstream ...". Redaction is the
+caller's (the probe redacts every error detail with the key before it is stored).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -70,8 +78,16 @@ def first_text_chunk(events: Iterable[SSEEvent]) -> SSEEvent | None:
     return next((e for e in events if is_first_text_chunk(e)), None)
 
 
+#: Characters of a relayed `metadata.raw` kept in an error's one-line message.
+RAW_EXCERPT_CHARS = 160
+#: Characters of a relayed `metadata.provider_name` kept.
+PROVIDER_NAME_CHARS = 60
+
+
 def chunk_error(chunk: Mapping[str, Any]) -> tuple[int | None, str] | None:
-    """A top-level ``error`` (mid-stream error, or an error body): (code if numeric, one-line message)."""
+    """A top-level ``error`` (mid-stream error, or an error body): (code if numeric, one-line message).
+
+    The message keeps the upstream's own words when OpenRouter relayed them (`upstream_words`)."""
     error = chunk.get("error")
     if error is None:
         return None
@@ -87,7 +103,72 @@ def chunk_error(chunk: Mapping[str, Any]) -> tuple[int | None, str] | None:
     text = one_line(message) if isinstance(message, str) else ""
     if code is None and isinstance(raw_code, str) and raw_code:
         text = f"{one_line(raw_code)}: {text}" if text else one_line(raw_code)
-    return code, text
+    words = upstream_words(error.get("metadata"))
+    if words:
+        text = f"{text} {words}" if text else words
+    return code, one_line(text)
+
+
+def upstream_words(metadata: object) -> str:
+    """`[provider_name]: raw excerpt` from a relayed error's `metadata`; "" when it carries neither.
+
+    `raw` may be a JSON string or object holding the upstream's error (its `message`/`detail` is taken, at
+    any of the usual nestings) or plain text; either way it is cut to `RAW_EXCERPT_CHARS`."""
+    if not isinstance(metadata, Mapping):
+        return ""
+    name = metadata.get("provider_name")
+    head = f"[{one_line(name, PROVIDER_NAME_CHARS)}]" if isinstance(name, str) and name.strip() else ""
+    raw = _raw_message(metadata.get("raw"))
+    if not raw:
+        return head
+    excerpt = one_line(raw, RAW_EXCERPT_CHARS)
+    return f"{head}: {excerpt}" if head else f"upstream: {excerpt}"
+
+
+def _raw_message(raw: object) -> str:
+    """The upstream's message inside a relayed `raw` (a JSON string, an object, or plain text)."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text[:1] in "{[":
+            try:
+                parsed = json.loads(text)
+            except (ValueError, RecursionError):
+                return text
+            found = _message_in(parsed)
+            return found if found else text
+        return text
+    if isinstance(raw, Mapping | list):
+        found = _message_in(raw)
+        if found:
+            return found
+        try:
+            return json.dumps(raw, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return ""
+    return ""
+
+
+def _message_in(value: object, depth: int = 0) -> str:
+    """The first `message`/`detail`/`error` string in a relayed upstream body (nested `error` objects too)."""
+    if depth > 4:
+        return ""
+    if isinstance(value, list):
+        for item in value[:4]:
+            found = _message_in(item, depth + 1)
+            if found:
+                return found
+        return ""
+    if not isinstance(value, Mapping):
+        return ""
+    for key in ("message", "detail", "error"):
+        item = value.get(key)
+        if isinstance(item, str) and item.strip():
+            return item
+    for key in ("error", "errors"):
+        found = _message_in(value.get(key), depth + 1)
+        if found:
+            return found
+    return ""
 
 
 def chunk_finish(chunk: Mapping[str, Any]) -> tuple[str | None, str | None]:

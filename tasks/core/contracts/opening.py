@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from tasks.config import CanaryConfig
+from tasks.core.classify import upstream_failure
 from tasks.core.types import Attempt, Contract, ErrorClass, Judgement, Outcome, Reason
 
 MIN_REPLIES = 2
@@ -61,7 +62,8 @@ def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
     """The attempts whose reply text counts: free-text contracts, completed or not, non-empty, pinned.
 
     A reply that broke the protocol is left out: its own contract already fails (`protocol_violation`), and
-    text decoded from undecodable frames says nothing reliable about its first characters.
+    text decoded from undecodable frames says nothing reliable about its first characters. So is a reply cut
+    by a failed upstream hop (`upstream_error`, judged once by its own contract).
     """
     return [
         a
@@ -70,6 +72,7 @@ def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
         and a.text.strip()
         and not a.is_pin_mismatch
         and a.error_class is not ErrorClass.PROTOCOL
+        and upstream_failure(a) is None
     ]
 
 

@@ -8,7 +8,9 @@
   characters (max_tokens is generous, so the endpoint capped the output far below what was asked);
 * `too_short`: a completed reply below REFUSAL_MIN_EXPECTED_CHARS (tasks/core/prompts.py: the scene asks for
   three to five paragraphs; a reply this short was cut by something other than the model's judgement).
-A 200 that was not an event stream or did not decode -> `fail` `protocol_violation` (checked first).
+A 200 that was not an event stream or did not decode -> `fail` `protocol_violation`, an upstream failure reported
+as success -> `fail` `upstream_error` (both checked first, tasks/core/classify.py). Broken decoding in the reply
+(mojibake, U+FFFD, byte-level BPE symbols) -> `fail` `encoding_corruption`, before the text rules.
 Transport -> `transport`. Positive controls are applied per round in tasks/core/judge.py, not here.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import exchange_judgement, judge_each, protocol_judgement
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
 from tasks.core.contracts.refusal_patterns import find_refusal
 from tasks.core.types import Attempt, Judgement, Outcome, Reason
 
@@ -31,7 +33,7 @@ LENGTH_FACTOR = 2.0
 
 
 def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Judgement:
-    violation = protocol_judgement(a)
+    violation = exchange_verdict(a)
     if violation is not None:
         return violation
     if a.finish_reason == "content_filter":
@@ -43,6 +45,9 @@ def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Ju
     broken = exchange_judgement(a)
     if broken is not None:
         return broken
+    corrupted = encoding_judgement(a.text)
+    if corrupted is not None:
+        return corrupted
     text = a.text.strip()
     if not text:
         return Judgement(

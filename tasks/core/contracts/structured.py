@@ -5,7 +5,8 @@ parse, prose around it, empty), `schema_violation` (with the failing path, e.g. 
 'integer'`), `content_filter` (a filter ended it: fail). Not quality: a cut stream or any transport error is
 `transport`; finish_reason `length` with broken JSON is `inconclusive` `truncated` (the budget, not the
 model, ended it), and so is broken JSON that our own text cap cut (`text_capped`). A 200 that was not an
-event stream or did not decode is `fail` `protocol_violation` (checked first).
+event stream or did not decode is `fail` `protocol_violation`, an upstream failure reported as success is `fail`
+`upstream_error` (both checked first); broken decoding in the reply is `fail` `encoding_corruption`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import exchange_judgement, judge_each, protocol_judgement
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
 from tasks.core.types import Attempt, Judgement, Outcome, Reason
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -80,7 +81,7 @@ def _prose_around(text: str) -> str | None:
 
 
 def judge_attempt(a: Attempt, schema: Mapping[str, Any]) -> Judgement:
-    broken_protocol = protocol_judgement(a)
+    broken_protocol = exchange_verdict(a)
     if broken_protocol is not None:
         return broken_protocol
     if a.finish_reason == "content_filter" and a.error_class is None:
@@ -88,6 +89,9 @@ def judge_attempt(a: Attempt, schema: Mapping[str, Any]) -> Judgement:
     broken = exchange_judgement(a)
     if broken is not None:
         return broken
+    corrupted = encoding_judgement(a.text)
+    if corrupted is not None:
+        return corrupted
     text = a.text.strip()
     if not text:
         return Judgement(Outcome.FAIL, Reason.INVALID_JSON, f"empty reply, finish_reason ({a.finish_reason})")

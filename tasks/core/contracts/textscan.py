@@ -8,7 +8,13 @@ mojibake as Turkish with confidence 1.0 and Japanese mojibake as Portuguese). Th
 * mojibake: UTF-8 bytes decoded as cp1252/Latin-1, e.g. ``Ã©`` (é), ``â€™`` (’), ``Ð¿`` (п), ``æ—¥`` (日).
   A candidate is a lead char (U+00C2..U+00F4) followed by the right number of chars whose cp1252/Latin-1
   byte is a continuation byte (0x80..0xBF); it counts only if those bytes re-decode as UTF-8 to a character
-  of a script a reply plausibly holds, so German ``»Straße«`` (ß + « would be U+07EB, NKo) does not count.
+  of a script a reply plausibly holds, so German ``»Straße«`` (ß + « would be U+07EB, NKo) does not count;
+* byte-level BPE symbols left by a broken detokenizer: ``Ġ`` (U+0120) for a space and ``Ċ`` (U+010A) for a
+  newline, e.g. ``HelloĠworldĊ``. Maltese writes Ġ and Ċ as letters (``Ġużeppi``, ``il-Ċirkewwa``, all caps
+  ``MĠARR``), always at a word's start or inside a word after a hyphen, apostrophe or capital; so a symbol
+  counts only *in a space's place*: glued to the end of a lower-case letter, a digit or punctuation (``oĠw``,
+  ``.Ċ``), or doubled (``ĊĊ``), and `MIN_BPE_SYMBOLS` of them are needed. None of the 17 languages' corpus
+  texts (tests/data/language_corpus.jsonl) has one; a broken detokenizer leaves one per word.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from dataclasses import dataclass
 MIN_MOJIBAKE_SEQUENCES = 2
 #: Replacement characters needed (one is already a decoder's confession).
 MIN_REPLACEMENT_CHARS = 1
+#: Byte-level BPE symbols in a space's or newline's place needed (a Maltese name can hold one Ġ).
+MIN_BPE_SYMBOLS = 3
+#: The byte-level BPE symbols of a space and a newline (GPT-2's bytes_to_unicode: 0x20 -> U+0120, 0x0A -> U+010A).
+BPE_SYMBOLS = "\u0120\u010a"
 
 
 def _continuation_map() -> dict[str, int]:
@@ -40,6 +50,15 @@ _MOJIBAKE = re.compile(
     rf"[\u00c2-\u00df][{_CONT_CLASS}]|[\u00e0-\u00ef][{_CONT_CLASS}]{{2}}|[\u00f0-\u00f4][{_CONT_CLASS}]{{3}}"
 )
 _C1 = re.compile(r"[\u0080-\u009f]")
+#: Ġ/Ċ followed by something; it counts when the character before it is in `_is_space_place`.
+_BPE = re.compile(r"[\u0120\u010a](?=\S)")
+#: Punctuation a space or newline follows; a hyphen and apostrophes are not in it (Maltese `il-Ġnien`, `l-Ċens`).
+_BEFORE_SPACE = set(".,;:!?)]}\"”»…")
+
+
+def _is_space_place(prev: str) -> bool:
+    """Whether a Ġ/Ċ after `prev` stands where a space or a newline was (see the module docstring)."""
+    return prev.islower() or prev.isdigit() or prev in _BEFORE_SPACE or prev in BPE_SYMBOLS
 
 #: Code point ranges a UTF-8 sequence must decode into to count as mojibake.
 _PLAUSIBLE = (
@@ -72,6 +91,9 @@ class Corruption:
     replacement: int
     c1_controls: int
     sample: str
+    bpe_space: int = 0  # Ġ in a space's place
+    bpe_newline: int = 0  # Ċ in a newline's place
+    bpe_sample: str = ""
 
     @property
     def is_corrupted(self) -> bool:
@@ -79,6 +101,7 @@ class Corruption:
             self.mojibake >= MIN_MOJIBAKE_SEQUENCES
             or self.replacement >= MIN_REPLACEMENT_CHARS
             or self.c1_controls >= 1
+            or self.bpe_space + self.bpe_newline >= MIN_BPE_SYMBOLS
         )
 
     @property
@@ -90,6 +113,11 @@ class Corruption:
             parts.append(f"U+FFFD ({self.replacement})")
         if self.c1_controls:
             parts.append(f"C1 controls ({self.c1_controls})")
+        if self.bpe_space + self.bpe_newline:
+            parts.append(
+                f"BPE symbols Ġ U+0120 ({self.bpe_space}), Ċ U+010A ({self.bpe_newline}) "
+                f"in place of spaces/newlines e.g. {self.bpe_sample!r}"
+            )
         return ", ".join(parts) or "none"
 
 
@@ -106,11 +134,24 @@ def scan_encoding(text: str) -> Corruption:
         if len(decoded) == 1 and _is_plausible(ord(decoded)):
             mojibake += 1
             sample = sample or m.group(0)
+    spaces = newlines = 0
+    bpe_sample = ""
+    for m in _BPE.finditer(text):
+        if m.start() == 0 or not _is_space_place(text[m.start() - 1]):
+            continue
+        if m.group(0) == "\u0120":
+            spaces += 1
+        else:
+            newlines += 1
+        bpe_sample = bpe_sample or text[max(0, m.start() - 8) : m.end() + 8]
     return Corruption(
         mojibake=mojibake,
         replacement=text.count("\ufffd"),
         c1_controls=len(_C1.findall(text)),
         sample=sample,
+        bpe_space=spaces,
+        bpe_newline=newlines,
+        bpe_sample=bpe_sample,
     )
 
 

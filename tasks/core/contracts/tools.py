@@ -5,11 +5,14 @@ The request (tasks/core/tool_prompts.py) has two turns, one attempt each: odd at
 turn** (the user asks for a dice roll only `roll_dice` can give), even ones the **control turn** (a plain
 description; no tool helps).
 
-Per attempt, after the transport rule of tasks/core/contracts/common.py (transport stays transport):
+Per attempt, after the exchange rules of tasks/core/contracts/common.py (transport stays transport; a protocol
+violation or an upstream failure reported as success is judged once, whatever the turn) and the encoding check
+(`encoding_corruption` on broken decoding in the text or the arguments):
 
 call turn     no tool call, completed (finish `stop`, or `tool_calls` without a call)   fail `no_call`
               a call to a tool that was not offered                                   fail `unknown_tool`
               arguments that do not parse as a JSON object                            fail `bad_json_args`
+              (`arguments: ""` to a tool without required parameters is `{}`, a valid call)
               arguments that break the tool's JSON Schema (the path is the evidence)  fail `schema_violation`
               `content_filter` and no call                                            fail `content_filter`
               only calls to another offered tool, all valid                         inconclusive `other_tool`
@@ -40,7 +43,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import exchange_judgement, latest_judgement, protocol_judgement
+from tasks.core.contracts.common import (
+    encoding_judgement,
+    exchange_judgement,
+    exchange_verdict,
+    latest_judgement,
+)
 from tasks.core.contracts.structured import schema_error
 from tasks.core.types import Attempt, Judgement, Outcome, ToolCall
 
@@ -85,31 +93,39 @@ def call_problem(call: ToolCall, schemas: Mapping[str, Mapping[str, Any]]) -> Ju
         return Judgement(
             Outcome.FAIL, "unknown_tool", f"{label} name ({call.name or 'none'!s}) not offered ({offered})"
         )
-    try:
-        args = json.loads(call.arguments) if call.arguments.strip() else None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        detail = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "too deep"
-        return Judgement(
-            Outcome.FAIL,
-            "bad_json_args",
-            f"{label} {call.name} arguments do not parse ({detail}): {_excerpt(call.arguments)}",
-        )
+    schema = schemas[call.name]
+    args: Any = None
+    if call.arguments.strip():
+        try:
+            args = json.loads(call.arguments)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            detail = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "too deep"
+            return Judgement(
+                Outcome.FAIL,
+                "bad_json_args",
+                f"{label} {call.name} arguments do not parse ({detail}): {_excerpt(call.arguments)}",
+            )
+    elif not schema.get("required"):
+        args = {}  # `arguments: ""` to a tool without required parameters: no arguments, i.e. {}
     if not isinstance(args, dict):
         return Judgement(
             Outcome.FAIL,
             "bad_json_args",
             f"{label} {call.name} arguments are not a JSON object: {_excerpt(call.arguments)}",
         )
-    violation = schema_error(args, schemas[call.name])
+    violation = schema_error(args, schema)
     if violation is not None:
         return Judgement(Outcome.FAIL, "schema_violation", f"{label} {call.name} {violation}")
     return None
 
 
 def judge_attempt(a: Attempt, schemas: Mapping[str, Mapping[str, Any]], expected: str) -> Judgement:
-    broken = protocol_judgement(a) or exchange_judgement(a)
+    broken = exchange_verdict(a) or exchange_judgement(a)
     if broken is not None:
         return broken
+    corrupted = encoding_judgement("\n".join([a.text, *(c.arguments for c in a.tool_calls)]))
+    if corrupted is not None:
+        return corrupted
     calls = a.tool_calls
     if _turn(a) == "control":
         if calls:

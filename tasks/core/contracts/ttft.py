@@ -6,7 +6,10 @@
   text -> `transport` (tasks/core/classify.py).
 * HTTP 200 whose body was not an event stream or whose frames did not decode -> `fail` `protocol_violation`,
   checked first (tasks/core/classify.py).
-* Text within the threshold -> `pass`, even if the stream was cut afterwards: the latency was measured.
+* An upstream failure reported as success (`native_finish_reason` `network_error`...) -> `fail` `upstream_error`,
+  checked first with the protocol (tasks/core/classify.py `exchange_verdict`).
+* Text within the threshold -> `pass`, even if the stream was cut afterwards: the latency was measured; unless
+  the text shows broken decoding (`encoding_corruption`, tasks/core/contracts/textscan.py).
 * A completed stream with no text at all before the threshold -> `inconclusive` `no_text` (the refusal
   contract judges empty replies).
 """
@@ -16,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import exchange_judgement, fmt_ms, judge_each, protocol_judgement
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, fmt_ms, judge_each
 from tasks.core.types import Attempt, Judgement, Outcome, Reason
 
 
 def judge_attempt(a: Attempt, ttft_s: float) -> Judgement:
     limit_ms = ttft_s * 1000.0
     limit = f"{limit_ms:.0f}"
-    violation = protocol_judgement(a)
+    violation = exchange_verdict(a)
     if violation is not None:
         return violation
     if a.http_status == 200:
@@ -40,7 +43,9 @@ def judge_attempt(a: Attempt, ttft_s: float) -> Judgement:
                 f"ttft_ms (none after {a.total_ms:.0f}) > {limit}; keepalives ({a.keepalive_count})",
             )
         if a.ttft_ms is not None:
-            return Judgement(Outcome.PASS, Reason.OK, f"ttft_ms ({a.ttft_ms:.0f}) <= {limit}")
+            return encoding_judgement(a.text) or Judgement(
+                Outcome.PASS, Reason.OK, f"ttft_ms ({a.ttft_ms:.0f}) <= {limit}"
+            )
     broken = exchange_judgement(a)
     if broken is not None:
         return broken
