@@ -88,3 +88,41 @@ def test_a_masked_upstream_failure_is_an_upstream_error_live() -> None:
                                           "native_finish_reason": "stop"}]})
     assert stream_outcome(fine, None) is LiveOutcome.OK and fine.provider == "Chutes"
     assert stream_outcome(fine, "stream_cut_after_commit") is LiveOutcome.CUT_STREAM
+
+
+CAPTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"
+#: What live traffic makes of each real streamed capture (tests/fixtures/openrouter/index.json has the sources).
+STREAMED = {
+    "opencode-azure-text.sse": LiveOutcome.OK,
+    "opencode-openai-tool-call.sse": LiveOutcome.OK,
+    "opencode-gpt55-tool-call.sse": LiveOutcome.OK,
+    "fantasy-glm46-reasoning-tool.sse": LiveOutcome.OK,
+    "masked-network-error.sse": LiveOutcome.UPSTREAM_ERROR,  # finish stop + native_finish_reason network_error
+    "midstream-502-atlascloud.sse": LiveOutcome.UPSTREAM_ERROR,  # an error chunk before any content: failover
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), list(STREAMED.items()), ids=list(STREAMED))
+def test_real_captured_streams_split_anywhere_give_their_live_outcome(name: str, expected: LiveOutcome) -> None:
+    import random
+
+    data = (CAPTURES / name).read_bytes()
+    for seed in range(5):
+        cuts = sorted(random.Random(seed).sample(range(1, len(data)), min(6, len(data) - 1)))
+        gate, seen = gate_fsm.Gate(), []
+        for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
+            gate, actions = gate_fsm.feed(gate, data[a:b])
+            seen += actions
+        gate, actions = gate_fsm.eof(gate)
+        seen += actions
+        failover = next((x.reason for x in seen if isinstance(x, gate_fsm.FailOver)), None)
+        aborted = next((x.reason for x in seen if isinstance(x, gate_fsm.Abort)), None)
+        # before the commit the router fails over (the attempt's outcome is its reason's), after it the stream ends
+        outcome = outcome_of(failover) if failover else stream_outcome(gate, aborted)
+        assert outcome is expected, (name, seed)
+
+
+@pytest.mark.parametrize(("name", "provider"), [("relayed-429-stealth.json", "Stealth"),
+                                                ("relayed-429-baseten.json", "BaseTen")])
+def test_real_relayed_errors_name_their_provider(name: str, provider: str) -> None:
+    assert provider_in((CAPTURES / name).read_bytes()) == provider
