@@ -25,6 +25,23 @@ Exposure of a window = its start -> the first round whose published ignore list 
 suspensions = suspensions of a healthy endpoint, or of a faulty one outside [window start, window end + 1 h].
 Extra probe spend = the variant's probe requests / the confirm variant's - 1. Printed: the distributions side by
 side for the faults live traffic sees and for those it cannot, false suspensions, spend, and the ratios.
+
+Measured (2026-12-03, 2 shared cores at load 8-9, seed 13,
+`python benchmarks/bench_exposure.py --days 0.5 --tick 60 --rpm 10`), exposure in minutes, n = 12 windows the
+router sees and 6 it cannot, each variant:
+
+                                 confirm   uptime    live
+    seen by live traffic median     15.1      9.0     7.9
+                         p95        34.4      9.6     9.3
+    not seen             median     13.0     13.0    13.0
+                         p95        23.9     23.9    23.9
+    false suspensions                  0        0       0
+    probe requests                  2318     2467    2469   (+6.4 %, +6.5 %)
+    suspicions cleared/confirmed/unconfirmed  -  8/12/2  7/12/3;  97,440 live requests; wall 157/199/944 s
+
+A full week (`--days 7`) was not run on the shared machine: the live variant takes ~32 min per simulated day
+there (the router's traffic and a watcher look every simulated minute). Faults a router cannot see (a wrong
+JSON, a hidden filter) are caught by the probes alone, as before; `--tick 30` is the served watcher's interval.
 """
 
 from __future__ import annotations
@@ -402,7 +419,7 @@ def report(results: Mapping[str, Mapping[str, Any]], windows: Sequence[tuple[str
     for kind in ("full", "confirm", "suspicion"):
         print(f"{'  rounds: ' + kind:<34}" + "".join(f"{rows[v]['res']['rounds'][kind]:>{width}}" for v in names))
     print(f"{'suspicions (by outcome)':<34}" + "".join(
-        f"{' '.join(f'{k[:4]}:{n}' for k, n in sorted(rows[v]['res']['suspicions'].items())) or '-':>{width}}"
+        " " + f"{' '.join(f'{k[:4]}:{n}' for k, n in sorted(rows[v]['res']['suspicions'].items())) or '-':>{width + 6}}"
         for v in names))
     print(f"{'live requests through the router':<34}"
           + "".join(f"{rows[v]['res']['requests']:>{width}}" for v in names))
@@ -429,7 +446,11 @@ def report(results: Mapping[str, Mapping[str, Any]], windows: Sequence[tuple[str
         checks.append(("live: extra probe spend <= 10 %", live["probes"] <= 1.10 * base["probes"]))
     if up:
         p95 = up["seen"].get("p95")
-        checks.append(("without traffic (uptime only): p95 <= 20 min", p95 is not None and p95 <= 20))
+        checks.append(("without traffic (uptime only), faults OpenRouter's uptime shows: p95 <= 20 min",
+                       p95 is not None and p95 <= 20))
+        p95 = up["unseen"].get("p95")
+        checks.append(("without traffic, faults neither signal shows (probes alone): p95 <= 20 min",
+                       p95 is not None and p95 <= 20))
     checks.append(("0 false suspensions in every variant", not any(rows[v]["false"] for v in names)))
     for text, ok in checks:
         print(f"target {text}: {'met' if ok else 'NOT met'}")
