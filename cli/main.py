@@ -35,6 +35,13 @@ app.add_typer(exclude_app, name="exclude")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="canary.toml (or CANARY_CONFIG)")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="model id (default: the first configured)")]
+EveryModelOpt = Annotated[
+    str | None, typer.Option("--model", help="only this model id (default: every configured model)")
+]
+ExcludeModelOpt = Annotated[
+    str | None, typer.Option("--model", help="for this model id only (default: for every model)")
+]
+WhoOpt = Annotated[str | None, typer.Option("--who", help="who (default: $USER)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (default: config db_path or CANARY_DB)")]
 
@@ -49,7 +56,7 @@ def demo(
         str, typer.Option("--db", help="DuckDB file the demo leaves for the notebooks")
     ] = "demo.duckdb",
     flow_runs: Annotated[
-        bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~3x slower)")
+        bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~4x slower)")
     ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
@@ -64,12 +71,15 @@ def demo(
 @app.command()
 def run(
     config: ConfigOpt = None,
-    model: ModelOpt = None,
+    model: EveryModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenRouter-compatible API base")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="observe | enforce")] = None,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="observe | enforce, for this run only (not a mode switch)")
+    ] = None,
     db: DbOpt = None,
 ) -> None:
-    """Run one round now, as a Prefect flow run (every configured model unless --model)."""
+    """Run one cycle now: a canary-cycle flow run with a canary-round run per model (every configured model
+    unless --model), concurrently."""
     from cli.runs import run_once
 
     run_once(config=config, model=model, base_url=base_url, mode=mode, db=db)
@@ -77,7 +87,8 @@ def run(
 
 @app.command()
 def serve(config: ConfigOpt = None) -> None:
-    """Serve the `canary-round` deployment on its 30-minute schedule (one schedule per model)."""
+    """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
+    canary-deadman check (needs PREFECT_API_URL)."""
     from flows.serve import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
@@ -102,7 +113,7 @@ def simulator(
 
 @app.command()
 def status(
-    config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
+    config: ConfigOpt = None, model: EveryModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
 ) -> None:
     """Per endpoint: state, streaks, suspension end, the layer that excludes it."""
     from cli.admin_read import status_command
@@ -124,16 +135,17 @@ def ignore_list(
 def exclude_add(
     tag: str,
     reason: Annotated[str, typer.Option("--reason", help="why (shown in alerts and the ignore list)")],
-    model: ModelOpt = None,
+    model: ExcludeModelOpt = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO time or duration like 12h")] = None,
-    who: Annotated[str | None, typer.Option("--who", help="who (default: $USER)")] = None,
+    who: WhoOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="add it even if the last discovery saw no such endpoint")
     ] = False,
     config: ConfigOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Exclude an endpoint tag (or a provider slug) now (a tag the last discovery did not see: --force)."""
+    """Exclude an endpoint tag (or a provider slug) now, for every model unless --model (a tag the last
+    full round's discovery did not see: --force)."""
     from cli.admin import exclude_add_command
 
     exclude_add_command(
@@ -144,9 +156,14 @@ def exclude_add(
 @exclude_app.command("remove")
 def exclude_remove(
     tag: str,
-    model: ModelOpt = None,
-    reason: Annotated[str, typer.Option("--reason")] = "removed by admin",
-    who: Annotated[str | None, typer.Option("--who")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="the exclusion made for this model id (default: the one for every model)"),
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="why (kept in the exclusion's history)")] = (
+        "removed by admin"
+    ),
+    who: WhoOpt = None,
     config: ConfigOpt = None,
     db: DbOpt = None,
 ) -> None:
@@ -171,7 +188,7 @@ def lift(
     tag: str,
     reason: Annotated[str, typer.Option("--reason", help="why the suspension ends")],
     model: ModelOpt = None,
-    who: Annotated[str | None, typer.Option("--who")] = None,
+    who: WhoOpt = None,
     config: ConfigOpt = None,
     db: DbOpt = None,
 ) -> None:

@@ -61,11 +61,14 @@ def _text_line(row: dict[str, Any]) -> str:
 
 def _run(path: Path, config: Path | None, set_: list[str], json_out: bool, summary: bool,
          compare: list[str], out: TextIO, err: TextIO) -> None:
-    cfg = load_config(config).with_overrides(parse_set(set_))
+    overrides = parse_set(set_)
+    cfg = load_config(config).with_overrides(overrides)
     variants = [parse_set(spec.split()) for spec in compare]
     for overrides in variants:  # refuse a bad variant before printing anything
         cfg.with_overrides(overrides)
     history = parse_replay(_lines(path))
+    if "mode" in overrides:  # else each round in the mode its lines recorded (the configured one if none)
+        history = history.in_mode(cfg.mode)
     if summary:
         summaries = what_if(history, cfg, variants)
         if json_out:
@@ -106,5 +109,5 @@ def replay_command(
     try:
         _run(path, config, set_ or [], json_out, summary, compare or [], sys.stdout, sys.stderr)
     except CanaryError as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from None

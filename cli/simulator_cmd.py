@@ -27,10 +27,10 @@ def simulator_command(
     try:
         handle = start_simulator(fleet, port=port, time_scale=time_scale)
     except FleetError as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
-        typer.echo(f"simulator: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", err=True)
+        typer.echo(f"canary: simulator: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", err=True)
         raise typer.Exit(2) from None
     with handle:
         models = ", ".join(m.id for m in handle.fleet.models)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+from tasks.core.render.markdown import OUTCOME_CODES
 
 if TYPE_CHECKING:
     from cli.prefect_server import PrefectApi
@@ -31,7 +34,7 @@ DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "simulator" / "fleets" / "
 #: The default fleet's positive control for the refusal probe (it always filters the roleplay).
 DEMO_CONTROLS = ["amazon-bedrock"]
 _OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
-_MARK = {"fail": "FAIL", "transport": "tx", "inconclusive": "?"}
+_MARK = {str(outcome): code for outcome, code in OUTCOME_CODES.items()}  # the round artifact's codes
 _STATUS_STYLE = {"clean": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
 
 
@@ -116,10 +119,17 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
             f"threshold {overrides['ttft_s']:g} s)"
         )
         # The probe worker and the language detector (2-4 s of CPU) while the Prefect server starts, not in
-        # round 1, whose wall the demo prints.
+        # round 1, whose wall the demo prints. Every wait of more than a few seconds says what it waits for.
+        waited = time.monotonic()
+        console.print("starting the probe worker and the language detector...")
         warm_up.fn(build_now=True)
+        if api.server is not None:
+            console.print("starting a private Prefect server (10-30 s on 2 cores)...")
         api.wait_ready()
+        console.print(f"ready after {time.monotonic() - waited:.0f} s")
+        endpoints = fleet_size(DEFAULT_FLEET, DEMO_MODEL)
         for n in range(1, rounds + 1):
+            console.print(f"round {n} of {rounds}: probing the {endpoints} endpoints of {DEMO_MODEL}...")
             t0 = datetime.now(UTC)
             summary = canary_round(model=DEMO_MODEL, round_ts=clock.now(), overrides=overrides)
             wall = (datetime.now(UTC) - t0).total_seconds()
@@ -138,6 +148,13 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
         f"  canary exclude add groq --reason 'trying it' --db {db_path}   (writes {publish_dir}/ only)\n"
         f"Router against the simulator: examples/routes-simulator.toml (how-to at its top)"
     )
+
+
+def fleet_size(fleet: Path, model: str) -> int:
+    """How many endpoints of `model` the fleet file lists (what round 1's progress line announces)."""
+    from simulator.fleet import load_fleet
+
+    return sum(len(m.endpoints) for m in load_fleet(fleet).models if m.id == model)
 
 
 def _cell(outcome: str, reason: str) -> str:

@@ -13,7 +13,7 @@ simulated time, so fault windows follow the history, not the wall clock. Two eng
 * "flow": every round is a real `canary-round` flow run (`flows.round.canary_round`, the code the scheduler
   runs) on a temporary Prefect server of this process (never PREFECT_API_URL: a real deployment's UI is no
   place for hundreds of simulated runs), with `history_prefect()`'s lean settings (flows/history_sim.py).
-  About 3x slower; confirmation rounds (`confirmations=True`) need it.
+  About 4x slower (README "Quick start"); confirmation rounds (`confirmations=True`) need it.
 
 Rounds cannot run in parallel: the policy is a fold over one model's rounds (streaks, ladder), and the
 language rotation reads the previous round. Delays are scaled by `time_scale` (0.05: a 12 s slow start takes

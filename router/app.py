@@ -32,7 +32,7 @@ from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.live import LiveRecorder, live_batchers, outcome_of, provider_in, stream_outcome
-from router.payload import build_body
+from router.payload import build_body, merge_provider
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, SaverContext, Savings, measure_savings, run_savers
@@ -124,6 +124,10 @@ class RouterShell:
         for index in order:
             tier_no, tier = index + 1, route.tiers[index]
             ignore = self.ignore.for_tier(tier)
+            if tier_rules.pinned_all_excluded(merge_provider(body.get("provider"), tier.provider, ignore)):
+                self.emit(route, tier_no, tier_rules.SKIP_PINNED_EXCLUDED, 0.0, model)  # no request sent
+                failures.append((tier_no, tier_rules.SKIP_PINNED_EXCLUDED))
+                continue
             baseline = build_body(body, tier, ignore)
             sent = build_body(body, tier, ignore, pipeline.messages) if pipeline.changed else baseline
             key = self.api_keys[tier.api_key_env].get() if tier.api_key_env else None

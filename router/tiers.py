@@ -10,8 +10,15 @@ Rules (router/ROUTES.md "Failover"):
    upstream that may still be rate-limited is a better last answer than the router's own 503, and
    Retry-After is often conservative; but it never gets traffic while a healthy tier is left.
 3. Failover happens on connect errors, timeouts, 408, 429, 5xx (500-599, so 524 and 529 too), a mid-stream
-   error or silence before the first content chunk. Any other status (400, 401, 402, 403, 404, 413, 422)
-   is about the request itself: it goes back to the client as is, because every tier would refuse it.
+   error or silence before the first content chunk, and OpenRouter's 404 "No allowed providers are available
+   for the selected model." (reason `no_allowed_providers`): that one is about the tier (its provider
+   preferences plus the ignore list left nothing), not the request, and another tier may well have a
+   provider left. Any other status (400, 401, 402, 403, other 404s, 413, 422) is about the request itself:
+   it goes back to the client as is, because every tier would refuse it.
+4. A tier that pins its providers (`only`, or `order` with `allow_fallbacks = false`) and whose pinned
+   providers are all in the request's merged ignore list (the client's, the tier's and the canary's) is
+   skipped without a request (reason `pinned_providers_excluded`): the canary has quarantined every
+   provider it may use, so the upstream could only answer "no allowed providers".
 """
 
 from __future__ import annotations
@@ -23,6 +30,12 @@ from types import MappingProxyType
 
 #: HTTP statuses that move a request to the next tier (besides every 5xx).
 FAILOVER_STATUSES = frozenset({408, 429})
+
+#: The reason recorded for a tier skipped because the ignore list excludes every provider it pins (rule 4).
+SKIP_PINNED_EXCLUDED = "pinned_providers_excluded"
+#: The reason recorded for OpenRouter's 404 "No allowed providers are available for the selected model."
+NO_ALLOWED_PROVIDERS = "no_allowed_providers"
+_NO_ALLOWED_TEXT = b"no allowed providers"
 
 #: upstream_id -> monotonic time (s) until which that upstream is cooling down.
 Cooldowns = Mapping[str, float]
@@ -37,6 +50,40 @@ def is_failover_status(status: int) -> bool:
 
 def status_reason(status: int) -> str:
     return f"http_{status}"
+
+
+def failover_reason(status: int, body: bytes) -> str | None:
+    """Why an upstream's non-200 answer moves the request to the next tier, or None if it is the request's."""
+    if is_failover_status(status):
+        return status_reason(status)
+    if status == 404 and _NO_ALLOWED_TEXT in body[:4096].lower():
+        return NO_ALLOWED_PROVIDERS
+    return None
+
+
+def _excludes(ignore: set[str], pinned: str) -> bool:
+    """`pinned` (a tag or a provider slug) is excluded by the tag itself or by its provider's base slug;
+    an ignored tag (`lambda/fp8`) does not exclude a pinned provider slug (`lambda`), which has others."""
+    tag = pinned.strip().lower()
+    return tag in ignore or tag.split("/", 1)[0] in ignore
+
+
+def pinned_all_excluded(provider: Mapping[str, object] | None) -> bool:
+    """Rule 4 over the merged provider preferences sent to a tier: True when the tier may only use providers
+    its `ignore` list excludes (`only`, or `order` with `allow_fallbacks` false, every entry excluded)."""
+    if not provider:
+        return False
+    raw_ignore = provider.get("ignore")
+    ignore = {str(t).strip().lower() for t in raw_ignore} if isinstance(raw_ignore, list) else set()
+    if not ignore:
+        return False
+    pinned_sets = [provider.get("only")]
+    if provider.get("allow_fallbacks") is False:
+        pinned_sets.append(provider.get("order"))
+    return any(
+        isinstance(pins, list) and pins and all(isinstance(p, str) and _excludes(ignore, p) for p in pins)
+        for pins in pinned_sets
+    )
 
 
 def is_cooling(cooldowns: Cooldowns, upstream_id: str, now: float) -> bool:

@@ -17,7 +17,7 @@ import httpx
 
 from router import stream as gate_fsm
 from router.stream import Abort, Commit, FailOver, Gate, Send
-from router.tiers import is_failover_status, status_reason
+from router.tiers import failover_reason, is_failover_status
 
 #: Bytes of an upstream error body read before passing it on or failing over.
 MAX_ERROR_BODY = 64 * 1024
@@ -95,9 +95,10 @@ async def try_once(
     except httpx.HTTPError as exc:
         return _request_failure(exc, (monotonic() - started) * 1000)
     latency_ms = (monotonic() - started) * 1000
-    if is_failover_status(response.status_code):
+    reason = failover_reason(response.status_code, response.content)
+    if reason is not None:
         return TierFailure(
-            status_reason(response.status_code),
+            reason,
             response.text[:200],
             latency_ms,
             response.headers.get("retry-after"),
@@ -152,9 +153,10 @@ async def try_stream(
                     error_body = await _read_capped(response)
             except (TimeoutError, httpx.HTTPError):
                 error_body = b""
-            if is_failover_status(response.status_code):
+            reason = failover_reason(response.status_code, error_body)
+            if reason is not None:
                 return TierFailure(
-                    status_reason(response.status_code),
+                    reason,
                     error_body[:200].decode("utf-8", "replace"),
                     elapsed_ms(),
                     response.headers.get("retry-after"),

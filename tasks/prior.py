@@ -20,7 +20,7 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
-from tasks.core.settle import Prior, Settlement, resolve_mode, settle_judged
+from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.spool import SpooledRound, dead_journals, spooled_rounds
 from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
@@ -33,8 +33,8 @@ def read_prior(
     con: store.Connection, cfg: CanaryConfig, model: str, round_ts: datetime, mode_override: str | None
 ) -> Prior:
     """Everything the round of `model` at `round_ts` needs from the store and the builtin file."""
-    mode = resolve_mode(mode_override, store.get_setting(con, store.MODE_KEY), cfg.mode)
-    states = load_policy_states(con, model, mode)
+    mode, stored_mode = run_modes(mode_override, store.get_setting(con, store.MODE_KEY), cfg.mode)
+    states = load_policy_states(con, model, stored_mode or mode)
     last, full = store.latest_complete_rounds(con, model, before=round_ts - timedelta(seconds=1))
     builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
     return Prior(
@@ -49,6 +49,10 @@ def read_prior(
         last_complete_ts=last["round_ts"].astimezone(UTC) if last is not None else None,
         interval=timedelta(minutes=cfg.interval_min),
         last_full_tags=tuple(full["endpoints"]) if full is not None else (),
+        stored_mode=stored_mode,
+        suspension_evidence=store.suspension_evidence(
+            con, model, [t for t, st in states.items() if st.is_suspended]
+        ),
     )
 
 

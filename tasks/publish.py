@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -60,11 +60,29 @@ def claim_publish_dir(cfg: CanaryConfig) -> Path:
             " give this database its own publish_dir (config key) or use --db to name the right one"
         )
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".owner-", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(db + "\n")
-    os.replace(tmp, marker)
+    write_atomically(marker, db + "\n")
     return directory
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `path` through a temp file and a rename (readers never see half a file), with the permissions
+    a plain `open(path, "w")` would give (0666 less the umask: 0644 by default), so an application running
+    as another user can read the list (`mkstemp` would make it 0600)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.stem}-{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return
+    raise FileExistsError(f"no free temp file name next to {path}")
 
 
 def ignore_file(cfg: CanaryConfig, model: str) -> Path:
@@ -76,10 +94,13 @@ def artifact_key(model: str) -> str:
 
 
 def known_tags(con: store.Connection, model: str) -> list[str]:
-    """The endpoints discovered in the model's latest round (for admin changes made between rounds)."""
+    """The endpoints discovered by the model's newest complete full round (for admin changes made between
+    rounds). A confirmation round lists only the endpoints it re-probed, and a running or crashed round may
+    list none, so neither stands for the discovery."""
     rows = con.execute(
         "SELECT tag FROM round_endpoints WHERE round_id = (SELECT round_id FROM rounds WHERE model = ?"
-        " ORDER BY round_ts DESC LIMIT 1) ORDER BY tag",
+        " AND status = 'complete' AND NOT coalesce(partial, FALSE)"
+        " ORDER BY round_ts DESC, round_id DESC LIMIT 1) ORDER BY tag",
         [model],
     ).fetchall()
     return [r[0] for r in rows]
@@ -93,17 +114,14 @@ def current_ignore_list(
     builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
     operational = store.active_exclusions(con, now)
     states = store.load_states(con, model, Mode.ENFORCE)
-    return merge_ignore_list(model, tags, builtin, operational, states, now)
+    evidence = store.suspension_evidence(con, model, [t for t, st in states.items() if st.is_suspended])
+    return merge_ignore_list(model, tags, builtin, operational, states, now, evidence)
 
 
 def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:
     claim_publish_dir(cfg)
     path = ignore_file(cfg, ignore.model)
-    fd, tmp = tempfile.mkstemp(prefix=".ignore-", suffix=".json", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(ignore.as_json(), fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(ignore.as_json(), indent=2) + "\n")
     return path
 
 

@@ -166,6 +166,18 @@ def excluded_layers(model: str, endpoint_tags: Iterable[str], builtin: Iterable[
     return out
 
 
+def describe_suspension(failures: Iterable[tuple[str, str]], round_ids: Iterable[str]) -> str:
+    """`failed structured (fenced_json), language (language_mix) in rounds 10:00Z, 10:30Z`: the failing
+    contracts with their reasons, and the evidence rounds (their time: the artifact is per model)."""
+    reasons: dict[str, list[str]] = {}
+    for contract, reason in sorted(set(failures)):
+        reasons.setdefault(contract, []).append(reason)
+    failed = ", ".join(f"{c} ({', '.join(rs)})" for c, rs in reasons.items())
+    rounds = ", ".join(rid.rsplit("@", 1)[-1] for rid in round_ids)
+    text = f"failed {failed}" if failed else "failed"
+    return text + (f" in rounds {rounds}" if rounds else "")
+
+
 def merge_ignore_list(
     model: str,
     endpoint_tags: Iterable[str],
@@ -173,8 +185,12 @@ def merge_ignore_list(
     operational: Iterable[OperationalExclusion],
     canary_states: Mapping[str, EndpointState] | Iterable[EndpointState],
     now: datetime,
+    evidence: Mapping[str, str] | None = None,
 ) -> IgnoreList:
     """The sorted union of the three layers for `model`.
+
+    `evidence` (tag -> `describe_suspension` text) is appended to a canary entry's reason, so the ignore
+    list says why an endpoint is out (the failing contracts and the rounds that showed it).
 
     Builtin and operational entries are listed as written (a slug stays a slug, so it also covers
     endpoints not discovered right now), plus any discovered service-tier endpoint a slug entry covers.
@@ -207,7 +223,9 @@ def merge_ignore_list(
     for st in _canary_states(canary_states):
         if (st.model == model and st.mode is Mode.ENFORCE and st.suspended_until is not None
                 and _aware(st.suspended_until) > now):
-            add(st.tag, Layer.CANARY, f"canary suspension (ladder step {st.ladder_step})",
+            why = (evidence or {}).get(st.tag)
+            add(st.tag, Layer.CANARY,
+                f"canary suspension (ladder step {st.ladder_step})" + (f": {why}" if why else ""),
                 _aware(st.suspended_until))
     entries = sorted(found.values(), key=lambda e: (e.tag, _LAYER_ORDER[e.layer]))
     return IgnoreList(model=model, ignore=tuple(sorted({e.tag for e in entries})), entries=tuple(entries))

@@ -20,13 +20,14 @@ from tasks.core.types import Decision, EndpointState
 
 def replay_history(history: ReplayHistory, cfg: PolicyConfig) -> list[Decision]:
     """Fold `settle_policy` (the function a live round settles with) over the rounds; each model has its
-    own states, and the exclusion layers in force are the ones the input lines recorded."""
+    own states, and the exclusion layers in force and the mode are the ones the input lines recorded (the
+    configured mode where a line records none)."""
     from tasks.core.settle import Prior, settle_policy
 
     states: dict[str, dict[str, EndpointState]] = defaultdict(dict)
     decisions: list[Decision] = []
     for r in history.rounds:
-        prior = Prior(model=r.model, mode=cfg.mode, states=states[r.model])
+        prior = Prior(model=r.model, mode=r.mode or cfg.mode, states=states[r.model])
         states[r.model], made = settle_policy(prior, r.round_id, r.round_ts, r.statuses,
                                               r.discovered or tuple(r.statuses), cfg, excluded=r.excluded)
         decisions.extend(made)

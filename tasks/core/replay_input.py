@@ -13,12 +13,16 @@ and list only the endpoints they probed. The endpoints they do not list are abse
 (policy rule 2), exactly as in the live round. For the floor (rule 4), a partial round's discovered
 endpoints are those of the same model's latest full round plus its own, the rule the live confirmation
 round applies (tasks/core/settle.py `discovered_tags`), so `canary export-history` then `canary replay`
-gives the live decisions. A line with `builtin` and/or
-`operational` sets the exclusions of that layer in force from its `round_ts` on (no `round_ts`: from the
-start), for its `model` (no `model`: every model), until another line for the same layer and scope replaces
-them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an item past its `until` no
-longer counts. Naive timestamps are read as UTC. Rounds are replayed in time order (then model), whatever
-the line order; each model keeps its own states, all starting fresh in the configured mode.
+gives the live decisions. A status line may carry the `"mode"` the round ran in (`observe` or `enforce`, the
+same on every line of a round; `canary export-history` writes it): that round is replayed in that mode, and
+a change of mode between rounds carries the states over as a live switch does. Lines without it are
+replayed in the configured mode (older exports; `--set mode=...` replays every round in one mode).
+
+A line with `builtin` and/or `operational` sets the exclusions of that layer in force from its `round_ts` on
+(no `round_ts`: from the start), for its `model` (no `model`: every model), until another line for the same
+layer and scope replaces them. Items are tags or provider slugs, or objects `{"tag": ..., "until": ...}`; an
+item past its `until` no longer counts. Naive timestamps are read as UTC. Rounds are replayed in time order
+(then model), whatever the line order; each model keeps its own states, all starting fresh.
 
 `build_replay_lines` writes this input from a round-status history (`canary export-history`).
 This module is pure: `parse_replay` takes lines, not a path.
@@ -29,14 +33,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
 from tasks.core.exclusions import matches
-from tasks.core.types import Layer, RoundStatus
+from tasks.core.types import Layer, Mode, RoundStatus
 from tasks.errors import CanaryError
 
 _LAYERS = (Layer.BUILTIN, Layer.OPERATIONAL)
@@ -58,6 +62,7 @@ class ReplayRound:
     excluded: Mapping[str, Layer]
     partial: bool = False
     discovered: tuple[str, ...] = ()  # the floor's discovered tags (partial: the latest full round's too)
+    mode: Mode | None = None  # the mode the round ran in, if the input says (else: the configured mode)
 
     @property
     def round_id(self) -> str:
@@ -75,6 +80,10 @@ class ReplayHistory:
     @property
     def status_rows(self) -> int:
         return sum(len(r.statuses) for r in self.rounds)
+
+    def in_mode(self, mode: Mode | None) -> ReplayHistory:
+        """Every round replayed in `mode` (a `--set mode=...` what-if), whatever the lines recorded."""
+        return ReplayHistory(tuple(replace(r, mode=mode) for r in self.rounds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +106,7 @@ class _Parser:
     def __init__(self) -> None:
         self.statuses: dict[tuple[str, datetime], dict[str, RoundStatus]] = defaultdict(dict)
         self.partial: dict[tuple[str, datetime], bool] = {}
+        self.modes: dict[tuple[str, datetime], Mode | None] = {}
         self.changes: list[_Change] = []
         self._ts_cache: dict[str, datetime] = {}
 
@@ -150,6 +160,13 @@ class _Parser:
             raise ReplayInputError(lineno, f"partial must be true or false (got {partial!r})")
         if self.partial.setdefault((model, ts), partial) is not partial:
             raise ReplayInputError(lineno, f"partial differs between the lines of {model} at {iso(ts)}")
+        raw_mode = obj.get("mode")
+        try:
+            mode = None if raw_mode is None else Mode(raw_mode)
+        except ValueError:
+            raise ReplayInputError(lineno, f"mode must be observe or enforce (got {raw_mode!r})") from None
+        if self.modes.setdefault((model, ts), mode) is not mode:
+            raise ReplayInputError(lineno, f"mode differs between the lines of {model} at {iso(ts)}")
         bucket = self.statuses[(model, ts)]
         if tag in bucket:
             raise ReplayInputError(lineno, f"second status for {model} {tag} at {iso(ts)}")
@@ -208,13 +225,15 @@ def parse_replay(lines: Iterable[str | Mapping[str, Any]]) -> ReplayHistory:
             for tag in discovered:
                 if tag not in excluded and any(matches(item, tag) for item in items):
                     excluded[tag] = layer
-        rounds.append(ReplayRound(model, ts, dict(sorted(statuses.items())), excluded, partial, discovered))
+        rounds.append(ReplayRound(model, ts, dict(sorted(statuses.items())), excluded, partial, discovered,
+                                  parser.modes.get((model, ts))))
     return ReplayHistory(tuple(rounds))
 
 
 def build_replay_lines(statuses: pd.DataFrame) -> Iterator[dict[str, Any]]:
-    """A round-status history (columns round_ts, model, tag, status; optional boolean `partial`) -> replay
-    input lines, in time order; lines of a partial round carry `"partial": true`.
+    """A round-status history (columns round_ts, model, tag, status; optional boolean `partial` and `mode`)
+    -> replay input lines, in time order; lines of a partial round carry `"partial": true`, and every line
+    the round's `"mode"` when the history has it.
 
     Naive timestamps are taken as UTC. The store feeds this from its `rounds`/`outcomes` history.
     """
@@ -222,14 +241,18 @@ def build_replay_lines(statuses: pd.DataFrame) -> Iterator[dict[str, Any]]:
         return
     ts = pd.to_datetime(statuses["round_ts"], utc=True)
     partial = statuses["partial"].fillna(False).astype(bool) if "partial" in statuses else False
+    modes = statuses["mode"] if "mode" in statuses else None
     frame = pd.DataFrame({"round_ts": ts, "model": statuses["model"].astype(str),
                           "tag": statuses["tag"].astype(str), "status": statuses["status"].astype(str),
-                          "partial": partial})
+                          "partial": partial, "mode": modes})
     frame = frame.sort_values(["round_ts", "model", "tag"], kind="stable")
-    for round_ts, model, tag, status, part in zip(frame["round_ts"], frame["model"], frame["tag"],
-                                                  frame["status"], frame["partial"], strict=True):
+    for round_ts, model, tag, status, part, mode in zip(frame["round_ts"], frame["model"], frame["tag"],
+                                                        frame["status"], frame["partial"], frame["mode"],
+                                                        strict=True):
         line: dict[str, Any] = {"round_ts": iso(round_ts.to_pydatetime()), "model": model, "tag": tag,
                                 "status": RoundStatus(status).value}
         if part:
             line["partial"] = True
+        if isinstance(mode, str) and mode:
+            line["mode"] = Mode(mode).value
         yield line

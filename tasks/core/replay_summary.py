@@ -63,7 +63,9 @@ def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Mappi
     out = [summarize(replay(history, base), history, "baseline")]
     for overrides in variants:
         label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
-        out.append(summarize(replay(history, base.with_overrides(overrides)), history, label))
+        cfg = base.with_overrides(overrides)
+        replayed = history.in_mode(cfg.mode) if "mode" in overrides else history
+        out.append(summarize(replay(replayed, cfg), history, label))
     return out
 
 

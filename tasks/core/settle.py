@@ -23,13 +23,14 @@ from datetime import datetime, timedelta
 
 from tasks.config import CanaryConfig, public_base_url
 from tasks.core.deadman import silence_alerts
-from tasks.core.exclusions import excluded_layers, merge_ignore_list
+from tasks.core.exclusions import describe_suspension, excluded_layers, merge_ignore_list
 from tasks.core.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
 from tasks.core.plan import make_round_id
-from tasks.core.policy import PolicyConfig, RoundInput, decide
+from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide
 from tasks.core.render import alerts_for_round, describe_changes
 from tasks.core.render.round_alerts import render_empty_catalog_alert
 from tasks.core.types import (
+    Action,
     Alert,
     Attempt,
     BuiltinExclusion,
@@ -49,8 +50,18 @@ from tasks.core.verdicts import results_frame, round_status, status_map
 
 
 def resolve_mode(override: str | Mode | None, setting: str | None, configured: Mode) -> Mode:
-    """The one rule for the mode: a `--mode` flag, else the admin's `canary mode`, else the config."""
+    """The one rule for the mode: a `--mode` flag, else the admin's `canary mode`, else the config.
+
+    The flag (or a deployment run's `mode` parameter) holds for that run only: it is never the stored mode,
+    so the next run without it carries on from the stored mode's states (`Prior.stored_mode`)."""
     return Mode(str(override or setting or configured))
+
+
+def run_modes(override: str | Mode | None, setting: str | None, configured: Mode) -> tuple[Mode, Mode | None]:
+    """(the run's mode, the stored mode when a per-run `--mode` differs from it, else None)."""
+    stored = resolve_mode(None, setting, configured)
+    run = resolve_mode(override, setting, configured)
+    return run, (stored if stored is not run else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +69,8 @@ class Prior:
     """Everything one round of `model` needs from the past (read by the shell in one short window)."""
 
     model: str
-    mode: Mode
-    states: Mapping[str, EndpointState] = field(default_factory=dict)  # this mode's, seeded from the other
+    mode: Mode  # the run's mode: its decisions (suspend or would_suspend) and what its ignore list holds
+    states: Mapping[str, EndpointState] = field(default_factory=dict)  # the stored mode's, seeded from the other
     previous_results: tuple[ContractResult, ...] = ()  # the last complete full round's outcomes
     previous_languages: Mapping[str, tuple[str, Outcome]] = field(default_factory=dict)
     builtin: tuple[BuiltinExclusion, ...] = ()
@@ -69,6 +80,19 @@ class Prior:
     interval: timedelta = timedelta(minutes=30)
     available: bool = True  # False: the store could not be read; the save step settles again
     last_full_tags: tuple[str, ...] = ()  # endpoints of the last complete full round (a partial round's discovery)
+    #: Set when this run's mode is a per-run override (`canary run --mode`, a deployment run's `mode`) that
+    #: differs from the stored mode (`canary mode`, else the config): the run decides in `mode` over the
+    #: stored states as they are (no mode-switch carry-over, no `mode-switch` lifts), and saves its states
+    #: back in the stored mode, so the next ordinary run carries on with no switch either.
+    stored_mode: Mode | None = None
+    #: tag -> why its current suspension happened (read from the store's decisions and outcomes), for the
+    #: ignore list's reasons; the suspensions this round makes are described from its own results.
+    suspension_evidence: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def state_mode(self) -> Mode:
+        """The mode the round's states are saved in."""
+        return self.stored_mode or self.mode
 
     def fingerprint(self) -> str:
         """Changes whenever anything the policy part of settling reads changes."""
@@ -76,7 +100,7 @@ class Prior:
             self.model, str(self.mode), sorted(self.states.items()),
             [r.round_id for r in self.previous_results[:1]],
             self.builtin, self.operational, self.decided_until, self.last_complete_ts, self.available,
-            self.last_full_tags,
+            self.last_full_tags, self.stored_mode,
         )
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
@@ -101,6 +125,7 @@ class Settlement:
     changes: tuple[str, ...]  # what changed since the previous complete round (the artifact)
     prior_fingerprint: str
     extra_alerts: tuple[Alert, ...] = ()  # alerts about the round itself, not its decisions (e.g. the budget)
+    state_mode: Mode | None = None  # the mode `states` are saved in (None: info.mode; see Prior.stored_mode)
 
     @property
     def results(self) -> list[ContractResult]:
@@ -133,7 +158,17 @@ def settle_policy(
         excluded = excluded_layers(prior.model, tags, prior.builtin, prior.operational, round_ts)
     rnd = RoundInput(round_id=round_id, round_ts=round_ts, model=prior.model, statuses=statuses,
                      discovered=tags, excluded=excluded)
-    return decide(prior.states, rnd, replace(cfg, mode=prior.mode))
+    if prior.stored_mode is None:
+        return decide(prior.states, rnd, replace(cfg, mode=prior.mode))
+    # a per-run mode: a real switch into the stored mode if one is due, then the stored states seen as-is
+    states, switched = carry_over(prior.states, prior.stored_mode, round_ts)
+    states, decisions = decide(relabel(states, prior.mode), rnd, replace(cfg, mode=prior.mode))
+    return states, switched + decisions
+
+
+def relabel(states: Mapping[str, EndpointState], mode: Mode) -> dict[str, EndpointState]:
+    """The same states under `mode`, suspensions and all (not a mode switch: see `Prior.stored_mode`)."""
+    return {t: st if st.mode is mode else replace(st, mode=mode) for t, st in states.items()}
 
 
 def round_statuses(results: Sequence[ContractResult]) -> dict[str, RoundStatus]:
@@ -158,6 +193,17 @@ def settle_round(
     judgement = judge_round(attempts, endpoints, cfg)
     return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
                          round_id=round_id or make_round_id(prior.model, now), partial=partial)
+
+
+def new_suspension_evidence(decisions: Sequence[Decision], results: Sequence[ContractResult]) -> dict[str, str]:
+    """Tag -> why this round suspended it: its failing contracts this round and the decision's evidence rounds."""
+    return {
+        d.tag: describe_suspension(
+            [(str(r.contract), r.reason) for r in results if r.tag == d.tag and r.outcome is Outcome.FAIL],
+            d.evidence_round_ids,
+        )
+        for d in decisions if d.action is Action.SUSPEND
+    }
 
 
 def discovered_tags(prior: Prior, probed: Sequence[str], partial: bool) -> list[str]:
@@ -186,7 +232,9 @@ def settle_judged(
     previous = tuple(r for r in prior.previous_results if not partial or r.tag in probed)
     decided = not prior.already_decided(now)
     states, decisions = settle_policy(prior, round_id, now, statuses, tags, PolicyConfig.from_config(cfg))
-    ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now)
+    ignore = merge_ignore_list(model, tags, prior.builtin, prior.operational, states, now,
+                               evidence={**prior.suspension_evidence,
+                                         **new_suspension_evidence(decisions, judgement.results)})
     before = findings_from_results(previous, cfg)
     findings = judgement.findings
     alerts = alerts_for_round(
@@ -210,10 +258,11 @@ def settle_judged(
         judgement=judgement,
         statuses=statuses,
         decided=decided,
-        states=states,
+        states=relabel(states, prior.state_mode),
         decisions=tuple(decisions),
         ignore=ignore,
         alerts=tuple(alerts),
         changes=tuple(describe_changes(previous, judgement.results)),
         prior_fingerprint=prior.fingerprint(),
+        state_mode=prior.state_mode,
     )

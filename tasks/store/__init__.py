@@ -45,6 +45,7 @@ from tasks.store.state import (
     load_states,
     save_states,
     set_setting,
+    suspension_evidence,
 )
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "land_round",
     "latest_outcomes",
     "load_states",
+    "suspension_evidence",
     "migrate",
     "open_snapshot",
     "held_open",

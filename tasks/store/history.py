@@ -48,13 +48,14 @@ def round_rows(con: Connection, *, model: str | None = None) -> pd.DataFrame:
 def round_status_history(
     con: Connection, *, model: str | None = None, since: datetime | None = None, until: datetime | None = None
 ) -> pd.DataFrame:
-    """Endpoint round statuses of complete rounds: round_ts, model, tag, status (+ round_id, discovered).
+    """Endpoint round statuses of complete rounds: round_ts, model, tag, status (+ round_id, discovered, and
+    the mode the round ran in).
 
     The replay input (docs/design.md "Replay input", tasks.core.replay_input.build_replay_lines), round then tag order.
     """
     where, params = _round_filter(model, since, until)
     return con.execute(
-        "SELECT round_ts, model, tag, status, round_id, discovered FROM v_endpoint_rounds"
+        "SELECT round_ts, model, tag, status, round_id, discovered, mode FROM v_endpoint_rounds"
         f" WHERE round_state = 'complete' {where} ORDER BY round_ts, round_id, tag",
         params,
     ).df()

@@ -41,7 +41,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
         land_outcomes(con, info.round_id, s.results)
         applied = policy_applied(con, model)
         if s.decided and (applied is None or applied < info.round_ts):
-            replace_policy_states(con, model, info.mode, list(s.states.values()))
+            replace_policy_states(con, model, s.state_mode or info.mode, list(s.states.values()))
             append_decisions(con, list(s.decisions))
             set_setting(con, POLICY_APPLIED_KEY.format(model=model), info.round_ts.isoformat(), at=landed_at)
         enqueue_alerts(con, [*s.alerts, *s.extra_alerts])

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tasks.core.exclusions import describe_suspension
 from tasks.core.types import Action, Decision, EndpointState, Mode
 from tasks.store.rows import Connection, fetch_dicts, fetch_first, insert_rows, one_line, transaction, utc
 
@@ -166,3 +167,26 @@ def _decision_from_row(r: dict[str, Any]) -> Decision:
         round_id=r["round_id"],
         actor=r["actor"],
     )
+
+
+def suspension_evidence(con: Connection, model: str, tags: Sequence[str]) -> dict[str, str]:
+    """Tag -> why its latest `suspend` happened (`tasks.core.exclusions.describe_suspension`): the failing
+    contracts and reasons in that decision's evidence rounds, and those rounds."""
+    if not tags:
+        return {}
+    rows = fetch_dicts(
+        con,
+        "SELECT tag, evidence_round_ids FROM decisions WHERE model = ? AND action = 'suspend'"
+        " AND list_contains(?, tag) QUALIFY row_number() OVER (PARTITION BY tag ORDER BY decided_at DESC) = 1",
+        [model, list(tags)],
+    )
+    out: dict[str, str] = {}
+    for row in rows:
+        ids = list(row["evidence_round_ids"] or [])
+        failures = con.execute(
+            "SELECT contract, reason FROM outcomes WHERE model = ? AND tag = ? AND outcome = 'fail'"
+            " AND list_contains(?, round_id)",
+            [model, row["tag"], ids],
+        ).fetchall()
+        out[row["tag"]] = describe_suspension([(str(c), str(r)) for c, r in failures], ids)
+    return out

@@ -182,3 +182,25 @@ def test_exclude_add_refuses_a_tag_the_last_discovery_did_not_see(tmp_path: Path
     # a provider slug covering a seen endpoint (deepinfra -> deepinfra/fp8) needs no --force
     slug = canary("exclude", "add", "deepinfra", "--reason", "r", "--config", str(config), cwd=tmp_path)
     assert slug.returncode == 0 and slug.stderr == "", slug.stderr
+
+
+def test_exclude_add_knows_the_endpoints_of_the_last_full_round_after_a_confirmation_round(
+    tmp_path: Path,
+) -> None:
+    """A confirmation round lists only what it re-probed (here `novita`): `groq`, discovered by the last
+    full round, is still a known endpoint."""
+    from datetime import timedelta
+
+    from tasks.core.types import Mode, RoundInfo
+
+    db = tmp_path / "c.duckdb"
+    round_ts = build_db(db)
+    confirm_ts = round_ts + timedelta(minutes=5)
+    info = RoundInfo(f"r-{confirm_ts:%Y%m%dT%H%M}", MODEL, confirm_ts, Mode.ENFORCE, partial=True)
+    with store.open_store(db) as con:
+        store.land_round(con, info, [], endpoints=["novita"], status="complete", finished_at=confirm_ts)
+        con.execute("UPDATE rounds SET partial = true WHERE round_id = ?", [info.round_id])
+    config = write_config(tmp_path)
+    proc = canary("exclude", "add", "groq", "--reason", "incident", "--config", str(config), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "excluded groq" in proc.stdout

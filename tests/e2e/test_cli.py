@@ -17,7 +17,7 @@ from cli.main import app
 from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
-from tests.support.rounds import child_simulator
+from tests.support.rounds import child_simulator, default_fleet_slow_start
 
 pytestmark = pytest.mark.e2e
 runner = CliRunner()
@@ -102,7 +102,7 @@ def test_bad_url_and_unknown_mode_are_one_line() -> None:
     assert_one_clear_line(canary("run", "--mode", "maybe"), "mode")
 
 
-sim = child_simulator()
+sim = child_simulator(default_fleet_slow_start())  # lambda/fp8: 6 s against a 3 s ttft_s
 
 
 def test_unknown_model_is_one_line(sim: SimulatorChild, tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def config_file(sim: SimulatorChild, tmp_path: Path) -> Path:
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
         f'db_path = "{tmp_path}/c.duckdb"\n'
         f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{tmp_path}/none.toml"\n'
-        'refusal_controls = ["amazon-bedrock"]\nttft_s = 1\nread_timeout_s = 5\nprobe_budget_s = 8\n'
+        'refusal_controls = ["amazon-bedrock"]\nttft_s = 3\nread_timeout_s = 5\nprobe_budget_s = 9\n'
     )
     return cfg
 

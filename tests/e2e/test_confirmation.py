@@ -22,7 +22,7 @@ from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
 from tasks.core.plan import make_round_id
-from tests.support.rounds import child_simulator, round_overrides
+from tests.support.rounds import SLOW_START_TTFT_S, child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,8 @@ HEALTHY = ["alpha", "beta", "delta", "gamma"]
 FLEET = {"models": [{"id": MODEL, "endpoints": [
     *[{"tag": t, "provider_name": t.title()} for t in HEALTHY],
     {"tag": "broken", "provider_name": "Broken", "faults": [{"kind": "schema_violation"}]},
-    {"tag": "slow", "provider_name": "Slow", "faults": [{"kind": "slow_first_token", "delay_s": 12.0}]},
+    # 6 s at time_scale 0.1 against a 3 s threshold: fails whatever the load, healthy ones keep a 3 s margin
+    {"tag": "slow", "provider_name": "Slow", "faults": [{"kind": "slow_first_token", "delay_s": 60.0}]},
 ]}]}
 
 
@@ -40,7 +41,7 @@ sim = child_simulator(FLEET)
 
 
 def overrides(sim: SimulatorChild, tmp: Path) -> dict[str, Any]:
-    return round_overrides(sim, tmp, MODEL, ttft_s=1.0, read_timeout_s=5.0, probe_budget_s=8.0,
+    return round_overrides(sim, tmp, MODEL, ttft_s=SLOW_START_TTFT_S, read_timeout_s=5.0, probe_budget_s=9.0,
                            languages=["en", "fr", "de"])
 
 

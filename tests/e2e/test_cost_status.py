@@ -15,7 +15,7 @@ from cli.main import app
 from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.core.plan import model_slug
-from tests.support.rounds import child_simulator
+from tests.support.rounds import child_simulator, default_fleet_slow_start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 MODEL = "meta-llama/llama-3.3-70b-instruct"
@@ -23,7 +23,7 @@ MODEL = "meta-llama/llama-3.3-70b-instruct"
 ESTIMATED = {"together", "parasail/fp8"}
 
 
-sim = child_simulator()
+sim = child_simulator(default_fleet_slow_start())  # lambda/fp8: 6 s against a 3 s ttft_s
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def one_round(prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pyte
     cfg.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{tmp}/c.duckdb"\n'
         f'publish_dir = "{tmp}/published"\nexclusions_file = "{tmp}/none.toml"\n'
-        'refusal_controls = ["amazon-bedrock"]\nttft_s = 1\nread_timeout_s = 5\nprobe_budget_s = 8\n'
+        'refusal_controls = ["amazon-bedrock"]\nttft_s = 3\nread_timeout_s = 5\nprobe_budget_s = 9\n'
         "budget_usd_per_day = 0.05\n"
     )
     os.environ["OPENROUTER_API_KEY"] = sim.api_key

@@ -17,7 +17,7 @@ import pytest
 from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tests.support.rounds import round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +51,7 @@ def test_a_cycle_runs_every_model_concurrently_as_named_round_runs(
     from flows.cycle import canary_cycle
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    ov = round_overrides(sim, tmp_path, MODELS[0], models=MODELS, ttft_s=5, languages=["en"], min_hosts=1,
+    ov = round_overrides(sim, tmp_path, MODELS[0], models=MODELS, ttft_s=GENEROUS_TTFT_S, languages=["en"], min_hosts=1,
                          concurrency=64, models_in_flight=3)
     first = canary_cycle(cycle_ts=T0, overrides=ov)
     second = canary_cycle(cycle_ts=T0 + timedelta(minutes=30), overrides=ov)

@@ -20,7 +20,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tests.support.rounds import round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -180,7 +180,7 @@ def test_a_catalog_that_empties_is_alerted_once(
     from flows.round import canary_round
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    ov = round_overrides(sim, tmp_path, MODEL, languages=["en"], ttft_s=2)
+    ov = round_overrides(sim, tmp_path, MODEL, languages=["en"], ttft_s=GENEROUS_TTFT_S)
     assert canary_round(model=MODEL, round_ts=T0, overrides=ov)["endpoints"] == 2
     import tasks.discover
 

@@ -23,7 +23,7 @@ import pytest
 from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tests.support.rounds import round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -59,7 +59,7 @@ def test_a_round_that_cannot_write_is_spooled_and_landed_by_the_next(
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     monkeypatch.setattr(round_steps, "PRIOR_LOCK_TIMEOUT_S", 1.0)
     monkeypatch.setattr(round_steps, "SAVE_LOCK_TIMEOUT_S", 2.0)
-    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2, languages=["en"], min_hosts=2)
+    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=GENEROUS_TTFT_S, languages=["en"], min_hosts=2)
     db = ov["db_path"]
     at = [T0 + timedelta(minutes=30 * i) for i in range(3)]
     assert canary_round(model=MODEL, round_ts=at[0], overrides=ov)["status"] == "complete"

@@ -31,7 +31,7 @@ from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.failpoints import ENV, FAILPOINTS
-from tests.support.rounds import round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +82,7 @@ def test_a_round_killed_at_each_step_loses_and_repeats_nothing(
     from flows.round import canary_round
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2, languages=["en"], min_hosts=2, ladder=["1d"])
+    ov = round_overrides(sim, tmp_path, MODEL, ttft_s=GENEROUS_TTFT_S, languages=["en"], min_hosts=2, ladder=["1d"])
     at = [T0 + timedelta(minutes=30 * i) for i in range(3)]
 
     assert canary_round(model=MODEL, round_ts=at[0], overrides=ov)["status"] == "complete"

@@ -185,8 +185,10 @@ def test_start_must_be_aware_and_days_positive(tmp_path: Path) -> None:
     assert HISTORY_START.tzinfo is UTC
 
 
-def live_and_replayed(db: str, config: str, tmp: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """(live decisions, replayed decisions) of a history: `canary export-history` then `canary replay`."""
+def live_and_replayed(db: str, config: str, tmp: Path, replay_config: str | None = None
+                      ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(live decisions, replayed decisions) of a history: `canary export-history` then `canary replay`
+    (under `replay_config` if given: the analyst's own canary.toml)."""
     import json
     import subprocess
     import sys
@@ -197,8 +199,8 @@ def live_and_replayed(db: str, config: str, tmp: Path) -> tuple[list[tuple[Any, 
         done = subprocess.run([canary, *argv, "--config", config, "--db", db], capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr
-    replayed = subprocess.run([canary, "replay", str(lines), "--config", config, "--json"], capture_output=True,
-                              text=True, timeout=120)
+    replayed = subprocess.run([canary, "replay", str(lines), "--config", replay_config or config, "--json"],
+                              capture_output=True, text=True, timeout=120)
     assert replayed.returncode == 0, replayed.stderr
     replay_rows = sorted(
         (d["at"], d["model"], d["tag"], d["action"], d["until"], d["ladder_step"])
@@ -219,4 +221,21 @@ def test_replay_of_the_exported_history_gives_the_live_decisions(
     db, _, result = built
     live, replayed = live_and_replayed(db, result.config_path, tmp_path)
     assert len(live) >= 5  # suspensions, expiries and a restore happened
+    assert replayed == live
+
+
+def test_an_enforce_history_replays_as_enforce_under_an_observe_config(
+    built: tuple[str, str, HistoryResult], tmp_path: Path
+) -> None:
+    """The export records each round's mode, so an analyst's observe-mode canary.toml does not turn the
+    live `suspend` decisions into `would_suspend`."""
+    import re
+
+    db, _, result = built
+    text = Path(result.config_path).read_text(encoding="utf-8")
+    assert re.search(r'^mode = "enforce"$', text, flags=re.M), text
+    observe = tmp_path / "observe.toml"
+    observe.write_text(re.sub(r'^mode = "enforce"$', 'mode = "observe"', text, flags=re.M), encoding="utf-8")
+    live, replayed = live_and_replayed(db, result.config_path, tmp_path, str(observe))
+    assert any(row[3] == "suspend" for row in live)
     assert replayed == live

@@ -1,7 +1,8 @@
 """Real `canary-round` flow runs (Prefect test harness) against the loopback simulator's default fleet.
 
-Time is compressed: the simulator sleeps 0.1x and the TTFT threshold is 1 s, so the fleet's 12 s slow
-starter (1.2 s here) still fails it. The real 10 s defaults run in tests/e2e/test_real_defaults.py.
+Time is compressed: the simulator sleeps 0.1x. Its slow starter is stretched to 60 s (6 s here) against a 3 s
+TTFT threshold, so it fails whatever the load while healthy endpoints (5 ms) keep a 3 s margin
+(tests/support/rounds.py `default_fleet_slow_start`). The real 10 s defaults run in tests/e2e/test_real_defaults.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from flows.history_sim import SimulatorChild
 from tasks import store
 from tasks.core.plan import make_round_id
-from tests.support.rounds import child_simulator, round_overrides
+from tests.support.rounds import SLOW_START_TTFT_S, child_simulator, default_fleet_slow_start, round_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +58,7 @@ EXPECTED_STATUS = {
 SUSPENDED_AFTER_TWO = ["friendli", "gmicloud/fp8", "google-vertex", "hyperbolic/fp8", "lambda/fp8"]
 
 
-sim = child_simulator()
+sim = child_simulator(default_fleet_slow_start())
 
 
 def overrides(sim: SimulatorChild, tmp: Path, mode: str = "enforce") -> dict[str, Any]:
@@ -67,9 +68,9 @@ def overrides(sim: SimulatorChild, tmp: Path, mode: str = "enforce") -> dict[str
         MODEL,
         mode=mode,
         refusal_controls=["amazon-bedrock"],
-        ttft_s=1.0,
+        ttft_s=SLOW_START_TTFT_S,
         read_timeout_s=5.0,
-        probe_budget_s=8.0,
+        probe_budget_s=9.0,
     )
 
 

@@ -124,7 +124,7 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
     config.write_text(  # one config for every shard; db_path is the default no shard uses
         f'models = ["acme/unused"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
         f'db_path = "{tmp_path / "canary.duckdb"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 15\nfail_rounds = 1\n',
+        'languages = ["en"]\nttft_s = 30\nfail_rounds = 1\n',  # SLOW's 10 s only keeps probes in flight
         encoding="utf-8",
     )
     spec = tmp_path / "prefect.yaml"

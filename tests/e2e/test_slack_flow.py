@@ -32,7 +32,9 @@ pytestmark = pytest.mark.e2e
 MODEL = "acme/slack-model"
 CHANNEL = "#canary-admins"  # the `slack` fixture's (tests/e2e/conftest.py)
 T0 = datetime(2026, 5, 4, 6, 0, tzinfo=UTC)
-SLOW = {"kind": "slow_first_token", "delay_s": 1.5, "keepalive_s": 0.5}
+#: 4 s at time_scale 0.1 against a 2 s ttft_s: fails whatever the load; healthy first tokens (30 ms) keep ~2 s
+SLOW = {"kind": "slow_first_token", "delay_s": 40.0, "keepalive_s": 5.0}
+TIME_SCALE = 0.1
 BAD_GATEWAY = {"kind": "http_error_before_stream", "status": 502}
 
 
@@ -49,7 +51,7 @@ def fleet(**faults: dict[str, Any]) -> Fleet:
 
 @pytest.fixture
 def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(fleet(driftco=SLOW, slowco=SLOW)) as handle:
+    with start_simulator(fleet(driftco=SLOW, slowco=SLOW), time_scale=TIME_SCALE) as handle:
         yield handle
 
 
@@ -60,7 +62,7 @@ def overrides(monkeypatch: pytest.MonkeyPatch, sim: SimulatorHandle, tmp_path: P
         sim,
         tmp_path,
         MODEL,
-        ttft_s=1,
+        ttft_s=2,
         languages=["en"],
         fail_rounds=2,
         restore_rounds=1,

@@ -14,6 +14,7 @@ from tasks.core.judge import RoundFindings, RoundJudgement
 from tasks.core.plan import make_round_id
 from tasks.core.types import Contract, ContractResult, Endpoint, Mode, Outcome, RoundInfo
 from tasks.prior import read_prior, settle_and_save
+from tasks.publish import known_tags
 from tasks.spool import SpooledRound, spool_round, spooled_rounds
 from tasks.store.settlement import partial_round_ids
 
@@ -44,7 +45,9 @@ def test_a_partial_round_lands_partial_and_settles_with_the_full_rounds_endpoint
         rows = con.execute("SELECT round_id, partial, endpoints FROM rounds ORDER BY round_ts").fetchall()
         prior = read_prior(con, cfg, MODEL, T0 + timedelta(minutes=30), None)
         ids = partial_round_ids(con)
+        known = known_tags(con, MODEL)
     assert saved.info.partial
+    assert known == list(TAGS)  # `canary exclude add` checks tags against the full round's discovery
     assert [(str(d.action), d.tag) for d in saved.decisions] == [("suspend", "b")]  # 3 others discovered
     assert rows == [(full.round_id, False, list(TAGS)), (partial.round_id, True, ["b"])]
     assert ids == {partial.round_id}

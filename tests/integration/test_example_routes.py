@@ -42,8 +42,17 @@ def test_the_example_names_the_simulators_default_port_and_key() -> None:
         assert f"SIMULATOR_API_KEY={sim.api_key}" in text  # the key the README tells users to export
 
 
-def test_the_router_streams_through_the_example_routes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("after_demo", [False, True], ids=["no-ignore-list", "after-the-demo"])
+def test_the_router_streams_through_the_example_routes(tmp_path: Path, after_demo: bool) -> None:
+    """After the demo, demo-published/ ignores lambda/fp8, the one provider tier 1 pins: the route must
+    skip that tier and answer from the next, not pass the upstream's 404 to the client."""
     router_port = _free_port()
+    if after_demo:
+        (tmp_path / "demo-published").mkdir()
+        (tmp_path / "demo-published" / "meta-llama-llama-3-3-70b-instruct.json").write_text(json.dumps({
+            "model": "meta-llama/llama-3.3-70b-instruct", "ignore": ["lambda/fp8"],
+            "entries": [{"tag": "lambda/fp8", "layer": "canary", "reason": "ladder step 1", "until": None}],
+        }))
     with start_simulator(None, port=0, time_scale=0.05) as sim:
         sim_port = sim.base_url.split(":")[2].split("/")[0]
         # The same file, with only the simulator's port changed (8787 may be taken on a shared machine).
@@ -72,12 +81,15 @@ def test_the_router_streams_through_the_example_routes(tmp_path: Path) -> None:
             body = {"model": "chat", "stream": True, "messages": [{"role": "user", "content": "Hello"}]}
             text = ""
             with httpx.stream("POST", f"{base}/v1/chat/completions", json=body, timeout=30) as reply:
-                assert reply.status_code == 200
+                assert reply.status_code == 200, reply.read()
+                tier = reply.headers["x-canary-tier"]
                 for line in reply.iter_lines():
                     if line.startswith("data: ") and line != "data: [DONE]":
                         for choice in json.loads(line[6:]).get("choices", []):
                             text += (choice.get("delta") or {}).get("content") or ""
             assert text.strip(), "the stream carried no text"
+            # after the demo tier 1 is skipped; without a list it answers (12 s x 0.05 is within its budget)
+            assert tier == ("2" if after_demo else "1")
         finally:
             proc.terminate()
             proc.wait(timeout=10)

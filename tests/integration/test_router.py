@@ -216,4 +216,56 @@ def test_the_canary_ignore_list_is_merged_into_provider_ignore(tmp_path: Path) -
                 r.base_url + "/chat/completions", timeout=30, json={"model": "chat", "messages": MESSAGES}
             )
     assert set(before) == {"Primary"} and set(after) == {"Backup"}
-    assert response.status_code == 404 and "No allowed providers" in response.text  # both ignored upstream
+    # both ignored: the upstream's 404 "No allowed providers" is the tier's, so the router says every tier failed
+    assert response.status_code == 503 and "tier 1: no_allowed_providers" in response.text, response.text
+
+
+def publish(published: Path, *tags: str) -> None:
+    published.mkdir(exist_ok=True)
+    entries = [{"tag": t, "layer": "canary"} for t in tags]
+    doc = {"model": MODEL, "ignore": sorted(tags), "entries": entries}
+    (published / f"{model_slug(MODEL)}.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_a_tier_whose_pinned_providers_are_all_quarantined_is_skipped(tmp_path: Path, stream: bool) -> None:
+    """The README's example right after the demo: tier 1 pins one provider the canary suspended; the route
+    goes on to tier 2 (no request to tier 1), and the skip is recorded with its reason."""
+    publish(tmp_path / "published", "primary")
+    with stack(tmp_path, []) as (sim, r):
+        if stream:
+            text, providers = via_router(r)
+            assert text and set(providers) == {"Backup"}
+        else:
+            response = httpx.post(
+                r.base_url + "/chat/completions", timeout=30, json={"model": "chat", "messages": MESSAGES}
+            )
+            assert response.status_code == 200, response.text
+            assert response.headers["x-canary-tier"] == "2" and response.json()["provider"] == "Backup"
+        time.sleep(0.2)  # the event sink flushes every 50 ms
+    assert reasons(tmp_path) == [(1, "pinned_providers_excluded")]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_no_allowed_providers_fails_over_to_the_next_tier(tmp_path: Path, stream: bool) -> None:
+    """A tier the router cannot tell is emptied (no pin, here `order` with fallbacks) but that the upstream
+    answers 404 "No allowed providers" for: the next tier is tried, not the client blamed."""
+    publish(tmp_path / "published", "primary")
+    with simulator_server.start_simulator(fleet([]), time_scale=TIME_SCALE) as sim:
+        emptied = {**tier(sim, "primary"), "provider": {"only": ["primary", "gone"]}}
+        raw = {
+            "router": {
+                "flush_interval_s": 0.05,
+                "savers": [],
+                "publish_dir": str(tmp_path / "published"),
+                "events_path": str(tmp_path / "events.jsonl"),
+                "savings_path": str(tmp_path / "savings.jsonl"),
+            },
+            "route": [{"model": "chat", "tier": [emptied, tier(sim, "backup")]}],
+        }
+        with start_router(parse_routes(raw), env={"SIM_KEY": sim.api_key}) as r:
+            body = {"model": "chat", "messages": MESSAGES, "stream": stream}
+            response = httpx.post(r.base_url + "/chat/completions", timeout=30, json=body)
+            time.sleep(0.2)
+    assert response.status_code == 200 and response.headers["x-canary-tier"] == "2", response.text
+    assert reasons(tmp_path) == [(1, "no_allowed_providers")]

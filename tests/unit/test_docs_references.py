@@ -79,3 +79,30 @@ def test_the_checks_can_fail() -> None:
     found = DOCS_PATH.search("see " + "docs" + "/nothing-here.md")
     assert found is not None and found.group(1) == "nothing-here.md"
     assert not (ROOT / "docs" / "nothing-here.md").exists()
+
+
+def test_operations_md_names_no_xfail_that_is_not_one() -> None:
+    """docs/operations.md section 8 says which tests cover what; a test it calls xfail must be marked so."""
+    ops = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    for row in re.findall(r"^\|.*xfail.*$", ops, flags=re.M):
+        for path, name in re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row):
+            source = (ROOT / path).read_text(encoding="utf-8")
+            head = source.split(f"def {name}(", 1)[0].rsplit("\n\n\n", 1)[-1]
+            assert "xfail" in head, f"{path}::{name} is not xfail, but docs/operations.md says so"
+
+
+def test_the_router_examples_sinks_are_ignored_by_git() -> None:
+    """Trying the README's router example leaves its event and savings files; `git status` stays clean."""
+    import tomllib
+
+    routes = tomllib.loads((ROOT / "examples" / "routes-simulator.toml").read_text(encoding="utf-8"))
+    sinks = [routes["router"]["events_path"], routes["router"]["savings_path"]]
+    ignored = subprocess.run(["git", "check-ignore", *sinks], cwd=ROOT, capture_output=True, text=True)
+    assert sorted(ignored.stdout.split()) == sorted(sinks), ignored
+
+
+def test_the_notebooks_extra_is_installed_with_the_constraints() -> None:
+    for doc in ("README.md", "notebooks/README.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        installs = re.findall(r"pip install[^\n`]*\[notebooks\]", text)
+        assert installs and all("-c constraints.txt" in i for i in installs), (doc, installs)

@@ -246,3 +246,15 @@ def test_merge_provider_preferences(existing: dict[str, object] | None, expected
     before = None if existing is None else dict(existing)
     assert merge_provider_preferences(existing, IGNORE) == expected
     assert existing == before  # the caller's object is not modified
+
+
+def test_describe_suspension_groups_reasons_by_contract() -> None:
+    from tasks.core.exclusions import describe_suspension
+
+    text = describe_suspension(
+        [("structured", "schema_violation"), ("structured", "fenced_json"), ("language", "language_mix")],
+        ["m/a@2026-12-03T06:00:00Z", "m/a@2026-12-03T06:30:00Z"],
+    )
+    assert text == ("failed language (language_mix), structured (fenced_json, schema_violation)"
+                    " in rounds 2026-12-03T06:00:00Z, 2026-12-03T06:30:00Z")
+    assert describe_suspension([], []) == "failed"

@@ -42,3 +42,21 @@ def test_every_config_key_is_documented_with_its_default() -> None:
             assert rows[f.name].startswith("all 17")
             continue
         assert rows[f.name].strip("`") == shown(getattr(defaults, f.name)), f.name
+
+
+def test_design_md_lists_every_config_key() -> None:
+    text = (README.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    keys = text.split("Every key, its default", 1)[1].split("A malformed file", 1)[0]
+    listed = set(re.findall(r"`(\w+)`", keys))
+    assert {f.name for f in fields(CanaryConfig)} <= listed
+
+
+def test_design_md_command_table_names_every_command() -> None:
+    from typer.main import get_command
+
+    from cli.main import app
+
+    text = (README.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    table = text.split("### Command line", 1)[1].split("**Exit codes**", 1)[0]
+    named = set(re.findall(r"^\| `canary ([a-z-]+)", table, flags=re.M))
+    assert set(get_command(app).commands) <= named  # type: ignore[attr-defined]

@@ -296,13 +296,15 @@ def test_round_markdown_golden() -> None:
         "\n"
         "| endpoint | status | ttft | language |\n"
         "| --- | --- | --- | --- |\n"
-        "| `fireworks` | fail | pass | fail: language_mix |\n"
-        "| `novita` | transport | transport: http_503 | pass |\n"
+        "| `fireworks` | fail | ok | FAIL [1] |\n"
+        "| `novita` | transport | tx [2] | ok |\n"
+        "\n"
+        "ok = pass, FAIL = fail, tx = transport (never quality), ? = inconclusive; [n] = evidence line n below\n"
         "\n"
         "## Evidence\n"
         "\n"
-        "- `fireworks` language fail `language_mix`: sentences es (3) / pt (5)\n"
-        "- `novita` ttft transport `http_503`: status (503)\n"
+        "1. `fireworks` language fail `language_mix`: sentences es (3) / pt (5)\n"
+        "2. `novita` ttft transport `http_503`: status (503)\n"
         "\n"
         "## Decisions\n"
         "\n"
@@ -322,9 +324,25 @@ def test_round_markdown_golden() -> None:
 def test_round_markdown_escapes_cells_and_never_indents() -> None:
     results = [ContractResult("r2", M, "a|b", Contract.STRUCTURED, Outcome.FAIL, "schema|x", " \n indented")]
     md = render_round_markdown(ROUND, results, [], None, [])
-    assert "| `a\\|b` | fail | fail: schema\\|x |" in md
+    assert "| `a\\|b` | fail | FAIL [1] |" in md and "1. `a\\|b` structured fail `schema\\|x`" in md
     assert all(not line.startswith((" ", "\t")) for line in md.splitlines())
     assert md.count("None.") == 2 and "Empty." in md
+
+
+def test_round_table_cells_are_short_whatever_the_reasons() -> None:
+    """Every contract column stays visible in the Prefect UI: cells are codes, the reasons are below."""
+    reasons = ["inconclusive_because_of_a_very_long_reason_name", "control_caught", "stream_cut", "x"]
+    results = [ContractResult("r2", M, f"provider-{i}/fp8", contract, outcome, reasons[i % 4], "e")
+               for i in range(15) for contract in Contract
+               for outcome in [list(Outcome)[(i + len(str(contract))) % 4]]]
+    md = render_round_markdown(ROUND, results, [], None, [])
+    rows = [line for line in md.splitlines() if line.startswith("| `provider-")]
+    assert len(rows) == 15
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")][2:]
+        assert len(cells) == len(Contract) and all(len(c) <= len("FAIL [90]") for c in cells), row
+    assert "inconclusive_because_of_a_very_long_reason_name" not in "\n".join(rows)
+    assert md.count("inconclusive_because_of_a_very_long_reason_name") >= 1  # in the evidence lines
 
 
 def test_describe_changes() -> None:

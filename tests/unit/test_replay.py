@@ -293,7 +293,7 @@ def test_cli_errors_are_one_line_exit_2(args: list[str], message: str, config: P
         args = [*args, "--config", str(config)]
     code, out, err = invoke(*args)
     assert code == 2 and out == ""
-    assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"canary: {message}") and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_cli_reads_stdin(config: Path) -> None:
@@ -309,3 +309,36 @@ def test_naive_timestamps_are_utc() -> None:
     )
     assert history.rounds[0].round_ts == datetime(2026, 11, 1, 10, tzinfo=UTC)
     assert history.end == datetime(2026, 11, 1, 10, tzinfo=UTC) + timedelta(0)
+
+
+def test_a_round_is_replayed_in_the_mode_its_lines_recorded() -> None:
+    """`canary export-history` writes each round's mode: an enforce history replays as enforce under an
+    observe config; lines without a mode keep the configured one; `--set mode=` replays all in one mode."""
+    def moded(ts: str, tag: str, status: str, mode: str | None) -> str:
+        obj = json.loads(line(ts, tag, status))
+        return json.dumps({**obj, "mode": mode} if mode else obj)
+
+    rounds = [("10:00", "fail"), ("10:30", "fail")]
+    tags = {"x": None, "y": "clean", "z": "clean"}
+
+    def lines(mode: str | None) -> list[str]:
+        return [moded(ts, t, st or status, mode) for ts, status in rounds for t, st in tags.items()]
+
+    observe = CanaryConfig(mode=Mode.OBSERVE)
+    assert [str(d.action) for d in replay(lines("enforce"), observe)] == ["suspend"]
+    assert [str(d.action) for d in replay(lines(None), observe)] == ["would_suspend"]
+    assert [str(d.action) for d in replay(lines("observe"), ENFORCE)] == ["would_suspend"]
+    history = parse_replay(lines("enforce"))
+    assert [str(d.action) for d in replay(history.in_mode(Mode.OBSERVE), observe)] == ["would_suspend"]
+    with pytest.raises(ReplayInputError, match="line 2: mode must be observe or enforce"):
+        parse_replay([lines("enforce")[0], moded("10:00", "y", "clean", "shadow")])
+    with pytest.raises(ReplayInputError, match="line 2: mode differs"):
+        parse_replay([lines("enforce")[0], moded("10:00", "y", "clean", "observe")])
+
+
+def test_build_replay_lines_records_the_rounds_mode() -> None:
+    frame = pd.DataFrame({"round_ts": pd.to_datetime(["2026-11-01 10:00"], utc=True), "model": ["m/a"],
+                          "tag": ["x"], "status": ["fail"], "mode": ["enforce"]})
+    assert list(build_replay_lines(frame)) == [
+        {"round_ts": "2026-11-01T10:00:00Z", "model": "m/a", "tag": "x", "status": "fail", "mode": "enforce"}
+    ]

@@ -94,3 +94,42 @@ def test_shortest_wait_and_prune() -> None:
     assert t.shortest_wait(cd, ["a", "b"], 1.0) == 3.0
     assert t.shortest_wait(cd, ["c"], 1.0) is None
     assert dict(t.prune(cd, 5.0)) == {"a": 10.0}
+
+
+NO_ALLOWED = b'{"error":{"message":"No allowed providers are available for the selected model.","code":404}}'
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (404, NO_ALLOWED, "no_allowed_providers"),
+        (404, b'{"error":{"message":"No endpoints found for acme/x.","code":404}}', None),
+        (400, NO_ALLOWED, None),
+        (429, b"", "http_429"),
+        (503, b"", "http_503"),
+    ],
+    ids=["no-allowed-providers", "other-404", "400", "429", "503"],
+)
+def test_failover_reason(status: int, body: bytes, reason: str | None) -> None:
+    assert t.failover_reason(status, body) == reason
+
+
+@pytest.mark.parametrize(
+    ("provider", "skipped"),
+    [
+        ({"order": ["lambda/fp8"], "allow_fallbacks": False, "ignore": ["lambda/fp8"]}, True),
+        ({"order": ["lambda/fp8"], "allow_fallbacks": False, "ignore": ["lambda"]}, True),  # base slug
+        ({"order": ["Lambda/FP8"], "allow_fallbacks": False, "ignore": ["lambda/fp8"]}, True),
+        ({"order": ["lambda"], "allow_fallbacks": False, "ignore": ["lambda/fp8"]}, False),  # other variants
+        ({"order": ["lambda/fp8"], "ignore": ["lambda/fp8"]}, False),  # fallbacks allowed
+        ({"order": ["a", "b"], "allow_fallbacks": False, "ignore": ["a"]}, False),
+        ({"only": ["a", "b"], "ignore": ["b", "a"]}, True),
+        ({"only": ["a"], "ignore": []}, False),
+        ({"order": [], "allow_fallbacks": False, "ignore": ["a"]}, False),
+        (None, False),
+    ],
+)
+def test_a_tier_is_skipped_only_when_every_pinned_provider_is_ignored(
+    provider: dict[str, object] | None, skipped: bool
+) -> None:
+    assert t.pinned_all_excluded(provider) is skipped

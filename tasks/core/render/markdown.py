@@ -32,12 +32,19 @@ def describe_changes(previous: Sequence[ContractResult], current: Sequence[Contr
     return lines
 
 
-def _outcome_cell(res: ContractResult | None) -> str:
+#: Short table cells, so the endpoints × contracts table fits the Prefect UI (every contract column visible
+#: at 1,280 px); the reasons go to the numbered evidence lines under the table.
+#: The same codes as `canary demo`'s table.
+OUTCOME_CODES = {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.TRANSPORT: "tx", Outcome.INCONCLUSIVE: "?"}
+LEGEND = ("ok = pass, FAIL = fail, tx = transport (never quality), ? = inconclusive;"
+          " [n] = evidence line n below")
+
+
+def _outcome_cell(res: ContractResult | None, note: int | None) -> str:
     if res is None:
         return ""
-    if res.outcome is Outcome.PASS:
-        return "pass"
-    return f"{res.outcome}: {cell(res.reason, 40)}"
+    code = OUTCOME_CODES[res.outcome]
+    return code if note is None else f"{code} [{note}]"
 
 
 def _num(value: float | None, fmt: str = ".1f") -> str:
@@ -95,14 +102,23 @@ def render_round_markdown(
         "| endpoint | status | " + " | ".join(contracts) + " |",
         "| --- | --- | " + " | ".join("---" for _ in contracts) + " |",
     ]
+    notes: list[ContractResult] = []  # every result that is not a pass, numbered in table order
     for tag in sorted(by_tag):
         row = by_tag[tag]
-        cells = [_outcome_cell(row.get(c)) for c in contracts]
+        cells = []
+        for c in contracts:
+            found, note = row.get(c), None
+            if found is not None and found.outcome is not Outcome.PASS:
+                notes.append(found)
+                note = len(notes)
+            cells.append(_outcome_cell(found, note))
         out.append(f"| `{cell(tag)}` | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
-    failures = [res for res in results if res.outcome is not Outcome.PASS and res.evidence]
+    if notes:
+        out += ["", LEGEND]
     out += ["", "## Evidence", ""]
-    out += [f"- `{cell(f.tag)}` {f.contract} {f.outcome} `{cell(f.reason, 60)}`: {cell(f.evidence, 200)}"
-            for f in sorted(failures, key=lambda f: (f.tag, str(f.contract)))] or ["None."]
+    out += [f"{n}. `{cell(f.tag)}` {f.contract} {f.outcome} `{cell(f.reason, 60)}`"
+            + (f": {cell(f.evidence, 200)}" if f.evidence else "")
+            for n, f in enumerate(notes, start=1)] or ["None."]
     out += ["", "## Decisions", ""]
     out += [f"- {d.action} `{cell(d.tag)}`" + (f" until {fmt_ts(d.until)}" if d.until else "")
             + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
@@ -114,5 +130,5 @@ def render_round_markdown(
         out.append("Empty.")
     else:
         out += [f"- `{cell(e.tag)}` ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
-                + f"): {cell(e.reason)}" for e in ignore_list.entries]
+                + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
     return "\n".join(out) + "\n"
