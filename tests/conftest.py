@@ -55,10 +55,10 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_confirmation.py": "confirmation",
     "tests/e2e/test_cost_status.py": "cost_status",
     "tests/e2e/test_history.py": "history",
+    "tests/e2e/test_live_suspicion.py": "suspicion",
     "tests/e2e/test_round.py": "round",
     "tests/e2e/test_round_tools.py": "round_tools",
     "tests/e2e/test_round_upstream_words.py": "round_upstream_words",
-    "tests/e2e/test_suspicion.py": "suspicion",
     "tests/integration/test_at.py": "shared_history",
     "tests/integration/test_notebooks.py": "shared_history",
 }
