@@ -3,10 +3,8 @@ rounds' own confirmations), and writes that run on the suspicion rows."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,7 +24,6 @@ FLEET = {"models": [{"id": MODEL, "endpoints": [
 
 def test_a_served_suspicion_is_a_scheduled_cycle_run(prefect_harness: None, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect import get_client
     from prefect.client.schemas.objects import StateType
 
     from flows.cycle import canary_cycle
@@ -43,13 +40,9 @@ def test_a_served_suspicion_is_a_scheduled_cycle_run(prefect_harness: None, tmp_
     run_id = entry["confirmation"]["flow_run_id"]
     assert run_id
 
-    async def read() -> Any:
-        async with get_client() as client:
-            run = await client.read_flow_run(run_id)
-            await client.delete_flow_run(run_id)  # nothing serves this test deployment
-            return run
+    from tests.support.prefect_runs import take_scheduled_run
 
-    run = asyncio.run(read())
+    run = take_scheduled_run(run_id)
     assert run.state is not None and run.state.type is StateType.SCHEDULED
     assert run.expected_start_time is not None and abs(run.expected_start_time - now) < timedelta(seconds=1)
     assert run.parameters["model"] == MODEL and run.parameters["only"] == ["dipping"]
