@@ -49,6 +49,9 @@ def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datet
     mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
     states = {**store.load_states(con, model, Mode.OBSERVE), **store.load_states(con, model, Mode.ENFORCE)}
     tags = sorted(set(known_tags(con, model)) | set(states) | set(layers))
+    from tasks.store.live import latest_signals
+
+    signals = latest_signals(con, model)
     rows = []
     for tag in tags:
         st = states.get(tag)
@@ -63,9 +66,21 @@ def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datet
                 "suspended_until": st.suspended_until.isoformat() if st and st.suspended_until else None,
                 "ladder_step": st.ladder_step if st else 0,
                 "excluded_by": layers.get(tag, []),
+                # OpenRouter's own figures from the latest round's listing: shown, never a verdict
+                "openrouter": signals.get(tag),
             }
         )
     return rows
+
+
+def _uptimes(signals: dict[str, Any] | None) -> str:
+    """`5m/30m/1d` uptimes in percent and the listing's status, `-` where OpenRouter gave none."""
+    if not signals:
+        return "-"
+    cells = [f"{v:.1f}" if v is not None else "-" for v in
+             (signals.get("uptime_last_5m"), signals.get("uptime_last_30m"), signals.get("uptime_last_1d"))]
+    status = signals.get("status")
+    return "/".join(cells) + (f" s{status}" if status else "")
 
 
 #: Days of spend `canary status` lists (today included).
@@ -164,12 +179,14 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
         typer.echo(f"alerts possibly posted twice (at-least-once delivery, see README): {duplicates}")
     if outbox["failed"]:
         typer.echo(failed_alerts_line(outbox))
-    typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} excluded by")
+    typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} "
+               f"{'OpenRouter uptime 5m/30m/1d':<28} excluded by")
     for r in rows:
         until = r["suspended_until"][:16].replace("T", " ") if r["suspended_until"] else "-"
         typer.echo(
             f"{r['model']:<36} {r['tag']:<22} {r['state']:<10} {r['fail_streak']:>4} "
-            f"{r['clean_streak']:>5}  {until:<17} {', '.join(r['excluded_by']) or '-'}"
+            f"{r['clean_streak']:>5}  {until:<17} {_uptimes(r['openrouter']):<28} "
+            f"{', '.join(r['excluded_by']) or '-'}"
         )
 
 

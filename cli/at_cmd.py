@@ -66,6 +66,10 @@ def fetch_report_inputs(con: Any, model: str, since: datetime, until: datetime) 
             "SELECT * FROM route_events WHERE model = ? AND event_at BETWEEN ? AND ? ORDER BY event_at",
             window,
         ),
+        "suspicions": df(
+            "SELECT * FROM suspicions WHERE model = ? AND detected_at BETWEEN ? AND ? ORDER BY detected_at, tag",
+            window,
+        ),
     }
 
 
@@ -145,6 +149,13 @@ def format_report(r: Report) -> str:
             lines.append(
                 f"  {c['tag']:<18} added {_when(c['added_at'])} by {c.get('who')}{removed}: {c['reason']}"
             )
+    lines += ["", "Suspicions (live traffic, OpenRouter's uptime; only pinned probes decide): "
+              + (str(len(r.suspicions)) if r.suspicions else "none")]
+    for sp in r.suspicions:
+        by = f" by {sp['confirm_round_id']} ({sp['round_status']})" if sp.get("confirm_round_id") else ""
+        note = f"; {sp['note']}" if sp.get("note") else ""
+        lines.append(f"  {_when(sp.get('detected_at'))} {sp['tag']:<18} {sp['signal']}: {sp['evidence']} -> "
+                     f"{sp['status']}{by}{note}")
     lines += ["", f"Route events for {r.model}: " + (str(len(r.route_events)) if r.route_events else "none")]
     for ev in r.route_events:
         lines.append(

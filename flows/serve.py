@@ -1,5 +1,6 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
-concurrently, in one process) and the `canary-deadman` deployment, served from one process.
+concurrently, in one process), the `canary-deadman` deployment and the `canary-watch` deployment (live
+traffic and OpenRouter's uptime as suspicions: flows/watch.py), served from one process.
 
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
 Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
@@ -19,6 +20,8 @@ from tasks.config_loading import load_config
 from tasks.errors import ConfigError
 
 INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"
+#: The cycle deployment's full name: the watcher schedules suspicion confirmation rounds as its runs.
+CYCLE_DEPLOYMENT = "canary-cycle/canary-cycle"
 
 
 def interval_override(env: Mapping[str, str] | None = None) -> timedelta | None:
@@ -76,6 +79,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     from prefect import serve
 
     from flows.deadman import deadman_deployment
+    from flows.watch import watch_deployment
 
     cfg = load_config(config)
     every = interval or interval_override()
@@ -91,4 +95,5 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
         from tasks.metrics import serve_metrics
 
         serve_metrics([cfg.db_path], cfg, metrics_port)
-    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))
+    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path),
+          watch_deployment(cfg, cfg_path, CYCLE_DEPLOYMENT))

@@ -32,13 +32,16 @@ from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.metrics import RouterMetrics
+from router.live import LiveRecorder, live_batchers, outcome_of, provider_in, stream_outcome
 from router.payload import build_body, merge_provider
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, SaverContext, Savings, measure_savings, run_savers
+from router.stream import Gate
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, TierFailure, relay, try_once, try_stream
 from tasks.clock import Clock, SystemClock
+from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
 from tasks.secrets import SecretStr
 
@@ -60,10 +63,12 @@ class RouterShell:
     cooldowns: tier_rules.Cooldowns = field(default_factory=lambda: tier_rules.EMPTY_COOLDOWNS)
     client: httpx.AsyncClient | None = None
     metrics: RouterMetrics = field(default_factory=RouterMetrics)  # GET /metrics (router/metrics.py)
+    live: LiveRecorder | None = None  # live traffic per endpoint, for the canary's suspicion (router/live.py)
 
     @property
     def batchers(self) -> list[Batcher[Any]]:
-        return [*self.events, *([self.savings] if self.savings else [])]
+        live = self.live.batchers if self.live else []
+        return [*self.events, *([self.savings] if self.savings else []), *live]
 
     def emit(self, route: Route, tier_no: int, reason: str, latency_ms: float, model: str | None) -> None:
         event = records.route_event(self.clock.now(), route, tier_no, reason, latency_ms, model)
@@ -94,6 +99,8 @@ class RouterShell:
         )
         self.emit(route, tier_no, failure.reason, failure.latency_ms, model)
         self.metrics.failover(route.key, tier_no, route.tiers[tier_no - 1].label, failure.reason)
+        if self.live:
+            self.live.attempt(route, tier_no, outcome_of(failure.reason), provider_in(failure.detail))
 
     # -- the endpoint --------------------------------------------------------------------------------
     async def chat(self, request: Request) -> Response:
@@ -148,6 +155,8 @@ class RouterShell:
             self.metrics.served(route.key, tier.label, result.latency_ms if isinstance(result, Committed) else None)
             if isinstance(result, Passthrough):
                 billed = records.billed_prompt_tokens(result.body) if result.status == 200 else None
+                if self.live and result.status == 200:
+                    self.live.attempt(route, tier_no, LiveOutcome.OK, provider_in(result.body))
                 self.record_savings(route, tier_no, pipeline, savings, billed, stream)
                 return Response(result.body, status_code=result.status, headers=out_headers)
             return self._stream_response(route, tier_no, result, out_headers, pipeline, savings, model)
@@ -164,16 +173,23 @@ class RouterShell:
         model: str | None,
     ) -> StreamingResponse:
         started = self.clock.monotonic()
+        aborted: list[str] = []
 
         def on_abort(reason: str) -> None:
             latency_ms = (self.clock.monotonic() - started) * 1000 + committed.latency_ms
             self.emit(route, tier_no, reason, latency_ms, model)
             self.metrics.failed_after_commit(route.key, route.tiers[tier_no - 1].label, reason)
+            aborted.append(reason)
+
+        def on_close(gate: Gate) -> None:
+            if self.live:
+                outcome = stream_outcome(gate, aborted[0] if aborted else None)
+                self.live.attempt(route, tier_no, outcome, gate.provider)
 
         def on_end(billed: int | None) -> None:
             self.record_savings(route, tier_no, pipeline, savings, billed, True)
 
-        body = relay(committed, lambda: int(self.clock.now().timestamp()), on_abort, on_end)
+        body = relay(committed, lambda: int(self.clock.now().timestamp()), on_abort, on_end, on_close)
         headers = {**headers, "cache-control": "no-cache", "x-accel-buffering": "no"}
         headers.pop("content-type", None)
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
@@ -217,16 +233,18 @@ def build_shell(
     """Resolve keys (RoutesError if one is missing) and the sinks named by the routes file."""
     settings = routes.settings
     ignore = IgnoreLists(settings.publish_dir)
+    clock = clock or SystemClock()
     return RouterShell(
         routes=routes,
         api_keys=resolve_api_keys(routes, os.environ if env is None else env),
-        clock=clock or SystemClock(),
+        clock=clock,
         ignore=ignore,
         metrics=RouterMetrics(lambda: ignore.reads),
         events=event_batchers(settings.events_path, settings.events_db) if events is None else events,
         savings=Batcher(JsonlSink(settings.savings_path), "router-savings")
         if settings.savings_path
         else None,
+        live=LiveRecorder(clock, live_batchers(settings.events_db)),
     )
 
 

@@ -100,6 +100,18 @@ class Gate:
     created: int | None = None
     model: str | None = None
     provider: str | None = None
+    native_error: str | None = None  # a native_finish_reason naming an upstream error (e.g. network_error)
+
+
+def native_error(chunk: dict[str, Any] | None) -> str | None:
+    """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
+    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"` (live suspicion only;
+    the bytes are forwarded as they are)."""
+    for choice in (chunk or {}).get("choices") or []:
+        native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
+        if isinstance(native, str) and "error" in native.lower():
+            return native[:40]
+    return None
 
 
 def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
@@ -112,6 +124,7 @@ def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
         created=created if isinstance(created, int) else gate.created,
         model=chunk.get("model") if isinstance(chunk.get("model"), str) else gate.model,
         provider=chunk.get("provider") if isinstance(chunk.get("provider"), str) else gate.provider,
+        native_error=native_error(chunk) or gate.native_error,
     )
 
 
@@ -155,7 +168,7 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
         if chunk is not None and any(
             isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
         ):
-            return replace(gate, finished=True), kind
+            return replace(gate, finished=True, native_error=native_error(chunk) or gate.native_error), kind
         return gate, kind
     return gate, Kind.CONTENT
 
@@ -223,6 +236,9 @@ def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
     if not gate.pending.strip():
         return replace(gate, pending=b""), []
     kind, _ = classify(gate.pending)
+    if kind is Kind.BAD and gate.phase is Phase.WAITING:  # a 200 that is no event stream (an HTML page)
+        detail = gate.pending[:80].decode("utf-8", "replace")
+        return replace(gate, phase=Phase.CLOSED, pending=b""), [FailOver("bad_frame_before_commit", detail)]
     if kind is Kind.BAD:
         return replace(gate, pending=b""), []
     return feed(replace(gate, pending=b""), gate.pending + b"\n\n")

@@ -35,6 +35,14 @@ def event_data(raw: bytes) -> bytes | None:
             parts.append(value[1:] if value.startswith(b" ") else value)
     return b"\n".join(parts) if parts else None
 
+_SSE_LINE = re.compile(rb"^(:|event:|id:|retry:|event$|id$|retry$)")
+
+
+def is_sse_preamble(raw: bytes) -> bool:
+    """Whether every non-blank line of an event without data is an SSE comment or field line."""
+    return all(_SSE_LINE.match(line.strip()) for line in raw.splitlines() if line.strip())
+
+
 def _has_output(choice: Any) -> bool:
     if not isinstance(choice, dict):
         return False
@@ -51,6 +59,8 @@ def _has_output(choice: Any) -> bool:
 def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
     """Kind of one complete event, and its parsed chunk when it has one."""
     data = event_data(raw)
+    if data is None and not is_sse_preamble(raw):
+        return Kind.BAD, None  # lines that are no SSE at all (an HTML page under HTTP 200)
     if data is None or not data.strip():
         return Kind.KEEPALIVE, None
     if data.strip() == b"[DONE]":

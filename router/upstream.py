@@ -196,6 +196,7 @@ async def relay(
     now_s: Callable[[], int],
     on_abort: Callable[[str], None],
     on_end: Callable[[int | None], None] | None = None,
+    on_close: Callable[[Gate], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """Everything after the commit, byte for byte; an upstream failure ends with one error chunk.
 
@@ -227,3 +228,5 @@ async def relay(
         await committed.response.aclose()
         if on_end is not None:
             on_end(gate.prompt_tokens)
+        if on_close is not None:
+            on_close(gate)

@@ -125,7 +125,7 @@ def build_app(state: SimulatorState) -> ASGIApp:
         if model is None:
             return _json(404, wire.error_body(f"No endpoints found for {model_id}.", 404, user=False))
         authenticated = _bearer(request) == state.api_key
-        return _json(200, catalog_wire.endpoints_payload(model, authenticated=authenticated))
+        return _json(200, catalog_wire.endpoints_payload(model, authenticated=authenticated, now=state.now(request)))
 
     async def chat(request: Request) -> Response:
         return await _chat(state, request)

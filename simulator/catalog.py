@@ -138,6 +138,23 @@ def catalog_from_table(table: Mapping[str, Any]) -> Fleet:
     return fleet_from_spec(CatalogSpec(**values))
 
 
+#: Faults OpenRouter's own uptime would see (requests that error); quality faults leave it high.
+_UPTIME_FAULTS = frozenset({"http_error_before_stream", "die_after_tokens", "midstream_error"})
+
+
+def _listing_figures(rng: random.Random, fault: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Realistic listing figures: healthy endpoints around 99 % (one in eight without a 5-minute figure: too
+    little traffic), endpoints whose requests error far lower."""
+    day = round(rng.uniform(98.5, 99.95), 3)
+    thirty = round(min(100.0, max(0.0, day + rng.uniform(-0.6, 0.4))), 3)
+    five: float | None = round(min(100.0, max(0.0, thirty + rng.uniform(-0.8, 0.5))), 3)
+    if fault is not None and fault.get("kind") in _UPTIME_FAULTS:
+        five, thirty, day = round(rng.uniform(35, 70), 3), round(rng.uniform(60, 80), 3), round(rng.uniform(85, 95), 3)
+    elif rng.random() < 0.125:
+        five = None
+    return {"uptime_last_5m": five, "uptime_last_30m": thirty, "uptime_last_1d": day}
+
+
 def catalog_models(spec: CatalogSpec) -> list[dict[str, Any]]:
     """The `models` list of a fleet file (plain TOML-shaped dicts), deterministic by `spec.seed`."""
     rng = random.Random(spec.seed)
@@ -150,6 +167,7 @@ def catalog_models(spec: CatalogSpec) -> list[dict[str, Any]]:
     slow = {"kind": "slow_first_token", "delay_s": spec.slow_start_s, "keepalive_s": spec.keepalive_s}
     for pair in pairs[n_faulty : n_faulty + n_slow]:
         faults[pair] = slow
+    figures = random.Random(spec.seed + 1)  # its own stream: the fleet's other choices stay as they were
     models = []
     for m in range(spec.models):
         author = _AUTHORS[m % len(_AUTHORS)]
@@ -174,6 +192,7 @@ def catalog_models(spec: CatalogSpec) -> list[dict[str, Any]]:
             }
             if (m, e) in faults:
                 endpoint["faults"] = [dict(faults[(m, e)])]
+            endpoint.update(_listing_figures(figures, faults.get((m, e))))
             endpoints.append(endpoint)
         models.append(
             {

@@ -3,20 +3,25 @@ of the captures (docs/openrouter-api.md). simulator/app.py serves them; simulato
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from simulator.faults import listing_figures
 from simulator.fleet import EndpointSpec, ModelSpec, Percentiles
 
 _DEFAULT_LATENCY = Percentiles(620, 910, 1420, 3180)
 _DEFAULT_THROUGHPUT = Percentiles(38, 45, 51, 63)
 
 
-def endpoint_entry(model: ModelSpec, ep: EndpointSpec, *, authenticated: bool) -> dict[str, Any]:
-    """One `/endpoints` item in the [CAP-K3] key order."""
+def endpoint_entry(model: ModelSpec, ep: EndpointSpec, *, authenticated: bool,
+                   now: datetime | None = None) -> dict[str, Any]:
+    """One `/endpoints` item in the [CAP-K3] key order (an active `uptime_dip` fault at `now` lowers the
+    uptimes and the status)."""
     latency = (ep.latency_last_30m or _DEFAULT_LATENCY).as_dict() if authenticated else None
     throughput = (ep.throughput_last_30m or _DEFAULT_THROUGHPUT).as_dict() if authenticated else None
-    return {
+    dip = listing_figures(ep.faults, now) if now is not None else {}
+    entry = {
         "name": f"{ep.provider_name} | {model.permaslug or model.id}",
         "model_id": model.id,
         "model_name": model.name,
@@ -37,6 +42,7 @@ def endpoint_entry(model: ModelSpec, ep: EndpointSpec, *, authenticated: bool) -
         "latency_last_30m": latency,
         "throughput_last_30m": throughput,
     }
+    return {**entry, **dip}  # same key order: only values change
 
 
 def _architecture() -> dict[str, Any]:
@@ -49,7 +55,7 @@ def _architecture() -> dict[str, Any]:
     }
 
 
-def endpoints_payload(model: ModelSpec, *, authenticated: bool) -> dict[str, Any]:
+def endpoints_payload(model: ModelSpec, *, authenticated: bool, now: datetime | None = None) -> dict[str, Any]:
     return {
         "data": {
             "id": model.id,
@@ -57,7 +63,7 @@ def endpoints_payload(model: ModelSpec, *, authenticated: bool) -> dict[str, Any
             "created": model.created,
             "description": model.description,
             "architecture": _architecture(),
-            "endpoints": [endpoint_entry(model, ep, authenticated=authenticated) for ep in model.endpoints],
+            "endpoints": [endpoint_entry(model, ep, authenticated=authenticated, now=now) for ep in model.endpoints],
         }
     }
 

@@ -63,6 +63,12 @@ class KindSpec:
 
 FAULT_KINDS: dict[str, KindSpec] = {
     "healthy": KindSpec("all", {}, "no fault (useful with windows to document a healthy spell)"),
+    "uptime_dip": KindSpec(
+        "all",
+        {"uptime_5m": Param(_NUM, 55.0, minimum=0), "uptime_30m": Param(_NUM, 85.0, minimum=0),
+         "status": Param(int, -2, choices=(0, -1, -2, -3, -5, -10))},
+        "the listing only (no request is touched): uptime_last_5m/_30m and status while active",
+    ),
     "slow_first_token": KindSpec(
         "all",
         {"delay_s": Param(_NUM, 12.0, minimum=0), "keepalive_s": Param(_NUM, 2.0, minimum=0.01)},
@@ -197,6 +203,8 @@ FAULT_KINDS: dict[str, KindSpec] = {
 #: The kinds simulator/protocol.py plays instead of the usual reply (the three protocol violations, and the
 #: masked upstream failure: a 200 whose body is well-formed but carries no answer).
 PROTOCOL_KINDS = frozenset({"html_body", "invalid_utf8", "huge_line", "masked_upstream_failure"})
+#: Kinds that never touch a request: "healthy" documents a spell, "uptime_dip" changes the listing's figures.
+LISTING_KINDS = frozenset({"healthy", "uptime_dip"})
 
 
 @dataclass(frozen=True)
@@ -284,7 +292,7 @@ def select_fault(
         if fault.kind == "language_mix" and not _mixes(fault, language):
             continue
         n = counters.next((model_id, tag, i))
-        if chosen is None and fault.kind != "healthy" and fires(n, fault.rate):
+        if chosen is None and fault.kind not in LISTING_KINDS and fires(n, fault.rate):
             chosen = fault
     return chosen
 
@@ -295,3 +303,13 @@ def _mixes(fault: Fault, language: str) -> bool:
 
 
 NowFn = Callable[[], datetime]
+
+
+def listing_figures(faults: tuple[Fault, ...], now: datetime) -> dict[str, Any]:
+    """The listing's figures an active `uptime_dip` replaces (empty when none is active)."""
+    for fault in faults:
+        if fault.kind == "uptime_dip" and fault.is_active(now):
+            return {"uptime_last_5m": float(fault.params.get("uptime_5m", 55.0)),
+                    "uptime_last_30m": float(fault.params.get("uptime_30m", 85.0)),
+                    "status": int(fault.params.get("status", -2))}
+    return {}

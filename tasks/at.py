@@ -31,6 +31,9 @@ from tasks.errors import ConfigError
 MAX_FINDINGS_PER_ENDPOINT = 4
 EXCERPT_CHARS = 160
 MAX_WINDOW = timedelta(days=31)
+#: What `canary at` shows of each suspicion (docs/design.md "Suspicion").
+SUSPICION_COLUMNS = ("detected_at", "tag", "signal", "evidence", "status", "confirm_round_id", "round_status",
+                     "note")
 
 
 def parse_time(text: str) -> datetime:
@@ -116,6 +119,7 @@ def build_report(
     builtin: Iterable[BuiltinExclusion] = (),
     route_events: pd.DataFrame | None = None,
     lookback: pd.DataFrame | None = None,
+    suspicions: pd.DataFrame | None = None,
 ) -> Report:
     """The answer to "what happened to `model` around `t`".
 
@@ -123,7 +127,9 @@ def build_report(
     outcomes: outcomes + round_ts of the window; attempts: v_attempts rows (round_id, tag, contract,
     attempt_no, excerpt, error_detail) of those outcomes; suspensions: v_suspensions of the model;
     decisions: decisions of the window; exclusions: every exclusions row; route_events: of the window;
-    lookback: v_endpoint_rounds (round_ts, tag, status) from before the window up to T, for `failing_since`.
+    lookback: v_endpoint_rounds (round_ts, tag, status) from before the window up to T, for `failing_since`;
+    suspicions: `suspicions` rows of the window (live traffic / uptime triggers, with evidence and what the
+    pinned probes then said).
     Suspects: endpoints with failing or transport rounds in the window: failing at T with 2+ failing rounds,
     the most recent onset first (the sudden change a user noticed), then single-round blips, then those not
     failing at T, transport-only ones last.
@@ -231,5 +237,6 @@ def build_report(
             ),
         ),
         route_events=frame_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
+        suspicions=frame_records(suspicions, SUSPICION_COLUMNS),
         notes=tuple(notes),
     )

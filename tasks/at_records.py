@@ -65,6 +65,7 @@ class Report:
     exclusion_changes: tuple[dict[str, Any], ...]
     route_events: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default=())
+    suspicions: tuple[dict[str, Any], ...] = field(default=())
 
     def as_json(self) -> dict[str, Any]:
         return jsonable(asdict(self))

@@ -11,10 +11,28 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.config import CanaryConfig
-from tasks.core.budget import FULL, Footprint, footprint, last_round_statuses
+from tasks.core.budget import FULL, Footprint, Projection, footprint, last_round_statuses
 from tasks.core.settle import Prior
 
 log = logging.getLogger("canary")
+
+
+def projected_spend(cfg: CanaryConfig, now: datetime, fallback: str) -> Projection | None:
+    """The projected daily spend from the analysts' snapshot; None (logged, saying `fallback`) when it cannot be
+    read: the budget must never cost the canary its probes."""
+    from tasks.store import open_snapshot
+    from tasks.store.costs import read_projection
+
+    try:
+        con = open_snapshot(cfg.db_path)
+        try:
+            return read_projection(con, now, cfg.interval_min, cfg.models)
+        finally:
+            con.close()
+    except Exception as exc:
+        log.warning("budget: no spend projection (%s: %s); %s", type(exc).__name__,
+                    str(exc).splitlines()[0] if str(exc) else "", fallback)
+        return None
 
 
 @task(name="plan-footprint", cache_policy=NO_CACHE)
@@ -22,18 +40,8 @@ def plan_footprint(cfg: CanaryConfig, prior: Prior, model: str, round_ts: dateti
     """The footprint of this round of `model`: full unless the projected daily spend exceeds the budget."""
     if cfg.budget_usd_per_day <= 0:
         return FULL
-    from tasks.store import open_snapshot
-    from tasks.store.costs import read_projection
-
-    try:
-        con = open_snapshot(cfg.db_path)
-        try:
-            projection = read_projection(con, round_ts, cfg.interval_min, cfg.models)
-        finally:
-            con.close()
-    except Exception as exc:  # the budget must never cost a round its probes
-        log.warning("budget: no spend projection for %s (%s: %s); probing in full", model,
-                    type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+    projection = projected_spend(cfg, round_ts, f"probing {model} in full")
+    if projection is None:
         return FULL
     fp = footprint(projection, cfg.budget_usd_per_day, prior.states, last_round_statuses(prior.previous_results),
                    model=model, now=round_ts, keep=frozenset(cfg.refusal_controls))

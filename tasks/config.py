@@ -69,6 +69,25 @@ DEFAULT_CONFIRM_AFTER_MIN = 5
 DEFAULT_HARD_CONTRACTS: tuple[str, ...] = ("structured", "language", "opening", "refusal", "tools")
 #: Contracts that may never be hard (tasks/core/confirm.py).
 NEVER_HARD: frozenset[str] = frozenset({"ttft"})
+#: Seconds from a suspicion (docs/design.md "Suspicion": live failures or an OpenRouter uptime drop) to the
+#: confirmation round of that endpoint. The watcher runs every third of it (`canary serve`), so a suspicion is
+#: seen and its round started within it; 90 s keeps a hard fault's exposure near 8 minutes with live traffic.
+DEFAULT_SUSPECT_CONFIRM_AFTER_S = 90
+#: Seconds of live traffic the watcher reads per endpoint (never from before its previous suspicion).
+DEFAULT_SUSPECT_WINDOW_S = 300
+#: Counted live requests an endpoint needs in the window before its failure rate means anything: a blip of
+#: a few failed requests on a quiet endpoint is noise. 429s are not counted (OpenRouter's uptime skips them).
+DEFAULT_SUSPECT_MIN_REQUESTS = 20
+#: Share of the window's counted live requests that failed (no first chunk in budget, cut stream, a 200
+#: carrying an error, a protocol violation, 5xx, transport) at or above which the endpoint is suspected.
+DEFAULT_SUSPECT_FAILURE_RATE = 0.5
+#: Percentage points OpenRouter's most recent uptime (5 min, else 30 min) must be below its day's uptime to
+#: be a suspicion (0: the uptime never triggers). Healthy endpoints wobble by a few points; a dead one drops
+#: by tens.
+DEFAULT_SUSPECT_UPTIME_DROP = 20.0
+#: Seconds after a suspicion of an endpoint before it can be suspected again: a lasting blip costs at most one
+#: confirmation round per cooldown (the extra probe spend), and a real fault is confirmed by its own rounds.
+DEFAULT_SUSPECT_COOLDOWN_S = 900
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
@@ -100,6 +119,12 @@ class CanaryConfig:
     budget_usd_per_day: float = DEFAULT_BUDGET_USD_PER_DAY
     confirm_after_min: int = DEFAULT_CONFIRM_AFTER_MIN
     hard_contracts: tuple[str, ...] = DEFAULT_HARD_CONTRACTS
+    suspect_confirm_after_s: int = DEFAULT_SUSPECT_CONFIRM_AFTER_S
+    suspect_window_s: int = DEFAULT_SUSPECT_WINDOW_S
+    suspect_min_requests: int = DEFAULT_SUSPECT_MIN_REQUESTS
+    suspect_failure_rate: float = DEFAULT_SUSPECT_FAILURE_RATE
+    suspect_uptime_drop: float = DEFAULT_SUSPECT_UPTIME_DROP
+    suspect_cooldown_s: int = DEFAULT_SUSPECT_COOLDOWN_S
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
         """Apply `--set key=value` style overrides (values may be strings) with full validation.

@@ -152,6 +152,10 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     "min_hosts": (0, 1000),
     "interval_min": (1, 7 * 24 * 60),
     "confirm_after_min": (0, 7 * 24 * 60),
+    "suspect_confirm_after_s": (10, 24 * 3600),
+    "suspect_window_s": (60, 7 * 24 * 3600),
+    "suspect_min_requests": (1, 1_000_000),
+    "suspect_cooldown_s": (0, 7 * 24 * 3600),
 }
 MAX_BUDGET_USD_PER_DAY = 1_000_000.0
 #: Directories a publish_dir may never be: the canary writes its lists and a `.canary-db` marker there.
@@ -235,6 +239,13 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         values["budget_usd_per_day"] = v
     if "hard_contracts" in raw:
         values["hard_contracts"] = _hard_contracts(raw)
+    for key, top in (("suspect_failure_rate", 1.0), ("suspect_uptime_drop", 100.0)):
+        if key in raw:
+            v = float(_expect(raw, key, (int, float), "a number"))
+            if not math.isfinite(v) or not 0 <= v <= top or (key == "suspect_failure_rate" and v == 0):
+                low = "> 0" if key == "suspect_failure_rate" else ">= 0"
+                raise ConfigError(f"config: {key} must be {low} and <= {top:g} (got {v:g})")
+            values[key] = v
     if "ladder" in raw:
         steps = raw["ladder"]
         if not isinstance(steps, list | tuple) or not steps:

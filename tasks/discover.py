@@ -79,7 +79,33 @@ def _endpoint(model: str, item: Any) -> Endpoint | None:
         status=_int(item.get("status")),
         context_length=_int(item.get("context_length")),
         **_pricing(item.get("pricing")),
+        **_signals(item),
     )
+
+
+#: Percentile keys of `latency_last_30m` / `throughput_last_30m` (§1a).
+PERCENTILES = ("p50", "p75", "p90", "p99")
+
+
+def _signals(item: Mapping[str, Any]) -> dict[str, float | None]:
+    """OpenRouter's per-endpoint figures (§1a): uptimes in percent 0..100, TTFT percentiles in ms, throughput
+    percentiles in tokens/s. A value that is null, missing or out of range is None (too little data, or an
+    unauthenticated listing)."""
+    out: dict[str, float | None] = {
+        key: _uptime(item.get(key)) for key in ("uptime_last_5m", "uptime_last_30m", "uptime_last_1d")
+    }
+    for field_name, prefix, suffix in (("latency_last_30m", "latency", "_ms"),
+                                       ("throughput_last_30m", "throughput", "")):
+        stats = item.get(field_name)
+        stats = stats if isinstance(stats, Mapping) else {}
+        for p in PERCENTILES:
+            out[f"{prefix}_{p}{suffix}"] = _price(stats.get(p))
+    return out
+
+
+def _uptime(value: Any) -> float | None:
+    number = _price(value)
+    return number if number is not None and number <= 100 else None
 
 
 def _pricing(value: Any) -> dict[str, float | None]:

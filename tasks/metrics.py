@@ -319,7 +319,7 @@ def _render_histogram(con: Any, name: str, help_: str) -> str:
         FROM lines"""
     try:
         row = con.execute(sql, [name, name + "_sum", name]).fetchone()
-    except Exception as exc:  # before migration 11
+    except Exception as exc:  # before migration 10
         log.debug("metrics: %s skipped: %s", name, exc)
         return ""
     body = row[0] + "\n" if row and row[0] else ""

@@ -224,7 +224,7 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     publish_ignore_list(cfg, settled.ignore, artifact=False)
     cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)
     md = render_round_markdown(settled.info, settled.results, list(settled.decisions), settled.ignore,
-                               list(settled.changes), cost)
+                               list(settled.changes), cost, settled.endpoints)
     create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
                              description=f"Round {settled.info.round_id}")
     create_ignore_artifact(settled.ignore)

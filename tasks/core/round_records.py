@@ -26,6 +26,19 @@ class Endpoint:
     prompt_price_usd: float | None = None  # per prompt token
     completion_price_usd: float | None = None  # per completion token
     request_price_usd: float | None = None  # per request
+    # OpenRouter's own figures from the listing (docs/openrouter-api.md 1a), None when it gives none. Evidence
+    # for a suspicion (tasks/core/suspicion.py), never a verdict.
+    uptime_last_5m: float | None = None  # percent 0..100, rate-limited requests excluded
+    uptime_last_30m: float | None = None
+    uptime_last_1d: float | None = None
+    latency_p50_ms: float | None = None  # latency_last_30m: time to first token, ms
+    latency_p75_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p99_ms: float | None = None
+    throughput_p50: float | None = None  # throughput_last_30m: tokens/s (p99 is the lowest)
+    throughput_p75: float | None = None
+    throughput_p90: float | None = None
+    throughput_p99: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The metrics rollup (migration 11): small tables a Prometheus scrape reads instead of the history.
+"""The metrics rollup (migration 10): small tables a Prometheus scrape reads instead of the history.
 
     roll_up_round(con, round_rollup(info, attempts, results, endpoints))   # inside save_settlement's transaction
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 from tasks.core.metric_rollup import RoundRollup
 from tasks.store.rows import Connection, insert_rows, utc
 
-#: Migration 11.
+#: Migration 10.
 METRIC_ROLLUP_SQL = """
 CREATE TABLE metric_counters (
     name      VARCHAR NOT NULL,

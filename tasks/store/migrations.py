@@ -19,6 +19,7 @@ from tasks.store.schema import (
     ENDPOINT_PRICING_SQL,
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
+    SUSPICION_SQL,
     TABLES_SQL,
 )
 from tasks.store.views import COST_VIEWS_SQL, RECORDED_STATUSES_SQL, VIEWS_SQL
@@ -39,8 +40,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "round steps and alert delivery states", ROUND_STEPS_SQL),
     Migration(6, "endpoint pricing and cost views", ENDPOINT_PRICING_SQL + ";\n" + COST_VIEWS_SQL),
     Migration(7, "partial (confirmation) rounds", ROUND_PARTIAL_SQL),
-    Migration(9, "failed alerts and alert claimers", ALERTS_FAILED_SQL),
-    Migration(11, "metrics rollup", METRIC_ROLLUP_SQL),
+    Migration(8, "failed alerts and alert claimers", ALERTS_FAILED_SQL),
+    Migration(9, "listing signals, live requests and suspicions", SUSPICION_SQL),
+    Migration(10, "metrics rollup", METRIC_ROLLUP_SQL),
 )
 
 #: The version a fully migrated file reports.

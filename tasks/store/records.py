@@ -8,6 +8,13 @@ from typing import Any
 from tasks.core.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage
 from tasks.store.rows import one_line, redact, utc
 
+#: OpenRouter's per-endpoint figures kept with each round's endpoints (migration 9): Endpoint fields = columns.
+SIGNAL_COLUMNS = (
+    "uptime_last_5m", "uptime_last_30m", "uptime_last_1d",
+    "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms",
+    "throughput_p50", "throughput_p75", "throughput_p90", "throughput_p99",
+)
+
 #: Defensive cap on stored reply text, characters (probes already cap at text_cap_bytes of UTF-8).
 MAX_TEXT_CHARS = 64 * 1024
 
@@ -25,6 +32,7 @@ def endpoint_row(round_id: str, e: Endpoint) -> dict[str, Any]:
         "prompt_price_usd": e.prompt_price_usd,
         "completion_price_usd": e.completion_price_usd,
         "request_price_usd": e.request_price_usd,
+        **{name: getattr(e, name) for name in SIGNAL_COLUMNS},
     }
 
 

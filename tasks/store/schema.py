@@ -203,13 +203,13 @@ ROUND_PARTIAL_SQL = """
 ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
 """
 
-#: Migration 9: alerts that Slack refused for good. ``alerts.status`` may now be ``failed`` (Slack refused it
+#: Migration 8: alerts that Slack refused for good. ``alerts.status`` may now be ``failed`` (Slack refused it
 #: for a reason a retry cannot fix, or its destination refuses everything: never retried, shown by
 #: `canary status`), with ``failed_at``; ``claimed_by``: the process that claimed the alert for a post
 #: (``host|pid|start``, tasks/claimer.py), so a claim whose process is gone is taken over at once. DuckDB
 #: cannot change a CHECK constraint in place, so the table is rebuilt (same columns, rows kept).
 ALERTS_FAILED_SQL = """
-CREATE TABLE alerts_v9 (
+CREATE TABLE alerts_v8 (
     key                  VARCHAR PRIMARY KEY,
     created_at           TIMESTAMPTZ NOT NULL,
     kind                 VARCHAR NOT NULL,
@@ -228,8 +228,55 @@ CREATE TABLE alerts_v9 (
     failed_at            TIMESTAMPTZ,
     claimed_by           VARCHAR
 );
-INSERT INTO alerts_v9 SELECT key, created_at, kind, model, tag, text, blocks_json, status, attempts, last_error,
+INSERT INTO alerts_v8 SELECT key, created_at, kind, model, tag, text, blocks_json, status, attempts, last_error,
     last_attempt_at, next_attempt_at, sent_at, sending_since, possible_duplicates, NULL, NULL FROM alerts;
 DROP TABLE alerts;
-ALTER TABLE alerts_v9 RENAME TO alerts
+ALTER TABLE alerts_v8 RENAME TO alerts
+"""
+
+#: Migration 9 (docs/schema.md "Suspicion"). ``round_endpoints``: OpenRouter's own figures for the endpoint as
+#: the round's discovery listed them (percent uptimes, TTFT percentiles in ms, throughput percentiles in
+#: tokens/s; NULL when the listing gave none). ``live_requests``: the router's served requests counted per
+#: minute, endpoint and what happened (router/live.py). ``suspicions``: every trigger of a confirmation round
+#: by a signal (tasks/core/suspicion.py), with its evidence and what the pinned probes then said.
+SUSPICION_SQL = """
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_5m DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_30m DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN uptime_last_1d DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p50_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p75_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p90_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN latency_p99_ms DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p50 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p75 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p90 DOUBLE;
+ALTER TABLE round_endpoints ADD COLUMN throughput_p99 DOUBLE;
+CREATE TABLE live_requests (
+    minute_at      TIMESTAMPTZ NOT NULL,
+    model          VARCHAR NOT NULL,
+    route_key      VARCHAR NOT NULL,
+    tier           INTEGER NOT NULL,
+    tag            VARCHAR,
+    provider_name  VARCHAR,
+    outcome        VARCHAR NOT NULL,
+    requests       INTEGER NOT NULL
+);
+CREATE TABLE suspicions (
+    suspicion_id     VARCHAR PRIMARY KEY,
+    detected_at      TIMESTAMPTZ NOT NULL,
+    model            VARCHAR NOT NULL,
+    tag              VARCHAR NOT NULL,
+    signal           VARCHAR NOT NULL,
+    evidence         VARCHAR NOT NULL,
+    requests         INTEGER,
+    failures         INTEGER,
+    failure_rate     DOUBLE,
+    uptime_recent    DOUBLE,
+    uptime_baseline  DOUBLE,
+    status           VARCHAR NOT NULL,
+    confirm_round_id VARCHAR,
+    round_status     VARCHAR,
+    resolved_at      TIMESTAMPTZ,
+    note             VARCHAR
+)
 """

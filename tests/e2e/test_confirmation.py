@@ -139,7 +139,6 @@ def test_export_then_replay_gives_the_live_decisions(history: dict[str, Any], tm
 
 
 def test_a_deployment_confirmation_is_a_scheduled_canary_round_run(prefect_harness: None) -> None:
-    from prefect import get_client
     from prefect.client.schemas.objects import StateType
 
     from flows.confirm import schedule_deployment_run
@@ -155,15 +154,9 @@ def test_a_deployment_confirmation_is_a_scheduled_canary_round_run(prefect_harne
     again = schedule_deployment_run(str(deployment_id), request, {"model": MODEL})
     assert again == run_id  # idempotent per confirmed round
 
-    import asyncio
+    from tests.support.prefect_runs import take_scheduled_run
 
-    async def read() -> Any:
-        async with get_client() as client:
-            run = await client.read_flow_run(run_id)
-            await client.delete_flow_run(run_id)  # nothing serves this test deployment
-            return run
-
-    run = asyncio.run(read())
+    run = take_scheduled_run(run_id)
     assert run.state is not None and run.state.type is StateType.SCHEDULED
     assert run.expected_start_time is not None and abs((run.expected_start_time - due).total_seconds()) < 1
     assert run.name.startswith("canary-confirm-acme-confirm-model-")

@@ -190,7 +190,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     deployments = {d["name"]: d for d in spec["deployments"]}
-    assert set(deployments) == {"canary-cycle", "canary-deadman"}
+    assert set(deployments) == {"canary-cycle", "canary-deadman", "canary-watch"}
     for name, dep in deployments.items():
         path, func = dep["entrypoint"].split(":")
         flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), func)
@@ -200,6 +200,12 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
     assert [s["interval"] for s in cycles] == [cfg.interval_min * 60]
     assert deployments["canary-cycle"]["parameters"]["models"] is None  # every model of canary.toml
     assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
+    from flows.serve import CYCLE_DEPLOYMENT
+    from flows.watch import watch_interval
+
+    watch = deployments["canary-watch"]
+    assert watch["schedules"][0]["interval"] == watch_interval(cfg).total_seconds() == 30
+    assert watch["parameters"]["cycle_deployment"] == CYCLE_DEPLOYMENT
 
 
 @pytest.mark.unit

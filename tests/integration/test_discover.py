@@ -64,6 +64,11 @@ def test_parse_real_capture() -> None:
             context_length=1048576,
             prompt_price_usd=0.000003,
             completion_price_usd=0.000015,
+            uptime_last_30m=99.82397465234993,  # OpenRouter's own figures (a suspicion at most)
+            latency_p50_ms=2687,
+            latency_p75_ms=4162.25,
+            latency_p90_ms=5954,
+            latency_p99_ms=30351.36,
         ),
     ]
 

@@ -356,3 +356,18 @@ def test_describe_changes() -> None:
         "`a` ttft: pass → fail (ttft_exceeded)",
     ]
     assert describe_changes(after, after) == []
+
+
+def test_round_markdown_shows_openrouters_figures_beside_the_verdicts() -> None:
+    from tasks.core.types import Endpoint
+
+    results = [ContractResult("r2", M, "fireworks", Contract.TTFT, Outcome.PASS, "ok")]
+    endpoints = [Endpoint(M, "fireworks", "Fireworks", status=0, uptime_last_5m=99.82, uptime_last_30m=99.8,
+                          uptime_last_1d=99.7, latency_p50_ms=2687, latency_p90_ms=5954, throughput_p50=35),
+                 Endpoint(M, "morph/fast", "Morph", status=-2, uptime_last_30m=82.0),
+                 Endpoint(M, "quiet", "Quiet")]
+    md = render_round_markdown(ROUND, results, [], None, [], None, endpoints)
+    assert "| `fireworks` | 0 | 99.8 | 99.8 | 99.7 | 2687 / 5954 | 35 |" in md
+    assert "| `morph/fast` | -2 | - | 82.0 | - | - / - | - |" in md
+    assert "`quiet`" not in md.split("## OpenRouter's own figures")[1]  # nothing listed: no row
+    assert "## OpenRouter's own figures" not in render_round_markdown(ROUND, results, [], None, [])

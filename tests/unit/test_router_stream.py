@@ -66,6 +66,8 @@ def client_bytes(actions: list[g.Action]) -> bytes:
         ([ROLE, DONE], "eof", "stream_ended_before_commit"),  # a completed stream with no output at all
         ([KEEPALIVE, ERROR], "eof", "error_chunk_before_commit"),
         ([b"data: {not json\n\n"], "eof", "bad_frame_before_commit"),
+        ([b"<html>\n<body>Bad gateway</body>\n\n</html>\n"], "eof", "bad_frame_before_commit"),
+        ([b"<!DOCTYPE html><html>502</html>"], "eof", "bad_frame_before_commit"),
         ([], "eof", "stream_ended_before_commit"),
     ],
     ids=[
@@ -75,6 +77,8 @@ def client_bytes(actions: list[g.Action]) -> bytes:
         "done-without-content",
         "error-chunk",
         "bad-frame",
+        "html-page-under-200",
+        "html-page-without-blank-line",
         "empty",
     ],
 )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tasks.core.cost import RoundCost, describe_totals
 from tasks.core.render.text import cell, fmt_ts, name
-from tasks.core.types import Contract, ContractResult, Decision, IgnoreList, Outcome, RoundInfo
+from tasks.core.types import Contract, ContractResult, Decision, Endpoint, IgnoreList, Outcome, RoundInfo
 
 
 def round_status(results: Sequence[ContractResult]) -> str:
@@ -47,6 +47,27 @@ def _outcome_cell(res: ContractResult | None, note: int | None) -> str:
     return code if note is None else f"{code} [{note}]"
 
 
+def _num(value: float | None, fmt: str = ".1f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def render_listing_signals(endpoints: Sequence[Endpoint]) -> list[str]:
+    """OpenRouter's per-endpoint figures from this round's listing, beside the canary's verdicts (none: no
+    section). Evidence for suspicions only; never a verdict."""
+    shown = [e for e in endpoints if e.status or any(v is not None for v in (
+        e.uptime_last_5m, e.uptime_last_30m, e.uptime_last_1d, e.latency_p50_ms, e.throughput_p50))]
+    if not shown:
+        return []
+    out = ["", "## OpenRouter's own figures (the listing; a suspicion at most, never a verdict)", "",
+           "| endpoint | status | uptime 5m % | 30m % | 1d % | TTFT p50 / p90 ms | throughput p50 tok/s |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for e in sorted(shown, key=lambda e: e.tag):
+        out.append(f"| `{cell(e.tag)}` | {e.status if e.status is not None else '-'} | {_num(e.uptime_last_5m)} | "
+                   f"{_num(e.uptime_last_30m)} | {_num(e.uptime_last_1d)} | {_num(e.latency_p50_ms, '.0f')} / "
+                   f"{_num(e.latency_p90_ms, '.0f')} | {_num(e.throughput_p50, '.0f')} |")
+    return out
+
+
 def render_round_markdown(
     round_info: RoundInfo,
     results: Sequence[ContractResult],
@@ -54,9 +75,11 @@ def render_round_markdown(
     ignore_list: IgnoreList | None,
     changes_since_last_round: Sequence[str],
     cost: RoundCost | None = None,
+    endpoints: Sequence[Endpoint] = (),
 ) -> str:
     """The round's artifact; `changes_since_last_round` are lines, e.g. from `describe_changes()`;
-    `cost` (tasks.core.cost.round_cost) adds the "Cost of this round" line."""
+    `cost` (tasks.core.cost.round_cost) adds the "Cost of this round" line; `endpoints` (as discovered) add
+    OpenRouter's own figures beside the verdicts."""
     r = round_info
     by_tag: dict[str, dict[str, ContractResult]] = {}
     for res in results:
@@ -101,6 +124,7 @@ def render_round_markdown(
             + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
     out += ["", "## Changes since last round", ""]
     out += [f"- {line}" for line in changes_since_last_round] or ["None."]
+    out += render_listing_signals(endpoints)
     out += ["", "## Ignore list", ""]
     if ignore_list is None or not ignore_list.entries:
         out.append("Empty.")
