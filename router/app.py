@@ -31,8 +31,8 @@ from router import records
 from router import tiers as tier_rules
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
-from router.metrics import RouterMetrics
 from router.live import LiveRecorder, live_batchers, outcome_of, provider_in, stream_outcome
+from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
