@@ -189,7 +189,7 @@ def test_config_validation() -> None:
     assert config_from_mapping({"confirm_after_min": 0}).confirm_after_min == 0
     for raw, message in (
         ({"confirm_after_min": 30}, "confirm_after_min .30. must be < interval_min .30."),
-        ({"confirm_after_min": -1}, "confirm_after_min must be >= 0"),
+        ({"confirm_after_min": -1}, "confirm_after_min must be between 0 and"),
         ({"hard_contracts": ["ttft"]}, "hard_contracts entries must be among"),
         ({"hard_contracts": ["transport"]}, "hard_contracts entries must be among"),
     ):
