@@ -4,7 +4,7 @@
 
 1. A short write window claims the due alerts (``sending_since`` stamped, ``claimed_by`` this process,
    committed) and closes. An earlier claim is taken over once its 60 s lease ran out, or at once when its
-   process is gone (tasks/claimer.py).
+   process is gone (tasks/liveness.py).
 2. Alerts whose earlier post has an unknown fate (its process died mid-post, or Slack answered after our
    timeout) are looked up in the channel's recent history by the key carried in the message metadata:
    found means it was posted, so it is marked sent without posting again; not found (the history could be
@@ -31,13 +31,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tasks.alerts import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
-from tasks.claimer import is_dead, this_claimer
 from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
 from tasks.core.render.text import name
 from tasks.core.types import Alert
 from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
+from tasks.liveness import ProcessId, claim_is_dead
 
 _log = logging.getLogger("canary.delivery")
 #: How long delivery waits for the write window before leaving the alerts for the next delivery, seconds.
@@ -70,10 +70,10 @@ def deliver_outbox(
     from tasks import store
 
     log = logger or _log
-    claimer = this_claimer()
+    claimer = ProcessId.current().as_claim()
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
-            claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=is_dead)
+            claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=claim_is_dead)
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
@@ -138,7 +138,7 @@ def _settle_unknown(
     found = posted_keys(settings, now - HISTORY_WINDOW)
     if found is not None:  # readable: not found means not posted, so a repost is no duplicate
         return {a.key for a in unknown if post_key(a.key) in found}, set(), DeadTrails()
-    trails = dead_trails(db_path, is_dead)
+    trails = dead_trails(db_path, claim_is_dead)
     already = {a.key for a in unknown if post_key(a.key) in trails.posted}
     never_started = {a.key for a in unknown if post_key(a.key) in trails.claimed - trails.posting}
     return already, {a.key for a in unknown} - already - never_started, trails

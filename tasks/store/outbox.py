@@ -62,7 +62,7 @@ def claim_alerts(
     is_dead: Callable[[str | None], bool] = lambda _claimer: False,
 ) -> list[tuple[Alert, bool]]:
     """Claim the alerts to post now, oldest first: (alert, fate_unknown). Due pending alerts, and alerts whose
-    earlier claim is older than CLAIM_LEASE or was made by a process that `is_dead` (tasks/claimer.py) says is
+    earlier claim is older than CLAIM_LEASE or was made by a process that `is_dead` (tasks/liveness.py) says is
     gone; each is stamped ``sending_since = now``, ``claimed_by = claimer``, attempts + 1."""
     at = utc_required(now)
     rows = fetch_dicts(

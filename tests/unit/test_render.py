@@ -324,7 +324,8 @@ def test_round_markdown_golden() -> None:
 def test_round_markdown_escapes_cells_and_never_indents() -> None:
     results = [ContractResult("r2", M, "a|b", Contract.STRUCTURED, Outcome.FAIL, "schema|x", " \n indented")]
     md = render_round_markdown(ROUND, results, [], None, [])
-    assert "| `a\\|b` | fail | FAIL [1] |" in md and "1. `a|b` structured fail `schema|x`" in md  # a list line is no cell
+    # the table cell escapes "|"; a numbered evidence line is no cell and keeps it
+    assert "| `a\\|b` | fail | FAIL [1] |" in md and "1. `a|b` structured fail `schema|x`" in md
     assert all(not line.startswith((" ", "\t")) for line in md.splitlines())
     assert md.count("None.") == 2 and "Empty." in md
 
