@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -39,7 +40,7 @@ from tasks.core.exclusions import load_builtin, merge_ignore_list
 from tasks.core.types import EndpointState, Layer, Mode, OperationalExclusion
 from tasks.errors import StoreError
 from tasks.store.metric_text import FAMILIES, HISTOGRAMS, Family, header, scrape_lines_sql, stored_text_sql
-from tasks.store.snapshot import file_signature, snapshot_path
+from tasks.store.snapshot import detach_snapshot, file_signature, open_snapshot, snapshot_path
 
 log = logging.getLogger(__name__)
 _BY_NAME = {f.name: f for f in (*FAMILIES, *HISTOGRAMS)}
@@ -55,15 +56,6 @@ def build_version() -> str:
         return "unknown"
 
 
-def _open(dbs: Sequence[Path]) -> Any:
-    from tasks.store.catalog import open_catalog
-    from tasks.store.snapshot import open_snapshot
-
-    con = open_snapshot(dbs[0]) if len(dbs) == 1 else open_catalog(list(dbs))
-    con.execute("SET threads = 1")  # small queries: one thread is faster and lighter than two (bench_metrics)
-    return con
-
-
 class CanaryCollector(Collector):
     """The small families (build info, the config's thresholds, the snapshots' age) as prometheus_client
     families; `render()` writes everything read from the snapshot(s) as exposition text (module doc).
@@ -77,6 +69,7 @@ class CanaryCollector(Collector):
         self.cfg = cfg
         self.now = now
         self._lock = threading.Lock()
+        self._duck: Any = None  # the DuckDB instance each new snapshot is attached to (one file)
         self._cache: tuple[tuple[tuple[int, int] | None, ...], list[bytes], ExclusionRows | None] | None = None
 
     def describe(self) -> list[Metric]:
@@ -115,7 +108,7 @@ class CanaryCollector(Collector):
             if self._cache is None or self._cache[0] != signature or None in signature:
                 self._cache = None  # the old text goes before the new one is read (peak RSS)
                 try:
-                    con = _open(self.dbs)
+                    con = self._open()
                 except StoreError as exc:
                     log.warning("metrics: %s", exc)
                     return [up.format(0).encode()]
@@ -123,9 +116,24 @@ class CanaryCollector(Collector):
                     chunks = _read_families(con)
                     self._cache = (signature, chunks, _exclusion_rows(con))
                 finally:
-                    con.close()
+                    if con is self._duck:
+                        detach_snapshot(con)
+                    else:
+                        con.close()
             _, chunks, rows = self._cache
         return [up.format(1).encode(), *chunks, self._exclusions(rows).encode()]
+
+    def _open(self) -> Any:
+        """The snapshot attached to the kept instance (one file), or a catalog over several (a new instance)."""
+        from tasks.store.catalog import open_catalog
+
+        if len(self.dbs) > 1:
+            con = open_catalog(list(self.dbs))
+            con.execute("SET threads = 1")  # small queries: one thread is faster and lighter than two
+            return con
+        if self._duck is None:
+            self._duck = duckdb.connect(config={"threads": 1})
+        return open_snapshot(self.dbs[0], into=self._duck)
 
     def _exclusions(self, rows: ExclusionRows | None) -> str:
         """`canary_endpoint_excluded{layer}` and `canary_routable_endpoints{model}`: the ignore list's layers

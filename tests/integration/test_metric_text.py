@@ -121,3 +121,25 @@ def test_a_new_round_renders_its_model_again_and_leaves_the_others(tmp_path: Pat
     outcomes = dict(_scrape(db)["canary_probe_outcomes"])
     key = (("contract", "ttft"), ("endpoint", "b"), ("model", "m"), ("outcome", "fail"))
     assert outcomes[key] == 2
+
+
+def test_one_collector_reads_each_new_snapshot_on_its_kept_instance(tmp_path: Path) -> None:
+    """The exporter keeps one DuckDB instance and attaches each new snapshot file (a new inode) to it."""
+    db = tmp_path / "canary.duckdb"
+    _saved(db, "m")
+    collector = CanaryCollector([db], CFG)
+    key = (("contract", "ttft"), ("endpoint", "b"), ("model", "m"), ("outcome", "fail"))
+
+    def fails() -> float:
+        fams = {f.name: f for f in text_string_to_metric_families(exposition(collector).decode())}
+        return sum(s.value for s in fams["canary_probe_outcomes"].samples
+                   if tuple(sorted(s.labels.items())) == key)
+
+    assert fails() == 1
+    with store.open_store(db, snapshot=True) as con:
+        save_settlement(con, _settlement("m", T0 + timedelta(minutes=30)), landed_at=T0)
+    with store.open_store(db, snapshot=True):
+        pass
+    assert fails() == 2
+    assert collector._duck is not None and collector._duck.execute(
+        "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'snapshot'").fetchone() == (0,)
