@@ -299,7 +299,7 @@ def serve_metrics(dbs: Sequence[str | os.PathLike[str]], cfg: CanaryConfig, port
 
 
 #: How often the served exporter looks for a new snapshot (a stat per shard) and reads it when there is one, so
-#: that a scrape finds it read already instead of paying for it (~60 ms and ~27 MB at 100 models x 15 endpoints:
+#: that a scrape finds it read already instead of paying for it (~40 ms and ~9 MB at 100 models x 15 endpoints:
 #: benchmarks/bench_metrics.py).
 REFRESH_EVERY_S = 5.0
 
