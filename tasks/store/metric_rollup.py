@@ -5,7 +5,8 @@
 Their size depends on the fleet (models x endpoints x contracts x label values), never on how long the canary
 ran. A round is folded in once (`metric_rolled_rounds`): saving the same round again (a spool landed twice)
 leaves the counters alone. `metric_last_probe` keeps each (model, tag, contract)'s newest round only, so a
-deferred round landing late never overwrites a newer one.
+deferred round landing late never overwrites a newer one. The model's exposition text is rendered again from
+the rollup in the same transaction (`metric_text`, tasks/store/metric_text.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from tasks.core.metric_rollup import RoundRollup
+from tasks.store.metric_text import render_model_text
 from tasks.store.rows import Connection, insert_rows, utc
 
 #: Migration 10.
@@ -73,6 +75,7 @@ def roll_up_round(con: Connection, r: RoundRollup) -> bool:
             "SET outcome = excluded.outcome, reason = excluded.reason, ttft_s = excluded.ttft_s,"
             " duration_s = excluded.duration_s, round_id = excluded.round_id, round_ts = excluded.round_ts"
             " WHERE excluded.round_ts >= metric_last_probe.round_ts")
+    render_model_text(con, r.model)  # the model's exposition text, so a scrape only reads it (metric_text.py)
     return True
 
 

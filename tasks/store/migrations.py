@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tasks.clock import utcnow
 from tasks.errors import StoreError
 from tasks.store.metric_rollup import METRIC_ROLLUP_SQL
+from tasks.store.metric_text import METRIC_TEXT_SQL
 from tasks.store.rows import Connection, fetch_first, transaction
 from tasks.store.schema import (
     ALERTS_FAILED_SQL,
@@ -43,6 +44,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "failed alerts and alert claimers", ALERTS_FAILED_SQL),
     Migration(9, "listing signals, live requests and suspicions", SUSPICION_SQL),
     Migration(10, "metrics rollup", METRIC_ROLLUP_SQL),
+    Migration(11, "metrics exposition text per model", METRIC_TEXT_SQL),
 )
 
 #: The version a fully migrated file reports.
