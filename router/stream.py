@@ -44,6 +44,7 @@ from router.stream_events import (
     split_events,
     usage_prompt_tokens,
 )
+from tasks.core.classify import names_upstream_failure
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
@@ -106,10 +107,10 @@ class Gate:
 def native_error(chunk: dict[str, Any] | None) -> str | None:
     """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
     upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"` (live suspicion only;
-    the bytes are forwarded as they are)."""
+    the bytes are forwarded as they are). The rule is the probe's (tasks/core/classify.py)."""
     for choice in (chunk or {}).get("choices") or []:
         native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
-        if isinstance(native, str) and "error" in native.lower():
+        if isinstance(native, str) and names_upstream_failure(native):
             return native[:40]
     return None
 

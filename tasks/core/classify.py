@@ -232,6 +232,13 @@ def is_redirect_status(code: int | None) -> bool:
     return code is not None and code in REDIRECT_HTTP_CODES
 
 
+def names_upstream_failure(native_finish_reason: str | None) -> bool:
+    """A `native_finish_reason` that names a failure of the upstream hop (`network_error`, `timeout`, ...),
+    not a model's own stop or failure. The one rule the probe's judges and the router's live records share."""
+    native = (native_finish_reason or "").strip().lower()
+    return bool(native) and native not in MODEL_FAILURE_NATIVE and any(w in native for w in UPSTREAM_FAILURE_WORDS)
+
+
 def upstream_failure(a: Attempt) -> str | None:
     """The upstream's own word for a failed hop reported inside a 200 without an error object, or None.
 
@@ -244,7 +251,7 @@ def upstream_failure(a: Attempt) -> str | None:
     native = (a.native_finish_reason or "").strip().lower()
     if native in MODEL_FAILURE_NATIVE:
         return None
-    if native and any(word in native for word in UPSTREAM_FAILURE_WORDS):
+    if names_upstream_failure(native):
         return a.native_finish_reason
     if a.finish_reason == "error" and a.error_code is None and not native:
         return "error"

@@ -11,6 +11,8 @@ import pytest
 from router import stream as gate_fsm
 from router.live import aggregate, outcome_of, pinned_tag, provider_in, stream_outcome
 from router.routes import Tier
+from router.stream import native_error
+from tasks.core.classify import names_upstream_failure
 from tasks.core.live_records import LiveCount, LiveOutcome
 
 pytestmark = pytest.mark.unit
@@ -126,3 +128,15 @@ def test_real_captured_streams_split_anywhere_give_their_live_outcome(name: str,
                                                 ("relayed-429-baseten.json", "BaseTen")])
 def test_real_relayed_errors_name_their_provider(name: str, provider: str) -> None:
     assert provider_in((CAPTURES / name).read_bytes()) == provider
+
+
+@pytest.mark.parametrize(
+    ("native", "upstream"),
+    [("network_error", True), ("upstream_unavailable", True), ("timeout", True), ("MALFORMED_FUNCTION_CALL", False),
+     ("stop", False), ("completed", False), ("", False)],
+)
+def test_the_router_and_the_probe_read_a_native_finish_reason_alike(native: str, upstream: bool) -> None:
+    """One rule (tasks/core/classify.py): what the probe judges `upstream_error` the router records as one."""
+    chunk = {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop",
+                          "native_finish_reason": native}]}
+    assert (native_error(chunk) is not None) is upstream is names_upstream_failure(native)
