@@ -32,7 +32,8 @@ def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:
 def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
     from prefect.artifacts import create_markdown_artifact
 
-    from tasks.publish import artifact_key, render_ignore_markdown
+    from tasks.core.render.markdown import render_ignore_markdown
+    from tasks.publish import artifact_key
 
     keys = []
     for raw in lists:

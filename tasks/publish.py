@@ -27,14 +27,12 @@ from tasks import store
 from tasks.config import DEFAULT_DB_PATH, DEFAULT_PUBLISH_DIR, CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
 from tasks.core.plan import model_slug
-from tasks.core.render.text import cell, name
+from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import IgnoreList, Mode
 from tasks.errors import StoreError
 
 #: The file in a publish directory that names the database owning it.
 OWNER_FILE = ".canary-db"
-#: Characters of the ignore list's JSON shown in the artifact (the JSON file holds all of it).
-IGNORE_JSON_CAP = 2000
 
 
 def publish_dir(cfg: CanaryConfig) -> Path:
@@ -126,24 +124,6 @@ def write_ignore_file(cfg: CanaryConfig, ignore: IgnoreList) -> Path:
     path = ignore_file(cfg, ignore.model)
     write_atomically(path, json.dumps(ignore.as_json(), indent=2) + "\n")
     return path
-
-
-def render_ignore_markdown(ignore: IgnoreList) -> str:
-    ignored = json.dumps(list(ignore.ignore), ensure_ascii=False)
-    lines = [
-        f"# Ignore list for {name(ignore.model, 'markdown')}",
-        "",
-        f"`provider.ignore` = {name(ignored, 'markdown', IGNORE_JSON_CAP)}",
-        "",
-    ]
-    if ignore.entries:
-        lines += ["| tag | layer | reason | until |", "| --- | --- | --- | --- |"]
-        for e in ignore.entries:
-            until = e.until.strftime("%Y-%m-%d %H:%M UTC") if e.until else "-"
-            lines.append(f"| {name(e.tag, 'cell')} | {e.layer} | {cell(e.reason)} | {until} |")
-    else:
-        lines.append("Nothing is excluded.")
-    return "\n".join(lines) + "\n"
 
 
 def create_ignore_artifact(ignore: IgnoreList) -> Any:

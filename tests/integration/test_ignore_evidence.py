@@ -13,9 +13,10 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.judge import RoundFindings, RoundJudgement
 from tasks.core.plan import make_round_id
+from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import Contract, ContractResult, Endpoint, Layer, Mode, Outcome, RoundInfo
 from tasks.prior import settle_and_save
-from tasks.publish import current_ignore_list, render_ignore_markdown
+from tasks.publish import current_ignore_list
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"

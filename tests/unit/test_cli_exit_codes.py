@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from flows.publish import ignore_list_from_json
+from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import IgnoreEntry, IgnoreList, Layer
-from tasks.publish import render_ignore_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 PT = (

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.core.render import render_decision_alert, render_round_markdown
+from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.render.postable import TEXT_CAP, fallback_alert, post_key, postable
 from tasks.core.render.text import NAME_CAP, command_span, name
 from tasks.core.types import (
@@ -24,7 +25,6 @@ from tasks.core.types import (
     Outcome,
     RoundInfo,
 )
-from tasks.publish import render_ignore_markdown
 
 pytestmark = pytest.mark.unit
 

@@ -5,6 +5,7 @@ No indentation inside the Markdown (Prefect renders indented lines as code block
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from tasks.core.cost import RoundCost, describe_totals
@@ -132,3 +133,25 @@ def render_round_markdown(
         out += [f"- {name(e.tag, 'markdown')} ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
                 + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
     return "\n".join(out) + "\n"
+
+
+#: Characters of the ignore list's JSON shown in the artifact (the JSON file holds all of it).
+IGNORE_JSON_CAP = 2000
+
+
+def render_ignore_markdown(ignore: IgnoreList) -> str:
+    ignored = json.dumps(list(ignore.ignore), ensure_ascii=False)
+    lines = [
+        f"# Ignore list for {name(ignore.model, 'markdown')}",
+        "",
+        f"`provider.ignore` = {name(ignored, 'markdown', IGNORE_JSON_CAP)}",
+        "",
+    ]
+    if ignore.entries:
+        lines += ["| tag | layer | reason | until |", "| --- | --- | --- | --- |"]
+        for e in ignore.entries:
+            until = e.until.strftime("%Y-%m-%d %H:%M UTC") if e.until else "-"
+            lines.append(f"| {name(e.tag, 'cell')} | {e.layer} | {cell(e.reason)} | {until} |")
+    else:
+        lines.append("Nothing is excluded.")
+    return "\n".join(lines) + "\n"
