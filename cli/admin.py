@@ -105,8 +105,8 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime,
     except Exception as exc:  # the JSON file is already published; the artifact catches up next round
         typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
     if events:
-        from cli.private_prefect_server import drain_prefect_workers
         from tasks.events import emit_canary_events
+        from tasks.prefect_api.private_server import drain_prefect_workers
 
         emit_canary_events(events)
         drain_prefect_workers()  # the events worker sends in the background: before the command exits

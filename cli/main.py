@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from cli.debug import debug_enabled, traceback_if_debug
 
 # Prefect offline defaults (docs/design.md "Platform notes"), set before anything imports prefect.
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -314,21 +315,15 @@ def router(
     router_command(port=port, routes=routes)
 
 
-def debug_enabled() -> bool:
-    """CANARY_DEBUG set to anything but empty, 0, false or no."""
-    return os.environ.get("CANARY_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def main() -> None:
     from tasks.errors import CanaryError
-    from tasks.secrets import install_log_redaction, redact
+    from tasks.secrets import install_redaction, redact
 
-    install_log_redaction()
+    install_redaction()
     try:
         app(standalone_mode=True)
     except CanaryError as exc:
-        if debug_enabled():
-            traceback.print_exc()
+        traceback_if_debug()
         typer.echo(redact(f"canary: {exc}"), err=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import logging
 import socket
-import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cli.debug import traceback_if_debug
 from tasks.errors import RoutesError
 
 DEFAULT_ROUTES = Path("examples/routes.toml")
@@ -40,21 +40,13 @@ def router_command(
         logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
         serve(loaded, host=host, port=port, log_level=log_level)
     except RoutesError as exc:
-        _traceback_if_debug()
+        traceback_if_debug()
         typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:  # port in use, permission denied
-        _traceback_if_debug()
+        traceback_if_debug()
         typer.echo(f"canary: router cannot listen on {host}:{port} ({exc.strerror or exc})", err=True)
         raise typer.Exit(2) from None
-
-
-def _traceback_if_debug() -> None:
-    """CANARY_DEBUG=1 shows the traceback above the one-line error, as for every other command."""
-    from cli.main import debug_enabled
-
-    if debug_enabled():
-        traceback.print_exc()
 
 
 if __name__ == "__main__":  # pragma: no cover

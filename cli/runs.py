@@ -3,7 +3,7 @@ a missing key, an unknown model or an unreachable base URL into one clear line (
 flow run with a traceback.
 
 The flow runs go to the configured Prefect API (PREFECT_API_URL, its /health checked after the preflight) or to
-one private server that `cli.prefect_server.prefect_api()` starts right after the config checks, so that its
+one private server that `tasks.prefect_api.server.prefect_api()` starts right after the config checks, so that its
 start-up overlaps the preflight's network calls and the flow's imports, and that dies with this process even
 under SIGKILL.
 
@@ -73,8 +73,8 @@ def run_once(
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
-    from cli.configured_prefect_api import configured_api_url
-    from cli.prefect_server import prefect_api
+    from tasks.prefect_api.configured import configured_api_url
+    from tasks.prefect_api.server import prefect_api
 
     if configured_api_url() is None:  # a private server is fresh: it has no Secret blocks to look in
         read_secret("OPENROUTER_API_KEY", required=True, use_blocks=False)
@@ -104,8 +104,8 @@ def cycle_problems(cycle: dict[str, object]) -> list[str]:
 
 def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> int:
     """One cycle (every model concurrently), against the Prefect API `run_once` provides."""
-    from cli.prefect_server import settings_for_flow_runs
     from flows.cycle import canary_cycle
+    from tasks.prefect_api.server import settings_for_flow_runs
 
     # One cycle, then exit: no heartbeats (joining their threads cost a run ~1.7 s at its end).
     with settings_for_flow_runs(heartbeats=False):

@@ -36,6 +36,7 @@ from tasks.clock import utcnow
 from tasks.config import DEFAULT_DB_PATH
 from tasks.core.plan import model_slug
 from tasks.cycle_lock import CycleLockTimeout
+from tasks.secrets import install_redaction
 
 #: The slot of the default database (`canary.duckdb`): one shard, the name every single-file setup uses.
 CYCLE_LIMIT = "canary-cycle"
@@ -129,6 +130,7 @@ def canary_cycle(
 
     `model` with `only`/`contracts`/`confirms`: a confirmation round of that model (flows/confirm.py schedules
     such a run of this deployment `confirm_after_min` after a round with hard failures)."""
+    install_redaction()  # the entry point of a deployment's process: hooks before any log
     from tasks.concurrency import heal_dead_cycle
     from tasks.cycle_lock import cycle_lock
     from tasks.probe_steps import warm_up

@@ -23,7 +23,8 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.core.deadman import silence_alerts
+from tasks.core.render import silence_alerts
+from tasks.secrets import install_redaction
 
 #: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
 CHECK_EVERY = timedelta(minutes=15)
@@ -117,6 +118,7 @@ def canary_deadman(
 ) -> dict[str, Any]:
     """Alert once per silence episode for every configured model (a shard: its `models`) without a recent
     complete round."""
+    install_redaction()  # the entry point of a deployment's process: hooks before any log
     from tasks.round_steps import resolve_config
 
     cfg = resolve_config(config_path, {**(overrides or {}), **({"models": models} if models else {})},

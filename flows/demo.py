@@ -25,7 +25,7 @@ from rich.table import Table
 from tasks.core.render.markdown import OUTCOME_CODES
 
 if TYPE_CHECKING:
-    from cli.prefect_server import PrefectApi
+    from tasks.prefect_api.server import PrefectApi
 
 DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
 #: Simulated delays and the round's time budgets are multiplied by this in `canary demo` (rounds of seconds).
@@ -86,9 +86,9 @@ def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb", 
 
         build_history(days=days, db_path=db_path, engine=engine)
         return
-    from cli.prefect_server import prefect_api
+    from tasks.prefect_api.server import prefect_api
 
-    # The configured Prefect API, else a private server that dies with this process (cli/prefect_server.py),
+    # The configured Prefect API, else a private server that dies with this process (tasks/prefect_api/server.py),
     # starting while the flow is imported and the simulator starts.
     with quiet_logs(), prefect_api() as api:
         _run_rounds(rounds, db_path, api)
@@ -152,7 +152,7 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
 
 def fleet_size(fleet: Path, model: str) -> int:
     """How many endpoints of `model` the fleet file lists (what round 1's progress line announces)."""
-    from simulator.fleet import load_fleet
+    from simulator.fleet_file import load_fleet
 
     return sum(len(m.endpoints) for m in load_fleet(fleet).models if m.id == model)
 

@@ -64,7 +64,7 @@ class SimulatorChild:
 def serve_simulator_child(fleet: str, time_scale: float, clock_file: str) -> None:
     """The child: serve the fleet on the parent's clock (`-`: real time), print the address, reset its fault
     counters on each `reset` line, stop when stdin closes. A fleet ending in .json is a fleet spec (a dict)."""
-    from simulator.fleet import parse_fleet
+    from simulator.fleet_file import read_fleet
     from simulator.server import start_simulator
 
     now: Any = None
@@ -76,7 +76,7 @@ def serve_simulator_child(fleet: str, time_scale: float, clock_file: str) -> Non
             return datetime.fromtimestamp(struct.unpack_from("<d", shared, 0)[0], UTC)
 
     try:
-        spec: Any = parse_fleet(json.loads(Path(fleet).read_text(encoding="utf-8"))) if fleet.endswith(".json") \
+        spec: Any = read_fleet(json.loads(Path(fleet).read_text(encoding="utf-8"))) if fleet.endswith(".json") \
             else fleet
         sim = start_simulator(spec, time_scale=time_scale, now=now)
     except Exception as exc:  # a bad fleet file: one line for the parent
@@ -95,7 +95,7 @@ def simulator_process(
     fleet: str | Path | Mapping[str, Any], *, time_scale: float, clock: SharedStepClock | None = None
 ) -> Iterator[SimulatorChild]:
     """The simulator in a child process (`python -m flows.history_sim`), its fault windows on `clock` (None:
-    real time). `fleet`: a fleet file, or a fleet spec (the dict `simulator.fleet.parse_fleet` reads).
+    real time). `fleet`: a fleet file, or a fleet spec (the dict `simulator.fleet_file.read_fleet` reads).
 
     In the process running rounds, the simulator would compete for the GIL with Prefect's threads: healthy
     first tokens then arrive late, and a loaded machine turns them into TTFT failures."""
@@ -150,14 +150,14 @@ def _one_cert_bundle() -> Path:
 def history_prefect(lean: bool = True) -> Iterator[None]:
     """The Prefect settings of a history: its own private server, and (lean) no per-run waste.
 
-    Always: the flow runs go to a private server of this process that dies with it (cli/prefect_server.py),
+    Always: the flow runs go to a private server of this process that dies with it (tasks/prefect_api/server.py),
     never to PREFECT_API_URL (hundreds of simulated runs do not belong in a real deployment's UI, and Slack
     secret blocks there must not fire).
     Lean (the flow code itself is untouched; each item measured, see benchmarks/bench_history.py):
 
     * no flow-run heartbeats: the engine joins its heartbeat thread, which sleeps in 1 s steps, at the end
       of every flow run (0-1 s per round, 0.5 s on average);
-    * the private server's bookkeeping services off (cli/private_prefect_server.py IDLE_SERVER_SERVICES, its
+    * the private server's bookkeeping services off (tasks/prefect_api/private_server.py IDLE_SERVER_SERVICES, its
       default; not lean turns them on): their SQLite writes locked out the round's own API calls (a Variable
       write took 1-3 s instead of 20 ms);
     * a one-certificate CA bundle (SSL_CERT_FILE): each round's discovery builds an httpx.Client, whose
@@ -165,8 +165,8 @@ def history_prefect(lean: bool = True) -> Iterator[None]:
       its one client per process, so this was ~1.5 s per round when every probe task built one). No TLS is
       spoken here: the simulator and the temporary server are plain http on 127.0.0.1 and Slack is off.
     """
-    from cli.prefect_server import prefect_api, settings_for_flow_runs
-    from cli.private_prefect_server import IDLE_SERVER_SERVICES
+    from tasks.prefect_api.private_server import IDLE_SERVER_SERVICES
+    from tasks.prefect_api.server import prefect_api, settings_for_flow_runs
 
     env = {} if lean else {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "true" for n in IDLE_SERVER_SERVICES}
     if lean:

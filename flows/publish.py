@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow
 
 from tasks.core.types import IgnoreEntry, IgnoreList, Layer
+from tasks.secrets import install_redaction
 
 
 def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:
@@ -30,6 +31,7 @@ def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:
 
 @flow(name="publish-ignore-list", flow_run_name="publish-ignore-list")
 def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
+    install_redaction()  # the entry point of a deployment's process: hooks before any log
     from prefect.artifacts import create_markdown_artifact
 
     from tasks.core.render.markdown import render_ignore_markdown

@@ -25,6 +25,7 @@ from prefect import flow
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
+from tasks.secrets import install_redaction
 
 log = logging.getLogger("canary.watch")
 
@@ -101,6 +102,7 @@ def canary_watch(
     cycle_deployment: str | None = None,
 ) -> dict[str, Any]:
     """Suspect endpoints from live traffic and OpenRouter's uptime; ask for their confirmation rounds."""
+    install_redaction()  # the entry point of a deployment's process: hooks before any log
     from tasks.round_steps import resolve_config
 
     cfg = resolve_config(config_path, overrides, db_path=db_path)

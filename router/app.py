@@ -43,7 +43,7 @@ from router.upstream import Committed, Passthrough, TierFailure, relay, try_once
 from tasks.clock import Clock, SystemClock
 from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
-from tasks.secrets import SecretStr
+from tasks.secrets import SecretStr, install_redaction
 
 log = logging.getLogger("router")
 
@@ -231,6 +231,7 @@ def build_shell(
     events: list[Batcher[RouteEvent]] | None = None,
 ) -> RouterShell:
     """Resolve keys (RoutesError if one is missing) and the sinks named by the routes file."""
+    install_redaction()  # the router's composition root: its logs and events are redacted from here on
     settings = routes.settings
     ignore = IgnoreLists(settings.publish_dir)
     clock = clock or SystemClock()

@@ -1,12 +1,12 @@
 """The fleet file: which models the simulator serves, their endpoints, and what each endpoint does wrong.
 
-Format documented in simulator/FLEET.md. `parse_fleet` validates a mapping (the parsed TOML) and raises
-`FleetError` with one line naming the key path and the bad value; `load_fleet` reads a TOML file.
+Format documented in simulator/FLEET.md. `parse_fleet` validates a `[[models]]` mapping and raises `FleetError`
+with one line naming the key path and the bad value. A fleet file (listed models, or a generated `[catalog]`)
+is read by simulator/fleet_file.py.
 """
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,28 +97,8 @@ class Fleet:
         return {e.provider_slug: e.provider_name for m in self.models for e in m.endpoints}
 
 
-def load_fleet(path: str | Path) -> Fleet:
-    """Read and validate a fleet TOML file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FleetError(f"fleet: cannot read {p}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FleetError(f"fleet: {p} is not valid TOML: {exc}") from None
-    fleet = parse_fleet(data)
-    return Fleet(models=fleet.models, source=str(p))
-
-
 def parse_fleet(mapping: Mapping[str, Any]) -> Fleet:
     """Validate a parsed fleet mapping; FleetError names the first bad key and its value."""
-    if "catalog" in mapping:  # a generated catalog (simulator/catalog.py) instead of listed models
-        from simulator.catalog import catalog_from_table
-
-        v.only_keys(mapping, {"catalog"}, "fleet")
-        return catalog_from_table(mapping["catalog"])
     v.only_keys(mapping, {"models"}, "fleet")
     models = v.list_of_tables(mapping.get("models"), "models", required=True)
     parsed = tuple(_model(m, f"models[{i}]") for i, m in enumerate(models))

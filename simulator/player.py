@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 
@@ -15,8 +16,12 @@ from simulator.fleet import EndpointSpec
 from simulator.plan import Plan
 from simulator.text import estimate_tokens
 
-if TYPE_CHECKING:
-    from simulator.app import SimulatorState
+
+class PlayerState(Protocol):
+    """What a reply player reads of the running simulator (simulator/app.py `SimulatorState`)."""
+
+    time_scale: float
+    stopping: threading.Event
 
 #: Waits shorter than this (wall seconds) are pooled: see `ReplyPlayer._paced`.
 _MIN_SLEEP_S = 0.008
@@ -43,7 +48,7 @@ class ReplyPlayer:
 
     def __init__(
         self,
-        state: SimulatorState,
+        state: PlayerState,
         request: Request,
         plan: Plan,
         head: dict[str, Any],

@@ -20,7 +20,8 @@ from typing import Any
 import uvicorn
 
 from simulator.app import SimulatorState, build_app
-from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, load_fleet
+from simulator.fleet import Fleet
+from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from simulator.player import CutConnection
 
 _STARTUP_TIMEOUT_S = 10.0

@@ -1,6 +1,8 @@
-"""Log redaction: every log record's message, arguments and traceback pass through `tasks.secrets.redact`.
+"""Log redaction: every log record's message, arguments and traceback pass through the process's redactor.
 
-`install_log_redaction()` (run when tasks.secrets is first imported, and again by the CLI) puts
+The redactor is `tasks.core.redaction.redact`, which `tasks.secrets.install_redaction` points at
+`tasks.secrets.redact` (every secret the process knows). `install_log_redaction()` (called by that, and again
+after logging is reconfigured) puts
 `RedactingFilter` on the canary/prefect/httpx loggers and their handlers and the root's, and wraps the log
 record factory, so a record of any logger is redacted when it is created, before any handler (the console,
 Prefect's API handler, pytest's caplog) sees it.
@@ -12,7 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from tasks.secrets import redact
+from tasks.core.redaction import redact
 
 #: Loggers whose records are redacted at creation (their children's records go through the handlers' filter
 #: and the record factory installed by `install_log_redaction`).

@@ -39,8 +39,9 @@ from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
 from tasks.core.types import EndpointState, Layer, Mode, OperationalExclusion
 from tasks.errors import StoreError
+from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import FAMILIES, HISTOGRAMS, Family, header, scrape_lines_sql, stored_text_sql
-from tasks.store.snapshot import detach_snapshot, file_signature, open_snapshot, snapshot_path
+from tasks.store.snapshot import file_signature, snapshot_path
 
 log = logging.getLogger(__name__)
 _BY_NAME = {f.name: f for f in (*FAMILIES, *HISTOGRAMS)}

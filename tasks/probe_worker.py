@@ -241,4 +241,7 @@ def _serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
+    from tasks.secrets import install_redaction
+
+    install_redaction()
     _serve(int(sys.argv[1]))

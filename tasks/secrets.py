@@ -17,7 +17,9 @@ removes secrets in two ways:
 
 The rules themselves are pure (tasks/core/redaction.py); this module owns which values are secret. `MASK`
 ("***") replaces what is removed. `SecretStr` keeps a value out of reprs, logs and flow parameters.
-tasks/log_redaction.py applies `redact` to every log record; it is installed when this module is imported.
+Importing this module changes nothing. Each entry point (the `canary` CLI, every flow, the probe worker, the
+router) calls `install_redaction()` first: from then on the core's renderers and every log record (through
+tasks/log_redaction.py) are redacted with `redact`.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from tasks.core.redaction import (
     MASK,
     MIN_VALUE_CHARS,
     SHAPES,
+    install_redactor,
     matcher_for,
     redact_shapes,
     redact_values,
 )
 from tasks.errors import ConfigError
+from tasks.log_redaction import install_log_redaction
 
 #: Secret environment variables, read afresh at every `redact` (a test or an admin may change them).
 ENV_SECRETS = ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
@@ -199,21 +203,23 @@ def read_secret(
 
 def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
     """Read every secret the process may use (environment, else its Prefect Secret block) so that each is
-    known to `redact` before the first reply is recorded, not only once the task that needs it runs."""
+    known to `redact` before the first reply is recorded, not only once the task that needs it runs (and
+    install the redaction hooks, if the entry point has not)."""
+    install_redaction()
     for name in names:
         read_secret(name)
 
 
-from tasks.core.redaction import install_redactor  # noqa: E402
-from tasks.log_redaction import RedactingFilter, install_log_redaction  # noqa: E402  (needs `redact`)
-
-install_redactor(redact)  # the core's renderers mask every value this process knows, not only shapes
-
-install_log_redaction()  # from the first import on, in every process that can hold a secret
+def install_redaction() -> None:
+    """Redact with `redact` from now on: the core's renderers (`tasks.core.redaction.redact`) mask every value
+    this process knows, not only shapes, and so does every log record (tasks/log_redaction.py). Idempotent;
+    entry points call it first (importing a module installs nothing)."""
+    install_redactor(redact)
+    install_log_redaction()
 
 __all__ = [
     "ENV_SECRETS", "ENV_URLS", "FRAGMENT_CHARS", "MASK", "MIN_VALUE_CHARS", "SECRET_BLOCKS", "SHAPES",
-    "RedactingFilter", "SecretStr", "install_log_redaction", "known_values", "preload_secrets", "read_secret",
+    "SecretStr", "install_redaction", "known_values", "preload_secrets", "read_secret",
     "redact", "redact_opt", "redact_shapes", "redact_values", "register", "register_url", "strip_userinfo",
     "url_userinfo_secrets",
 ]

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from tasks.core.types import Alert, IgnoreList
-
 #: How many missed intervals make a silence: one missed round can be a slow round, two cannot.
 SILENT_INTERVALS = 2
 
@@ -57,25 +55,3 @@ def overdue_models(
         if silent_for > limit:
             overdue.append(Overdue(model=model, last_complete_ts=last, silent_for=silent_for))
     return overdue
-
-
-def silence_alerts(
-    last_complete: Mapping[str, datetime | None],
-    now: datetime,
-    interval: timedelta,
-    *,
-    watching_since: Mapping[str, datetime] | None = None,
-    ignore_lists: Mapping[str, IgnoreList] | None = None,
-) -> list[Alert]:
-    """One dead-man alert per model silent for more than two intervals at `now` (per-model watch
-    start for models that never completed a round)."""
-    overdue = [
-        o
-        for model, last in sorted(last_complete.items())
-        for o in overdue_models(
-            {model: last}, now, interval, watching_since=(watching_since or {}).get(model)
-        )
-    ]
-    from tasks.core.render import render_deadman_alerts  # render imports this module's Overdue
-
-    return render_deadman_alerts(overdue, interval, now, ignore_lists)

@@ -22,12 +22,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.core.deadman import silence_alerts
 from tasks.core.exclusions import describe_suspension, excluded_layers, merge_ignore_list
 from tasks.core.judge import RoundFindings, RoundJudgement, findings_from_results, judge_round
 from tasks.core.plan import make_round_id
 from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide
-from tasks.core.render import alerts_for_round, describe_changes
+from tasks.core.render import alerts_for_round, describe_changes, silence_alerts
 from tasks.core.render.round_alerts import render_empty_catalog_alert
 from tasks.core.types import (
     Action,

@@ -11,7 +11,7 @@ costs (what the canary spent: the cost views, the budget projection), metric_rol
 scrape reads, kept by the save transaction).
 """
 
-from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, open_store
+from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, open_snapshot, open_store
 from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import (
     active_exclusions,
@@ -44,7 +44,7 @@ from tasks.store.outbox import (
 )
 from tasks.store.route_events import append_route_events, route_event_rows
 from tasks.store.rows import Connection, transaction
-from tasks.store.snapshot import open_snapshot, snapshot_path
+from tasks.store.snapshot import snapshot_path
 from tasks.store.state import (
     MODE_KEY,
     append_decisions,

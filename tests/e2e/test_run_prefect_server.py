@@ -1,6 +1,6 @@
 """`canary run`'s Prefect API, as a user runs it (the installed console script in a subprocess).
 
-Without PREFECT_API_URL, `canary run` starts one private Prefect server (cli/prefect_server.py). Before, every
+Without PREFECT_API_URL, `canary run` starts one private Prefect server (tasks/prefect_api/server.py). Before, every
 run started Prefect's temporary server, which outlived a `kill -9` of its parent (~200 MB each) and printed
 `CancelledError` tracebacks when a successful run shut it down. Here:
 
@@ -30,8 +30,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.private_prefect_server import OWNER_ENV
 from simulator.server import SimulatorHandle, start_simulator
+from tasks.prefect_api.private_server import OWNER_ENV
 
 pytestmark = pytest.mark.e2e
 MODEL = "meta-llama/llama-3.3-70b-instruct"
@@ -196,7 +196,7 @@ def test_b_kill_9_of_a_run_in_progress_leaves_no_prefect_server(
             time.sleep(0.1)
         assert alive == [], "the probe worker outlived its round's process"
         # What the kill left on disk (the server's database) goes with the next private server's start.
-        from cli.private_prefect_server import _remove_stale_logs
+        from tasks.prefect_api.private_server import _remove_stale_logs
 
         left_dirs = list(tmp_path.glob(f"canary-prefect-db-{proc.pid}-*"))
         assert left_dirs, "expected the killed run's server database directory"
@@ -258,7 +258,7 @@ def test_c_a_configured_api_that_does_not_answer_is_one_line(sim: SimulatorHandl
 def test_d_a_configured_api_that_answers_is_used_and_nothing_is_started(
     sim: SimulatorHandle, tmp_path: Path
 ) -> None:
-    from cli.private_prefect_server import PrivatePrefectServer
+    from tasks.prefect_api.private_server import PrivatePrefectServer
 
     configured = PrivatePrefectServer()  # a Prefect server of the test's own, standing in for a real one
     env = run_env(sim, tmp_path, PREFECT_HOME=str(tmp_path / "configured-home"))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.configured_prefect_api import api_url_from_environment
+from tasks.prefect_api.configured import api_url_from_environment
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ OWNER = textwrap.dedent(
 SERVER = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from cli.prefect_server_child import die_with_owner, kill_group_when_owner_goes
+    from tasks.prefect_api.server_child import die_with_owner, kill_group_when_owner_goes
     pipe_r, owner, with_death_signal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
     if with_death_signal:
         die_with_owner(owner)
@@ -109,7 +109,7 @@ def test_the_private_server_keeps_no_history_nobody_reads_unless_the_operator_sa
 ) -> None:
     import shutil
 
-    from cli.private_prefect_server import DATABASE_TIMEOUT_S, IDLE_SERVER_SERVICES, PrivatePrefectServer
+    from tasks.prefect_api.private_server import DATABASE_TIMEOUT_S, IDLE_SERVER_SERVICES, PrivatePrefectServer
 
     for key in ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
         monkeypatch.delenv(key, raising=False)

@@ -22,7 +22,8 @@ from simulator.catalog import (
     role_counts,
     roles,
 )
-from simulator.fleet import Fleet, load_fleet
+from simulator.fleet import Fleet
+from simulator.fleet_file import load_fleet
 from simulator.language import detect_language
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.errors import FleetError

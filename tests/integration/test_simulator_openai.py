@@ -10,7 +10,8 @@ import httpx
 import openai
 import pytest
 
-from simulator.fleet import DEFAULT_FLEET_PATH, load_fleet, parse_fleet
+from simulator.fleet import parse_fleet
+from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from simulator.language import detect_language
 from simulator.server import SimulatorHandle, start_simulator
 

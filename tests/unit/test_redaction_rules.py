@@ -198,7 +198,7 @@ def test_the_recorder_redacts_reply_text_before_anything_judges_it() -> None:
 
 
 def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
-    secrets.install_log_redaction()
+    secrets.install_redaction()
     with env(OPENROUTER_API_KEY=SHAPELESS), caplog.at_level(logging.INFO):
         for name in ("canary", "canary.alerts", "prefect.flow_runs", "httpx", "some.library"):
             logging.getLogger(name).warning("leak %s via %s", SHAPELESS, name)

@@ -14,6 +14,7 @@ from tasks.core.render.round_alerts import (
     render_deadman_alerts,
     render_pin_mismatch_alerts,
     render_probe_weak_alert,
+    silence_alerts,
 )
 from tasks.core.render.slack import (
     EvidenceLine,
@@ -38,6 +39,7 @@ __all__ = [
     "render_decision_alerts",
     "render_pin_mismatch_alerts",
     "render_probe_weak_alert",
+    "silence_alerts",
     "render_round_markdown",
     "round_status",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from tasks.core.deadman import Overdue
+from tasks.core.deadman import Overdue, overdue_models
 from tasks.core.render.slack import EvidenceLine, build_alert, digest, render_decision_alerts
 from tasks.core.render.text import code, command_span, exclude_cmd, fmt_ts, mrkdwn, name
 from tasks.core.types import Alert, Attempt, ContractResult, Decision, IgnoreList, Outcome
@@ -138,3 +138,23 @@ def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_ur
             f"{command_span('canary', 'run', '--model', model)} shows discovery's answer.",
         ],
     )
+
+
+def silence_alerts(
+    last_complete: Mapping[str, datetime | None],
+    now: datetime,
+    interval: timedelta,
+    *,
+    watching_since: Mapping[str, datetime] | None = None,
+    ignore_lists: Mapping[str, IgnoreList] | None = None,
+) -> list[Alert]:
+    """One dead-man alert per model silent for more than two intervals at `now` (per-model watch
+    start for models that never completed a round)."""
+    overdue = [
+        o
+        for model, last in sorted(last_complete.items())
+        for o in overdue_models(
+            {model: last}, now, interval, watching_since=(watching_since or {}).get(model)
+        )
+    ]
+    return render_deadman_alerts(overdue, interval, now, ignore_lists)

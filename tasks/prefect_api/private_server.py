@@ -1,7 +1,7 @@
-"""One private Prefect API server in a child process, that dies with its owner (cli/prefect_server.py uses it).
+"""One private Prefect API server in a child process, that dies with its owner (tasks/prefect_api/server.py uses it).
 
     canary run                       (owner; holds the write end of a pipe)
-    └── python -m cli.prefect_server_child (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
+    └── python -m tasks.prefect_api.server_child (new session; PR_SET_PDEATHSIG=SIGKILL; uvicorn + Prefect's API app)
         └── watchdog                  (forked before any import; reads the pipe, SIGKILLs the group on EOF)
 
 * the app is the one Prefect's temporary server runs (`create_app` in ephemeral mode: its few services,
@@ -106,7 +106,7 @@ class PrivatePrefectServer:
         try:
             with self.log_path.open("wb") as log:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "cli.prefect_server_child", *args],
+                    [sys.executable, "-m", "tasks.prefect_api.server_child", *args],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -1,9 +1,9 @@
 """The Prefect API a command's flow runs talk to: the configured one, or one private server that dies with us.
 
 With PREFECT_API_URL set (environment or active Prefect profile) that API is used after one GET of its /health
-before the first flow (no answer: one line, exit 2; cli/configured_prefect_api.py). Without it, Prefect would
+before the first flow (no answer: one line, exit 2; tasks/prefect_api/configured.py). Without it, Prefect would
 start a temporary server in every process, one that outlived a `kill -9` of its parent (~200 MB each).
-`prefect_api()` starts one private server instead (cli/private_prefect_server.py: how it is spawned, waited
+`prefect_api()` starts one private server instead (tasks/prefect_api/private_server.py: how it is spawned, waited
 for, and dies with its owner).
 """
 
@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from cli.configured_prefect_api import check_configured_api, configured_api_url
-from cli.private_prefect_server import PrivatePrefectServer, drain_prefect_workers
+from tasks.prefect_api.configured import check_configured_api, configured_api_url
+from tasks.prefect_api.private_server import PrivatePrefectServer, drain_prefect_workers
 
 
 class PrefectApi:

@@ -1,7 +1,7 @@
-"""The private Prefect server's process (cli/private_prefect_server.py starts it): serve Prefect's API app on a socket
-the owner bound, die with the owner, and take the whole process group along.
+"""The private Prefect server's process (tasks/prefect_api/private_server.py starts it): serve Prefect's API app
+on a socket the owner bound, die with the owner, and take the whole process group along.
 
-    python -m cli.prefect_server_child --fd=N --port=P --pipe=R --owner=PID
+    python -m tasks.prefect_api.server_child --fd=N --port=P --pipe=R --owner=PID
 
 Only the standard library is imported before the watchdog is forked, so that it is small and holds no thread.
 """

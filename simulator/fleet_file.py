@@ -1,0 +1,41 @@
+"""A fleet file, read: listed `[[models]]` (simulator/fleet.py) or a generated `[catalog]` (simulator/catalog.py).
+
+Format documented in simulator/FLEET.md. Either way a bad value is one `FleetError` line naming its key path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from simulator import fleet_values as v
+from simulator.catalog import catalog_from_table
+from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
+from tasks.errors import FleetError
+
+__all__ = ["DEFAULT_FLEET_PATH", "load_fleet", "read_fleet"]
+
+
+def load_fleet(path: str | Path) -> Fleet:
+    """Read and validate a fleet TOML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FleetError(f"fleet: cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FleetError(f"fleet: {p} is not valid TOML: {exc}") from None
+    fleet = read_fleet(data)
+    return Fleet(models=fleet.models, source=str(p))
+
+
+def read_fleet(mapping: Mapping[str, Any]) -> Fleet:
+    """A parsed fleet file or spec: a `catalog` table (a generated catalog) or listed `models`."""
+    if "catalog" in mapping:
+        v.only_keys(mapping, {"catalog"}, "fleet")
+        return catalog_from_table(mapping["catalog"])
+    return parse_fleet(mapping)
