@@ -32,7 +32,8 @@ from tasks.core.events import CanaryEvent
 from tasks.core.exclusions import is_valid_tag, matches
 from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError
-from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, known_tags, write_ignore_file
+from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, write_ignore_file
+from tasks.store.history import known_tags
 from tasks.store.state import load_policy_states, replace_policy_states
 
 

@@ -22,7 +22,8 @@ from tasks.config import CanaryConfig
 from tasks.core.cost import CostTotals, describe_totals, format_usd
 from tasks.core.render.text import name
 from tasks.core.types import IgnoreList, Mode
-from tasks.publish import current_ignore_list, known_tags
+from tasks.publish import current_ignore_list
+from tasks.store.history import known_tags
 
 
 def ignore_list_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:

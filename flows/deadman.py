@@ -25,21 +25,11 @@ from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.render import silence_alerts
 from tasks.secrets import install_redaction
+from tasks.store.history import last_complete_ts
 
 #: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
 CHECK_EVERY = timedelta(minutes=15)
 _WATCH_KEY = "deadman_watching_since:{model}"
-
-
-def last_complete_ts(con: Any, model: str, before: datetime | None = None) -> datetime | None:
-    """The round time of `model`'s latest complete round (strictly before `before`, when given)."""
-    sql = "SELECT max(round_ts) FROM rounds WHERE status = 'complete' AND model = ?"
-    params: list[object] = [model]
-    if before is not None:
-        sql += " AND round_ts < ?"
-        params.append(before)
-    row = con.execute(sql, params).fetchone()
-    return row[0] if row else None
 
 
 def _watching_since(con: Any, model: str, now: datetime) -> datetime:

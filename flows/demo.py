@@ -163,24 +163,14 @@ def _cell(outcome: str, reason: str) -> str:
 
 
 def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wall_s: float) -> None:
+    from tasks.store.history import round_view
+
     round_id = summary["round_id"]
-    round_ts = con.execute("SELECT round_ts FROM rounds WHERE round_id = ?", [round_id]).fetchone()[0]
-    outcomes = con.execute(
-        "SELECT tag, contract, outcome, reason FROM outcomes WHERE round_id = ? ORDER BY tag", [round_id]
-    ).fetchall()
-    statuses = dict(
-        con.execute("SELECT tag, status FROM endpoint_rounds WHERE round_id = ?", [round_id]).fetchall()
-    )
-    states = {
-        r[0]: r[1:]
-        for r in con.execute(
-            "SELECT tag, fail_streak, clean_streak, suspended_until FROM endpoint_state WHERE model = ?",
-            [summary["model"]],
-        ).fetchall()
-    }
+    view = round_view(con, round_id, summary["model"])
+    statuses, states = view.statuses, view.streaks
     contracts = ["ttft", "refusal", "structured", "language", "opening", "tools"]
     cells: dict[str, dict[str, str]] = {}
-    for tag, contract, outcome, reason in outcomes:
+    for tag, contract, outcome, reason in view.outcomes:
         cells.setdefault(tag, {})[contract] = _cell(outcome, reason)
     table = Table(
         title=f"Round {n} — {round_id} ({wall_s:.1f} s)",
@@ -198,29 +188,21 @@ def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wal
     for tag in sorted(cells):
         st = states.get(tag, (0, 0, None))
         status = statuses.get(tag, "")
-        until = st[2].strftime("%m-%d %H:%M") if st[2] is not None else ""
         table.add_row(
             tag,
             *[cells[tag].get(c, "") for c in contracts],
             f"[{_STATUS_STYLE.get(status, '')}]{status}[/]",
             f"{st[0]}/{st[1]}",
-            until,
+            st[2].strftime("%m-%d %H:%M") if st[2] is not None else "",
         )
     console.print(table)
-    decisions = con.execute(
-        "SELECT action, tag, until, reason FROM decisions WHERE round_id = ? ORDER BY tag", [round_id]
-    ).fetchall()
-    for action, tag, until, reason in decisions:
+    for action, tag, decided_until, why in view.decisions:
         console.print(
             f"  decision: [bold]{action}[/] {tag}"
-            + (f" until {until:%Y-%m-%d %H:%M}" if until else "")
-            + (f" — {reason}" if reason else "")
+            + (f" until {decided_until:%Y-%m-%d %H:%M}" if decided_until else "")
+            + (f" — {why}" if why else "")
         )
-    alerts = con.execute(
-        "SELECT kind, text FROM alerts WHERE model = ? AND created_at = ? ORDER BY kind, tag",
-        [summary["model"], round_ts],
-    ).fetchall()
-    for kind, text in alerts:
+    for kind, text in view.alerts:
         first = text.splitlines()[0] if text else ""
         console.print(f"  alert ({kind}): {first}")
     console.print(f"  ignore list: {summary['ignore']}")

@@ -23,7 +23,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,10 +36,19 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
-from tasks.core.types import EndpointState, Layer, Mode, OperationalExclusion
+from tasks.core.types import Layer
 from tasks.errors import StoreError
 from tasks.store.connection import detach_snapshot, open_snapshot
-from tasks.store.metric_text import FAMILIES, HISTOGRAMS, Family, header, scrape_lines_sql, stored_text_sql
+from tasks.store.metric_text import (
+    FAMILIES,
+    HISTOGRAMS,
+    ExclusionRows,
+    Family,
+    exclusion_rows,
+    header,
+    scrape_lines,
+    stored_text,
+)
 from tasks.store.snapshot import file_signature, snapshot_path
 
 log = logging.getLogger(__name__)
@@ -115,7 +123,7 @@ class CanaryCollector(Collector):
                     return [up.format(0).encode()]
                 try:
                     chunks = _read_families(con)
-                    self._cache = (signature, chunks, _exclusion_rows(con))
+                    self._cache = (signature, chunks, exclusion_rows(con))
                 finally:
                     if con is self._duck:
                         detach_snapshot(con)
@@ -129,9 +137,7 @@ class CanaryCollector(Collector):
         from tasks.store.catalog import open_catalog
 
         if len(self.dbs) > 1:
-            con = open_catalog(list(self.dbs))
-            con.execute("SET threads = 1")  # small queries: one thread is faster and lighter than two
-            return con
+            return open_catalog(list(self.dbs), threads=1)  # small queries: one thread is faster and lighter
         if self._duck is None:
             self._duck = duckdb.connect(config={"threads": 1})
         return open_snapshot(self.dbs[0], into=self._duck)
@@ -162,37 +168,6 @@ class CanaryCollector(Collector):
         return "".join(excluded) + "".join(routable)
 
 
-@dataclass(frozen=True, slots=True)
-class ExclusionRows:
-    """What the exclusion gauges need from the snapshot (small: one row per model, suspension, exclusion)."""
-
-    latest: list[tuple[str, list[str]]]  # model -> endpoints of its latest complete full round
-    states: dict[str, list[EndpointState]]  # enforce-mode states with a suspension, per model
-    operational: list[OperationalExclusion]  # not removed (expiry is checked at each scrape)
-
-
-def _exclusion_rows(con: Any) -> ExclusionRows | None:
-    try:
-        latest = con.execute(
-            "SELECT model, arg_max(endpoints, round_ts) FROM rounds WHERE status = 'complete'"
-            " AND NOT coalesce(partial, false) GROUP BY model ORDER BY model").fetchall()
-        states = con.execute(
-            "SELECT model, tag, ladder_step, suspended_until FROM endpoint_state WHERE mode = 'enforce'"
-            " AND suspended_until IS NOT NULL").fetchall()
-        ops = con.execute(
-            "SELECT tag, model, reason, who, added_at, until FROM exclusions WHERE removed_at IS NULL").fetchall()
-    except Exception as exc:
-        log.debug("metrics: exclusions skipped: %s", exc)
-        return None
-    by_model: dict[str, list[EndpointState]] = {}
-    for model, tag, step, until in states:
-        by_model.setdefault(model, []).append(
-            EndpointState(model=model, tag=tag, mode=Mode.ENFORCE, ladder_step=step, suspended_until=until))
-    return ExclusionRows([(m, list(tags or [])) for m, tags in latest], by_model,
-                         [OperationalExclusion(tag=t, model=m, reason=r, who=w, added_at=a, until=u)
-                          for t, m, r, w, a, u in ops])
-
-
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
@@ -205,16 +180,7 @@ def _read_families(con: Any) -> list[bytes]:
     """Every family read from the snapshot: the stored text (a header, then one chunk per model), then the
     families rendered now; a family whose query fails (a shard a migration behind) is skipped. The stored rows
     are grouped here, not by an ORDER BY (DuckDB would hold a sorted copy of the ~9 MB: slower, heavier)."""
-    query = "SELECT family, model, body FROM metric_text"
-    try:
-        rows = con.execute(query)
-    except Exception as exc:  # before migration 11: rendered from the rollup now (slow, once a cycle)
-        log.debug("metrics: no stored text: %s", str(exc).splitlines()[0] if str(exc) else exc)
-        try:
-            rows = con.execute(stored_text_sql(model_filter=False))
-        except Exception as exc2:  # before migration 10
-            log.debug("metrics: no rollup: %s", str(exc2).splitlines()[0] if str(exc2) else exc2)
-            rows = None
+    rows = stored_text(con)
     stored: dict[str, list[tuple[str, bytes]]] = {}
     while rows is not None and (batch := rows.fetchmany(64)):
         for family, model, body in batch:
@@ -232,7 +198,7 @@ def _render_scraped(con: Any, families: Sequence[Family]) -> str:
     """The small families in one query (each query costs a few ms of planning); if it fails (a shard a
     migration behind lacks a table), family by family, skipping the ones that fail."""
     def run(chosen: Sequence[Family]) -> dict[str, str]:
-        return {str(name): str(text) for name, text in con.execute(scrape_lines_sql(chosen)).fetchall()}
+        return scrape_lines(con, chosen)
 
     try:
         bodies = run(families)

@@ -30,6 +30,7 @@ from tasks.core.plan import model_slug
 from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import IgnoreList, Mode
 from tasks.errors import StoreError
+from tasks.store.history import known_tags
 
 #: The file in a publish directory that names the database owning it.
 OWNER_FILE = ".canary-db"
@@ -92,19 +93,6 @@ def ignore_file(cfg: CanaryConfig, model: str) -> Path:
 
 def artifact_key(model: str) -> str:
     return f"provider-ignore-{model_slug(model)}"
-
-
-def known_tags(con: store.Connection, model: str) -> list[str]:
-    """The endpoints discovered by the model's newest complete full round (for admin changes made between
-    rounds). A confirmation round lists only the endpoints it re-probed, and a running or crashed round may
-    list none, so neither stands for the discovery."""
-    rows = con.execute(
-        "SELECT tag FROM round_endpoints WHERE round_id = (SELECT round_id FROM rounds WHERE model = ?"
-        " AND status = 'complete' AND NOT coalesce(partial, FALSE)"
-        " ORDER BY round_ts DESC, round_id DESC LIMIT 1) ORDER BY tag",
-        [model],
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 def current_ignore_list(

@@ -24,7 +24,7 @@ from tasks.core.suspicion import Suspicion, SuspicionStatus, rules_of, suspect
 from tasks.core.types import PROBED_CONTRACTS, Contract, Endpoint, Mode
 
 if TYPE_CHECKING:
-    from tasks.store.rows import Connection
+    pass
 
 log = logging.getLogger("canary.watch")
 
@@ -95,7 +95,7 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
     with store.open_store(cfg.db_path, snapshot=False) as con:
         resolved = live.resolve_suspicions(con, now)
         mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
-        endpoints = list(listing) or _last_round_endpoints(con, model)
+        endpoints = list(listing) or live.last_round_endpoints(con, model)
         states = store.load_states(con, model, mode)
         ignore = current_ignore_list(con, cfg, model, [e.tag for e in endpoints] or None, now)
         counts = live.live_counts(con, model, now - timedelta(seconds=rules.window_s))
@@ -108,14 +108,6 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
     request = confirmation_of(model, found, endpoints, cfg.refusal_controls, now) if found and not skipped \
         else None
     return WatchResult(model, tuple(found), request, skipped, resolved, tuple(endpoints))
-
-
-def _last_round_endpoints(con: Connection, model: str) -> list[Endpoint]:
-    rows = con.execute(
-        "SELECT e.tag, e.provider_name FROM round_endpoints e JOIN rounds r USING (round_id) "
-        "WHERE r.model = ? AND r.status = 'complete' AND NOT coalesce(r.partial, false) "
-        "QUALIFY rank() OVER (ORDER BY r.round_ts DESC) = 1 ORDER BY e.tag", [model]).fetchall()
-    return [Endpoint(model, tag, provider or "") for tag, provider in rows]
 
 
 def note_round(cfg: CanaryConfig, found: Sequence[Suspicion], note: str) -> None:
@@ -131,8 +123,7 @@ def fail_suspicions(cfg: CanaryConfig, found: Sequence[Suspicion], note: str) ->
     """The round could not be started: the suspicions are `skipped` (nothing changes; the next full round
     decides), with why."""
     from tasks import store
+    from tasks.store import live
 
     with store.open_store(cfg.db_path, snapshot=False) as con:
-        for s in found:
-            con.execute("UPDATE suspicions SET status = ?, note = ? WHERE suspicion_id = ?",
-                        [str(SuspicionStatus.SKIPPED), note[:300], s.suspicion_id])
+        live.set_suspicion_status(con, [s.suspicion_id for s in found], SuspicionStatus.SKIPPED, note)

@@ -33,6 +33,15 @@ for _var in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_var, None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def redaction_hooks() -> None:
+    """The test session is an entry point like `canary` or a flow: the redaction hooks are installed first
+    (importing the project installs nothing: tests/unit/test_import_graph.py)."""
+    from tasks.secrets import install_redaction
+
+    install_redaction()
+
+
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
     """One temporary Prefect API for the whole session (~8 s to start), shared by every e2e test."""

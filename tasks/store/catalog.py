@@ -81,14 +81,15 @@ def _ensure_snapshot(db_path: Path) -> Path:
     return target
 
 
-def open_catalog(shards: ShardPaths) -> duckdb.DuckDBPyConnection:
+def open_catalog(shards: ShardPaths, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory, read-only view of every shard's snapshot as one catalog (module doc). StoreError (one
-    line) when a shard has no database or its snapshot cannot be opened."""
+    line) when a shard has no database or its snapshot cannot be opened. `threads`: DuckDB's threads for its
+    queries (default: one per core)."""
     named = ({str(k): Path(v) for k, v in shards.items()} if isinstance(shards, Mapping)
              else shard_names(list(shards)))
     if not named:
         raise StoreError("store: a catalog needs at least one shard's database")
-    con = duckdb.connect()
+    con = duckdb.connect() if threads is None else duckdb.connect(config={"threads": threads})
     try:
         con.execute("SET TimeZone = 'UTC'")
         relations: dict[str, list[tuple[str, str]]] = {}

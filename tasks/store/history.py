@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -125,3 +126,61 @@ def possible_duplicate_alerts(con: Connection) -> int:
     """Alerts that may have reached Slack twice (reposted while an earlier post's fate was unknown)."""
     row = fetch_first(con, "SELECT coalesce(sum(possible_duplicates), 0) FROM alerts")
     return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class RoundView:
+    """One landed round as the demo prints it: its cells, the endpoints' statuses and streaks, its decisions
+    and the alerts it raised."""
+
+    round_ts: datetime
+    outcomes: list[tuple[str, str, str, str]]  # (tag, contract, outcome, reason), by tag
+    statuses: dict[str, str]  # tag -> the endpoint's round status
+    streaks: dict[str, tuple[int, int, datetime | None]]  # tag -> (fail streak, clean streak, suspended until)
+    decisions: list[tuple[str, str, datetime | None, str | None]]  # (action, tag, until, reason), by tag
+    alerts: list[tuple[str, str]]  # (kind, text) of the alerts the round raised
+
+
+def round_view(con: Connection, round_id: str, model: str) -> RoundView:
+    row = con.execute("SELECT round_ts FROM rounds WHERE round_id = ?", [round_id]).fetchone()
+    if row is None:
+        raise ValueError(f"no round {round_id!r} in the store")
+    round_ts = row[0]
+    outcomes = con.execute(
+        "SELECT tag, contract, outcome, reason FROM outcomes WHERE round_id = ? ORDER BY tag", [round_id]
+    ).fetchall()
+    statuses = dict(con.execute("SELECT tag, status FROM endpoint_rounds WHERE round_id = ?", [round_id]).fetchall())
+    streaks = {r[0]: (r[1], r[2], r[3]) for r in con.execute(
+        "SELECT tag, fail_streak, clean_streak, suspended_until FROM endpoint_state WHERE model = ?", [model]
+    ).fetchall()}
+    decisions = con.execute(
+        "SELECT action, tag, until, reason FROM decisions WHERE round_id = ? ORDER BY tag", [round_id]
+    ).fetchall()
+    alerts = con.execute(
+        "SELECT kind, text FROM alerts WHERE model = ? AND created_at = ? ORDER BY kind, tag", [model, round_ts]
+    ).fetchall()
+    return RoundView(round_ts, outcomes, statuses, streaks, decisions, alerts)
+
+
+def last_complete_ts(con: Connection, model: str, before: datetime | None = None) -> datetime | None:
+    """The round time of `model`'s latest complete round (strictly before `before`, when given)."""
+    sql = "SELECT max(round_ts) FROM rounds WHERE status = 'complete' AND model = ?"
+    params: list[object] = [model]
+    if before is not None:
+        sql += " AND round_ts < ?"
+        params.append(before)
+    row = con.execute(sql, params).fetchone()
+    return row[0] if row else None
+
+
+def known_tags(con: Connection, model: str) -> list[str]:
+    """The endpoints discovered by the model's newest complete full round (for admin changes made between
+    rounds). A confirmation round lists only the endpoints it re-probed, and a running or crashed round may
+    list none, so neither stands for the discovery."""
+    rows = con.execute(
+        "SELECT tag FROM round_endpoints WHERE round_id = (SELECT round_id FROM rounds WHERE model = ?"
+        " AND status = 'complete' AND NOT coalesce(partial, FALSE)"
+        " ORDER BY round_ts DESC, round_id DESC LIMIT 1) ORDER BY tag",
+        [model],
+    ).fetchall()
+    return [r[0] for r in rows]

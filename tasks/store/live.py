@@ -12,7 +12,7 @@ import pandas as pd
 
 from tasks.core.live_records import LiveCount, LiveOutcome
 from tasks.core.suspicion import Suspicion, SuspicionStatus
-from tasks.core.types import RoundStatus
+from tasks.core.types import Endpoint, RoundStatus
 from tasks.store.connection import open_store
 from tasks.store.records import SIGNAL_COLUMNS
 from tasks.store.rows import Connection, insert_rows, one_line, redact, utc
@@ -118,3 +118,19 @@ def latest_signals(con: Connection, model: str) -> dict[str, dict[str, Any]]:
         "WHERE r.model = ? AND r.status = 'complete' "
         "QUALIFY row_number() OVER (PARTITION BY e.tag ORDER BY r.round_ts DESC) = 1", [model]).fetchall()
     return {row[0]: dict(zip(("status", *SIGNAL_COLUMNS), row[1:], strict=True)) for row in rows}
+
+
+def last_round_endpoints(con: Connection, model: str) -> list[Endpoint]:
+    """The endpoints of `model`'s newest complete full round, in tag order."""
+    rows = con.execute(
+        "SELECT e.tag, e.provider_name FROM round_endpoints e JOIN rounds r USING (round_id) "
+        "WHERE r.model = ? AND r.status = 'complete' AND NOT coalesce(r.partial, false) "
+        "QUALIFY rank() OVER (ORDER BY r.round_ts DESC) = 1 ORDER BY e.tag", [model]).fetchall()
+    return [Endpoint(model, tag, provider or "") for tag, provider in rows]
+
+
+def set_suspicion_status(con: Connection, suspicion_ids: Sequence[str], status: SuspicionStatus, note: str) -> None:
+    """Set these suspicions' status, with why (a note of at most 300 characters)."""
+    for suspicion_id in suspicion_ids:
+        con.execute("UPDATE suspicions SET status = ?, note = ? WHERE suspicion_id = ?",
+                    [str(status), note[:300], suspicion_id])

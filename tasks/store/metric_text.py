@@ -17,11 +17,16 @@ the others (policy state, rounds, outbox: small) are rendered at each scrape by 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tasks.core.metric_rollup import DURATION, FAILURES, FIRST_CHUNK, OUTCOMES, REQUESTS, SPEND
+from tasks.core.types import EndpointState, Mode, OperationalExclusion
 from tasks.store.rows import Connection
+
+log = logging.getLogger("canary.metrics")
 
 EP = ("model", "endpoint")
 EPC = ("model", "endpoint", "contract")
@@ -193,3 +198,53 @@ def scrape_lines_sql(families: Sequence[Family]) -> str:
     """SELECT (family, body) of the families rendered at each scrape, one row per family."""
     union = "\nUNION ALL\n".join(family_lines_sql(f) for f in families)
     return f"SELECT family, string_agg(line, chr(10)) || chr(10) FROM ({union}) GROUP BY family"
+
+
+def stored_text(con: Any) -> Any:
+    """A cursor over (family, model, body) of the stored exposition text; before migration 11 the same rows
+    rendered from the rollup now (slow, once a cycle); before migration 10 None."""
+    try:
+        return con.execute("SELECT family, model, body FROM metric_text")
+    except Exception as exc:
+        log.debug("metrics: no stored text: %s", str(exc).splitlines()[0] if str(exc) else exc)
+    try:
+        return con.execute(stored_text_sql(model_filter=False))
+    except Exception as exc:
+        log.debug("metrics: no rollup: %s", str(exc).splitlines()[0] if str(exc) else exc)
+    return None
+
+
+def scrape_lines(con: Any, families: Sequence[Family]) -> dict[str, str]:
+    """Family name -> its exposition lines, rendered now from the snapshot (one query for all)."""
+    return {str(name): str(text) for name, text in con.execute(scrape_lines_sql(families)).fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusionRows:
+    """What the exclusion gauges need from the snapshot (small: one row per model, suspension, exclusion)."""
+
+    latest: list[tuple[str, list[str]]]  # model -> endpoints of its latest complete full round
+    states: dict[str, list[EndpointState]]  # enforce-mode states with a suspension, per model
+    operational: list[OperationalExclusion]  # not removed (expiry is checked at each scrape)
+
+
+def exclusion_rows(con: Any) -> ExclusionRows | None:
+    try:
+        latest = con.execute(
+            "SELECT model, arg_max(endpoints, round_ts) FROM rounds WHERE status = 'complete'"
+            " AND NOT coalesce(partial, false) GROUP BY model ORDER BY model").fetchall()
+        states = con.execute(
+            "SELECT model, tag, ladder_step, suspended_until FROM endpoint_state WHERE mode = 'enforce'"
+            " AND suspended_until IS NOT NULL").fetchall()
+        ops = con.execute(
+            "SELECT tag, model, reason, who, added_at, until FROM exclusions WHERE removed_at IS NULL").fetchall()
+    except Exception as exc:
+        log.debug("metrics: exclusions skipped: %s", exc)
+        return None
+    by_model: dict[str, list[EndpointState]] = {}
+    for model, tag, step, until in states:
+        by_model.setdefault(model, []).append(
+            EndpointState(model=model, tag=tag, mode=Mode.ENFORCE, ladder_step=step, suspended_until=until))
+    return ExclusionRows([(m, list(tags or [])) for m, tags in latest], by_model,
+                         [OperationalExclusion(tag=t, model=m, reason=r, who=w, added_at=a, until=u)
+                          for t, m, r, w, a, u in ops])

@@ -164,7 +164,7 @@ def test_the_blip_is_cleared_and_changes_nothing(story: dict[str, Any]) -> None:
 
 
 def test_canary_at_shows_every_trigger_with_its_evidence(story: dict[str, Any]) -> None:
-    from cli.at_cmd import format_report, report_from_connection
+    from tasks.at import format_report, report_from_connection
 
     with store.open_store(story["db"], read_only=True) as con:
         report = report_from_connection(con, MODEL, T0 + timedelta(minutes=7), timedelta(hours=1))

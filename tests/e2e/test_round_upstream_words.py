@@ -80,8 +80,8 @@ def test_the_masked_endpoint_is_suspended_with_the_upstream_s_words(rounds: dict
 
 
 def test_a_relayed_429_keeps_its_cause_in_attempts_outcomes_and_canary_at(rounds: dict[str, Any]) -> None:
-    from cli.at_cmd import report_from_connection as report
     from tasks.at import parse_time, parse_window
+    from tasks.at import report_from_connection as report
 
     cause = f"[Chutes]: {MODEL} is temporarily rate-limited upstream"
     details = [d for t, c, d, _ in rounds["attempts"] if t == "chutes" and c == "structured"]

@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from tasks.at_frames import cell_text, cell_ts, frame_records
-from tasks.at_in_force import operational_at, suspensions_at
-from tasks.at_records import EndpointReport, Finding, InForce, Report
+from tasks.at.frames import cell_text, cell_ts, frame_records
+from tasks.at.in_force import operational_at, suspensions_at
+from tasks.at.records import EndpointReport, Finding, InForce, Report
 from tasks.config_loading import parse_duration
 from tasks.core.exclusions import merge_ignore_list
 from tasks.core.types import BuiltinExclusion, EndpointState, Mode

@@ -1,4 +1,4 @@
-"""The records of a `canary at` report (tasks/at.py builds them; the CLI prints them or their JSON)."""
+"""The records of a `canary at` report (tasks/at/report.py builds them; the CLI prints them or their JSON)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tasks.at_frames import jsonable
+from tasks.at.frames import jsonable
 
 
 @dataclass(frozen=True)

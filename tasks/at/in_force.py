@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pandas as pd
 
-from tasks.at_frames import cell_text, cell_ts
-from tasks.at_records import InForce
+from tasks.at.frames import cell_text, cell_ts
+from tasks.at.records import InForce
 from tasks.core.types import Mode, OperationalExclusion
 
 
