@@ -74,7 +74,7 @@ from simulator.catalog import (  # noqa: E402
     role_counts,
     roles,
 )
-from simulator.fleet import load_fleet  # noqa: E402
+from simulator.fleet_file import load_fleet  # noqa: E402
 
 LOOP = """import sys, time
 from flows.round import canary_round

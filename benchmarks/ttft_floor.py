@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalog_figures import percentile  # noqa: E402
 
 from simulator.catalog import endpoint_role, planned_first_token_s  # noqa: E402
-from simulator.fleet import EndpointSpec, load_fleet  # noqa: E402
+from simulator.fleet import EndpointSpec  # noqa: E402
+from simulator.fleet_file import load_fleet  # noqa: E402
 
 PROMPT = "Continue the scene at the inn, please. She is waiting for you by the fire."
 

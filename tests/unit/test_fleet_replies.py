@@ -10,7 +10,7 @@ import pytest
 
 from simulator import structured, text
 from simulator.faults import FAULT_KINDS, Fault
-from simulator.fleet import load_fleet
+from simulator.fleet_file import load_fleet
 from simulator.language import LANGUAGES, detect_language
 from simulator.plan import plan_reply
 

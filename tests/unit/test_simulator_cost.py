@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from simulator import wire
-from simulator.fleet import DEFAULT_FLEET_PATH, load_fleet, parse_fleet
+from simulator.fleet import parse_fleet
+from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from tasks.errors import FleetError
 
 pytestmark = pytest.mark.unit

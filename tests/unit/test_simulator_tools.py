@@ -12,7 +12,7 @@ import pytest
 from simulator import catalog_wire, wire
 from simulator import tools as sim_tools
 from simulator.faults import FAULT_KINDS, Fault
-from simulator.fleet import load_fleet
+from simulator.fleet_file import load_fleet
 from simulator.plan import has_tools, plan_reply
 from tasks.config import CanaryConfig
 from tasks.core.prompts import build_request
