@@ -41,6 +41,7 @@ from router.stream import Gate
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, TierFailure, relay, try_once, try_stream
 from tasks.clock import Clock, SystemClock
+from tasks.core.http_rules import parse_retry_after
 from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
 from tasks.secrets import SecretStr, install_redaction
@@ -92,7 +93,7 @@ class RouterShell:
 
     def note_failure(self, route: Route, tier_no: int, failure: TierFailure, model: str | None) -> None:
         upstream_id = route.tiers[tier_no - 1].upstream_id
-        seconds = tier_rules.parse_retry_after(failure.retry_after, self.clock.now())
+        seconds = parse_retry_after(failure.retry_after, self.clock.now())
         cap = self.routes.settings.max_cooldown_s
         self.cooldowns = tier_rules.cool_down(
             self.cooldowns, upstream_id, self.clock.monotonic(), seconds, cap

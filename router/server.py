@@ -4,8 +4,6 @@ the benchmark, the demo): `with start_router(routes) as running: running.base_ur
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from router.events import Batcher
 from router.routes import Routes
 from tasks.clock import Clock
 from tasks.core.types import RouteEvent
+from tasks.uvicorn_thread import start_in_thread
 
 
 @dataclass
@@ -46,18 +45,10 @@ def start_router(
     config = uvicorn.Config(
         create_app(shell), host=host, port=port, log_level="warning", access_log=False, lifespan="on"
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="router", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + startup_timeout_s
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError("the router did not start")
-        time.sleep(0.01)
-    bound = server.servers[0].sockets[0].getsockname()[1]
+    running = start_in_thread(
+        config, name="router", startup_timeout_s=startup_timeout_s, failure="the router did not start"
+    )
     try:
-        yield RunningRouter(base_url=f"http://{host}:{bound}/v1", shell=shell)
+        yield RunningRouter(base_url=f"http://{host}:{running.port}/v1", shell=shell)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        running.stop()

@@ -14,7 +14,9 @@ Rules (router/ROUTES.md "Failover"):
    for the selected model." (reason `no_allowed_providers`): that one is about the tier (its provider
    preferences plus the ignore list left nothing), not the request, and another tier may well have a
    provider left. Any other status (400, 401, 402, 403, other 404s, 413, 422) is about the request itself:
-   it goes back to the client as is, because every tier would refuse it.
+   it goes back to the client as is, because every tier would refuse it. The status classes are
+   tasks/core/http_rules.py's (`is_try_again_status`, shared with the probe), and so is the Retry-After
+   parser (`parse_retry_after`, which router/app.py applies before `cool_down`).
 4. A tier that pins its providers (`only`, or `order` with `allow_fallbacks = false`) and whose pinned
    providers are all in the request's merged ignore list (the client's, the tier's and the canary's) is
    skipped without a request (reason `pinned_providers_excluded`): the canary has quarantined every
@@ -24,12 +26,9 @@ Rules (router/ROUTES.md "Failover"):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import MappingProxyType
 
-#: HTTP statuses that move a request to the next tier (besides every 5xx).
-FAILOVER_STATUSES = frozenset({408, 429})
+from tasks.core.http_rules import is_try_again_status
 
 #: The reason recorded for a tier skipped because the ignore list excludes every provider it pins (rule 4).
 SKIP_PINNED_EXCLUDED = "pinned_providers_excluded"
@@ -43,18 +42,14 @@ Cooldowns = Mapping[str, float]
 EMPTY_COOLDOWNS: Cooldowns = MappingProxyType({})
 
 
-def is_failover_status(status: int) -> bool:
-    """408, 429 and every 5xx (incl. 524, 529) mean "try elsewhere"; other codes are the request's fault."""
-    return status in FAILOVER_STATUSES or 500 <= status <= 599
-
-
 def status_reason(status: int) -> str:
     return f"http_{status}"
 
 
 def failover_reason(status: int, body: bytes) -> str | None:
-    """Why an upstream's non-200 answer moves the request to the next tier, or None if it is the request's."""
-    if is_failover_status(status):
+    """Why an upstream's non-200 answer moves the request to the next tier, or None if it is the request's:
+    408, 429 and every 5xx (524, 529 included: `is_try_again_status`), or the 404 of rule 3."""
+    if is_try_again_status(status):
         return status_reason(status)
     if status == 404 and _NO_ALLOWED_TEXT in body[:4096].lower():
         return NO_ALLOWED_PROVIDERS
@@ -95,28 +90,6 @@ def walk_order(upstream_ids: Sequence[str], cooldowns: Cooldowns, now: float) ->
     ready = [i for i, u in enumerate(upstream_ids) if not is_cooling(cooldowns, u, now)]
     cooling = [i for i, u in enumerate(upstream_ids) if is_cooling(cooldowns, u, now)]
     return tuple(ready + cooling)
-
-
-def parse_retry_after(value: str | None, now_wall: datetime) -> float | None:
-    """Retry-After as seconds: delta-seconds (`"30"`, `"1.5"`) or an HTTP-date; None if absent/garbled."""
-    if value is None:
-        return None
-    text = value.strip()
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - now_wall).total_seconds()
-    if seconds != seconds or seconds < 0:  # NaN or in the past
-        return 0.0 if seconds == seconds else None
-    return seconds
 
 
 def cool_down(

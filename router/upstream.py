@@ -17,7 +17,10 @@ import httpx
 
 from router import stream as gate_fsm
 from router.stream import Abort, Commit, FailOver, Gate, Send
-from router.tiers import failover_reason, is_failover_status
+from router.tiers import failover_reason
+from tasks.core.http_rules import is_try_again_status
+from tasks.core.types import ErrorClass
+from tasks.http_errors import classify_exception
 
 #: Bytes of an upstream error body read before passing it on or failing over.
 MAX_ERROR_BODY = 64 * 1024
@@ -57,12 +60,13 @@ def _pass_headers(response: httpx.Response) -> dict[str, str]:
     return {k: response.headers[k] for k in PASS_HEADERS if k in response.headers}
 
 
+#: The failover reason of a request that raised, by the probe's class of its httpx exception (tasks/http_errors.py).
+_REQUEST_FAILURE_REASONS: Mapping[ErrorClass, str] = {ErrorClass.CONNECT: "connect", ErrorClass.TIMEOUT: "timeout"}
+
+
 def _request_failure(exc: httpx.HTTPError, latency_ms: float) -> TierFailure:
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return TierFailure("connect", type(exc).__name__, latency_ms)
-    if isinstance(exc, httpx.TimeoutException):
-        return TierFailure("timeout", type(exc).__name__, latency_ms)
-    return TierFailure("transport_error", type(exc).__name__, latency_ms)
+    reason = _REQUEST_FAILURE_REASONS.get(classify_exception(exc), "transport_error")
+    return TierFailure(reason, type(exc).__name__, latency_ms)
 
 
 def error_in_body(body: bytes) -> int | None:
@@ -105,7 +109,7 @@ async def try_once(
         )
     if response.status_code == 200:
         code = error_in_body(response.content)
-        if code is not None and is_failover_status(code):
+        if is_try_again_status(code):
             return TierFailure(f"error_in_200_{code}", response.text[:200], latency_ms)
     return Passthrough(response.status_code, response.content, _pass_headers(response), latency_ms)
 
@@ -210,12 +214,13 @@ async def relay(
         while gate.phase is gate_fsm.Phase.COMMITTED:
             try:
                 data = await committed.chunks.__anext__()
-            except httpx.ReadTimeout:
-                gate, actions = gate_fsm.timed_out(gate, now_s())
             except StopAsyncIteration:
                 gate, actions = gate_fsm.eof(gate, now_s())
             except httpx.HTTPError as exc:
-                gate, actions = gate_fsm.broken(gate, type(exc).__name__, now_s())
+                if classify_exception(exc) is ErrorClass.TIMEOUT:  # silence past the idle budget
+                    gate, actions = gate_fsm.timed_out(gate, now_s())
+                else:
+                    gate, actions = gate_fsm.broken(gate, type(exc).__name__, now_s())
             else:
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:

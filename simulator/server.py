@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -23,8 +21,7 @@ from simulator.app import SimulatorState, build_app
 from simulator.fleet import Fleet
 from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from simulator.player import CutConnection
-
-_STARTUP_TIMEOUT_S = 10.0
+from tasks.uvicorn_thread import ServerThread, start_in_thread
 
 
 class _QuietCuts(logging.Filter):
@@ -72,12 +69,10 @@ def resolve_fleet(fleet: Fleet | str | Path | None) -> Fleet:
 class SimulatorHandle:
     """A running simulator. Context manager; `.stop()` shuts it down cleanly (idempotent)."""
 
-    def __init__(
-        self, server: uvicorn.Server, thread: threading.Thread, state: SimulatorState, port: int
-    ) -> None:
-        self._server, self._thread, self._state = server, thread, state
-        self.port = port
-        self.base_url = f"http://127.0.0.1:{port}/api/v1"
+    def __init__(self, running: ServerThread, state: SimulatorState) -> None:
+        self._running, self._state = running, state
+        self.port = running.port
+        self.base_url = f"http://127.0.0.1:{self.port}/api/v1"
         self.api_key = state.api_key
 
     @property
@@ -90,8 +85,7 @@ class SimulatorHandle:
 
     def stop(self) -> None:
         self._state.stopping.set()
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._running.stop()
 
     def __enter__(self) -> SimulatorHandle:
         return self
@@ -131,7 +125,6 @@ def start_simulator(
     except OSError:
         sock.close()
         raise
-    bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
         build_app(state),
         log_level="warning",
@@ -140,13 +133,5 @@ def start_simulator(
         timeout_graceful_shutdown=2,
         timeout_keep_alive=5,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="simulator", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError("simulator did not start")
-        time.sleep(0.01)
-    return SimulatorHandle(server, thread, state, bound_port)
+    running = start_in_thread(config, name="simulator", sockets=[sock], failure="simulator did not start")
+    return SimulatorHandle(running, state)

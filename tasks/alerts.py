@@ -32,6 +32,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
+from tasks.core.http_rules import is_try_again_status, parse_retry_after
 from tasks.core.render.postable import post_key, postable
 from tasks.core.render.text import name
 from tasks.core.types import Alert
@@ -136,7 +137,7 @@ def deliver(
         for a in alerts:
             log.info("Slack not configured; alert %s (%s):\n%s", _shown(a.key), a.kind, settings.scrub(a.text))
         return [DeliveryResult(a.key, sent=True) for a in alerts]
-    send = _web_sender(settings) if settings.transport == "web" else _webhook_sender(settings)
+    send = _web_sender(settings, now) if settings.transport == "web" else _webhook_sender(settings, now)
     results: list[DeliveryResult] = []
     stopped: DeliveryResult | None = None
     for a in alerts:
@@ -176,25 +177,24 @@ def _blocks(alert: Alert) -> list[dict[str, Any]] | None:
     return blocks if isinstance(blocks, list) and blocks else None
 
 
-def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
+def _retry_after(headers: Mapping[str, Any] | None, now: datetime) -> float | None:
+    """Slack's Retry-After, read as the probe and the router read theirs (tasks/core/http_rules.py)."""
     for k, v in (headers or {}).items():
         if k.lower() == "retry-after":
             value = v[0] if isinstance(v, list) and v else v
-            try:
-                return max(0.0, float(value))
-            except (TypeError, ValueError):
-                return None
+            return parse_retry_after(value if isinstance(value, str) else None, now)
     return None
 
 
 def _failure(settings: SlackSettings, key: str, status: int | None, code: str,
-             headers: Mapping[str, Any] | None) -> _Sent:
+             headers: Mapping[str, Any] | None, now: datetime) -> _Sent:
     code = settings.scrub(code.strip())[:100] or "no error code"
     if status == 429:
-        retry = _retry_after(headers)
+        retry = _retry_after(headers, now)
         return _Sent(DeliveryResult(key, False, f"slack rate limited (429): {code}", retry), stop=True)
     error = f"slack http {status}: {code}"
-    answered = status is not None and status < 500 and status != 408  # 408: a proxy gave up, try again
+    # an answer for good, unless it says "not now" (408: a proxy gave up; 429 is handled above; 5xx)
+    answered = status is not None and status < 500 and not is_try_again_status(status)
     permanent = answered and code not in TRANSIENT_ERRORS
     return _Sent(DeliveryResult(key, False, error, permanent=permanent),
                  stop=answered and code in BATCH_FATAL_ERRORS)
@@ -233,7 +233,7 @@ def posted_keys(settings: SlackSettings, since: datetime, limit: int = 200) -> s
     return keys
 
 
-def _web_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
+def _web_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert], _Sent]:
     assert settings.bot_token is not None and settings.channel is not None
     client = WebClient(
         token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
@@ -260,7 +260,7 @@ def _web_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
             return _Sent(DeliveryResult(alert.key, sent=True))
         except SlackApiError as e:
             resp = e.response
-            return _failure(settings, alert.key, resp.status_code, _api_error_code(e), resp.headers)
+            return _failure(settings, alert.key, resp.status_code, _api_error_code(e), resp.headers, now)
         except Exception as e:  # urllib's URLError, timeouts, SlackRequestError: Slack was not reached
             return _unreachable(settings, alert.key, e)
 
@@ -272,7 +272,7 @@ def _api_error_code(e: SlackApiError) -> str:
     return str(data.get("error") or "") if isinstance(data, dict) else ""
 
 
-def _webhook_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
+def _webhook_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert], _Sent]:
     assert settings.webhook_url is not None
     client = WebhookClient(
         url=settings.webhook_url.get(), timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log
@@ -288,6 +288,6 @@ def _webhook_sender(settings: SlackSettings) -> Callable[[Alert], _Sent]:
             return _unreachable(settings, alert.key, e)
         if resp.status_code == 200:
             return _Sent(DeliveryResult(alert.key, sent=True))
-        return _failure(settings, alert.key, resp.status_code, resp.body or "", resp.headers)
+        return _failure(settings, alert.key, resp.status_code, resp.body or "", resp.headers, now)
 
     return send

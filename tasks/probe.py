@@ -10,8 +10,9 @@ budget is enforced after the headers by a watchdog that shuts the socket down at
 silent stall ends on time; before the headers, the connect and read timeouts (each capped by the budget)
 bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not the probe, applies thresholds.
 
-httpx exceptions are mapped at one boundary, `tasks.core.classify.classify_exception` (most specific class first,
-httpx style); what counts as transport is decided there too, not here.
+httpx exceptions are mapped at one boundary, `tasks.http_errors.classify_exception` (most specific class first,
+httpx style); what counts as transport is decided in tasks/core/classify.py, not here. Retry-After is read by
+`tasks.core.http_rules.parse_retry_after`, as the router and the Slack client read it.
 
 An HTTP error's detail keeps the error object's message and the relayed cause (`metadata.provider_name` and
 `metadata.raw`, bounded: tasks/core/sse_chunks.py `chunk_error`); a redirect's keeps its Location (never followed).
@@ -34,19 +35,19 @@ import os
 import socket
 import threading
 import time
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Any
 
 import httpx
 
 from tasks.clock import Clock
 from tasks.config import CanaryConfig
-from tasks.core.classify import classify_exception
+from tasks.core.http_rules import is_redirect_status, parse_retry_after
 from tasks.core.prompts import build_request, prompt_language
 from tasks.core.sse import SSEParser, escape_bytes
 from tasks.core.sse_chunks import chunk_error, one_line
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass
+from tasks.http_errors import classify_exception
 from tasks.probe_record import AttemptRecorder
 
 #: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
@@ -56,23 +57,6 @@ ATTRIBUTION_TITLE = "provider-canary"
 ERROR_BODY_CAP_BYTES = 64 * 1024
 #: Bytes read of a 200 body that is neither an event stream nor JSON: enough evidence, never the whole page.
 SNIFF_CAP_BYTES = 4 * 1024
-
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3); None when unusable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, (when - now).total_seconds())
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
 
 class _Deadlines:
     """One thread per process that fires watchdogs at their deadlines (monotonic seconds).
@@ -256,7 +240,7 @@ def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: da
     except ValueError:
         payload = None
     error = chunk_error(payload) if isinstance(payload, dict) else None
-    if 300 <= status < 400:  # never followed (tasks/core/classify.py "Redirects"): the Location is the evidence
+    if is_redirect_status(status):  # never followed (tasks/core/classify.py "Redirects"): the Location is the evidence
         location = one_line(response.headers.get("location", ""), 200) or "none"
         detail = f"HTTP {status}: redirect to '{location}'"
     elif error is not None and error[1]:

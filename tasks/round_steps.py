@@ -27,10 +27,10 @@ from prefect.cache_policies import NO_CACHE
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.config_loading import load_config
-from tasks.core.classify import is_orchestrator_blip, is_retryable_exception
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
+from tasks.http_errors import is_orchestrator_blip, is_retryable_exception
 from tasks.secrets import read_secret
 
 log = logging.getLogger("canary")

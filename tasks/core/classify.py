@@ -30,15 +30,11 @@ API client must not re-send a request, key included, to wherever a Location poin
 not an answer: `fail` `protocol_violation` with the Location as evidence (`protocol_judgement`), so an endpoint
 answering 302 for ever is suspended and alerted like any useless 200, instead of `inconclusive` for ever.
 
-What lives here, used by the probe (tasks/probe.py), every contract judge (via `exchange_judgement`) and the
-retry predicate of the round's I/O tasks (`is_retryable_exception`):
-
-* `is_transport_status(code)`: an HTTP status (or a mid-stream `error.code`) that means "refused service".
-* `EXCEPTION_CLASSES` / `classify_exception(exc)`: an httpx exception → `ErrorClass`, walking the MRO so the
-  most specific entry wins. Keys are httpx class *names* (matched only on classes defined by httpx), so the
-  core never imports httpx; tests/unit/test_errors_map.py fails when httpx grows an unmapped TransportError.
-* `ERROR_OUTCOMES`: `ErrorClass` → the outcome it forces; `exchange_judgement(attempt)` applies it with the
-  conditional cases (HTTP and mid-stream codes) and Gatus-style evidence.
+What lives here, used by the probe (tasks/probe.py) and every contract judge (via `exchange_judgement`):
+`ERROR_OUTCOMES`: `ErrorClass` → the outcome it forces; `exchange_judgement(attempt)` applies it with the
+conditional cases (HTTP and mid-stream codes) and Gatus-style evidence. Which codes mean "refused service"
+(`is_try_again_status`, the router's failover codes too) and which are redirects are in tasks/core/http_rules.py;
+which httpx exception is which `ErrorClass` is in tasks/http_errors.py (the shell: it imports httpx).
 
 Decided here (docs/design.md is silent):
 * Any other HTTP error (400, 401, 402, 403, 404, ...) is `inconclusive` (`http_<code>`): the model produced
@@ -55,14 +51,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from tasks.core.http_rules import is_redirect_status, is_try_again_status
 from tasks.core.types import Attempt, ErrorClass, Judgement, Outcome, Reason, http_reason, midstream_reason
-from tasks.errors import StoreError
-
-#: HTTP statuses (and mid-stream error codes) that mean "refused service", not "answered badly".
-TRANSPORT_HTTP_CODES: frozenset[int] = frozenset({408, 429} | set(range(500, 600)))
-
-#: HTTP statuses that are a redirect: never followed on a pinned API call, never an answer.
-REDIRECT_HTTP_CODES: frozenset[int] = frozenset(range(300, 400))
 
 #: Words that, inside a lower-cased `native_finish_reason` (or a `finish_reason` of "error"), name a failure of
 #: the upstream hop rather than a model's stop: `network_error`, `error`, `upstream_error`, `timeout`, ...
@@ -78,7 +68,7 @@ MODEL_FAILURE_NATIVE: frozenset[str] = frozenset({"malformed_function_call"})
 WORD_CHARS = 60
 
 #: What each wire fault forces, when it does not depend on a code: None = decided by the code
-#: (HTTP_STATUS, MIDSTREAM_ERROR: `is_transport_status`).
+#: (HTTP_STATUS, MIDSTREAM_ERROR: `is_try_again_status`).
 ERROR_OUTCOMES: Mapping[ErrorClass, Outcome | None] = {
     ErrorClass.CONNECT: Outcome.TRANSPORT,
     ErrorClass.TIMEOUT: Outcome.TRANSPORT,
@@ -88,68 +78,6 @@ ERROR_OUTCOMES: Mapping[ErrorClass, Outcome | None] = {
     ErrorClass.MIDSTREAM_ERROR: None,
     ErrorClass.PROTOCOL: Outcome.FAIL,
 }
-
-#: httpx exception class name → what went wrong on the wire. Every TransportError subclass is listed;
-#: DecodingError is a body whose Content-Encoding does not decode: a 200 that is not what was asked.
-EXCEPTION_CLASSES: Mapping[str, ErrorClass] = {
-    "HTTPError": ErrorClass.STREAM_CUT,  # last resort: an unknown failure while talking to the peer
-    "RequestError": ErrorClass.STREAM_CUT,
-    "TransportError": ErrorClass.STREAM_CUT,
-    "TimeoutException": ErrorClass.TIMEOUT,
-    "ConnectTimeout": ErrorClass.CONNECT,  # no connection within connect_timeout_s
-    "ReadTimeout": ErrorClass.TIMEOUT,  # no headers, or silence between bytes, past read_timeout_s
-    "WriteTimeout": ErrorClass.TIMEOUT,
-    "PoolTimeout": ErrorClass.TIMEOUT,
-    "NetworkError": ErrorClass.STREAM_CUT,
-    "ConnectError": ErrorClass.CONNECT,  # refused, unreachable, DNS, TLS handshake
-    "ReadError": ErrorClass.STREAM_CUT,  # reset while reading
-    "WriteError": ErrorClass.CONNECT,  # the request could not be sent
-    "CloseError": ErrorClass.STREAM_CUT,
-    "ProtocolError": ErrorClass.STREAM_CUT,
-    "RemoteProtocolError": ErrorClass.STREAM_CUT,  # peer closed mid-message / malformed HTTP framing
-    "LocalProtocolError": ErrorClass.CONNECT,  # we could not send a valid request
-    "ProxyError": ErrorClass.CONNECT,
-    "UnsupportedProtocol": ErrorClass.CONNECT,
-    "DecodingError": ErrorClass.PROTOCOL,
-}
-
-
-def _httpx_mro(exc: BaseException) -> list[type]:
-    return [c for c in type(exc).__mro__ if c.__module__.split(".")[0] == "httpx"]
-
-
-def is_transport_status(code: int | None) -> bool:
-    """An HTTP status or mid-stream `error.code` that means the provider refused service (408/429/5xx)."""
-    return code is not None and code in TRANSPORT_HTTP_CODES
-
-
-def classify_exception(exc: BaseException) -> ErrorClass:
-    """An httpx exception → ErrorClass, most specific mapped class first; STREAM_CUT when none matches."""
-    for cls in _httpx_mro(exc):
-        if cls.__name__ in EXCEPTION_CLASSES:
-            return EXCEPTION_CLASSES[cls.__name__]
-    return ErrorClass.STREAM_CUT
-
-
-def is_retryable_exception(exc: BaseException) -> bool:
-    """The retry predicate of I/O tasks (discovery, store windows): the network or a held store lock only (a
-    file that cannot be read or written fails the same way next time: it is a loud failure, not retried)."""
-    if isinstance(exc, StoreError):
-        return exc.busy
-    return any(cls.__name__ == "TransportError" for cls in _httpx_mro(exc))
-
-
-def is_orchestrator_blip(exc: BaseException) -> bool:
-    """The retry predicate of a model's round in a cycle: the orchestrator's API did not answer (the network,
-    or a 408/429/5xx from it, e.g. Prefect's SQLite-backed server answering 503 under load), never a round's
-    own failure. A retried round replaces its stored attempts and its decisions are not taken twice."""
-    if is_retryable_exception(exc):
-        return True
-    if not any(cls.__name__ == "HTTPStatusError" for cls in _httpx_mro(exc)):
-        return False
-    response = getattr(exc, "response", None)
-    return is_transport_status(getattr(response, "status_code", None))
-
 
 def exchange_judgement(a: Attempt) -> Judgement | None:
     """`fail`/`transport`/`inconclusive` when the exchange did not complete normally; None when it did."""
@@ -174,7 +102,7 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
         )
     if ec is ErrorClass.MIDSTREAM_ERROR:
         said = _said(a)
-        if is_transport_status(a.error_code):
+        if is_try_again_status(a.error_code):
             return Judgement(
                 Outcome.TRANSPORT, midstream_reason(a.error_code), f"midstream error.code ({a.error_code}){said}"
             )
@@ -186,7 +114,7 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
         return protocol_judgement(a)
     if ec is ErrorClass.HTTP_STATUS or (status is not None and status != 200):
         said = _said(a)
-        if is_transport_status(status):
+        if is_try_again_status(status):
             return Judgement(Outcome.TRANSPORT, http_reason(status), f"http_status ({status}){said}")
         return Judgement(
             Outcome.INCONCLUSIVE, http_reason(status), f"http_status ({status}) not a transport code{said}"
@@ -197,7 +125,7 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
     if upstream is not None:
         return upstream
     if a.finish_reason == "error":
-        if is_transport_status(a.error_code):
+        if is_try_again_status(a.error_code):
             return Judgement(
                 Outcome.TRANSPORT, midstream_reason(a.error_code), f"finish_reason (error) {a.error_code}"
             )
@@ -225,11 +153,6 @@ def protocol_judgement(a: Attempt) -> Judgement | None:
     if a.error_class is not ErrorClass.PROTOCOL:
         return None
     return Judgement(Outcome.FAIL, Reason.PROTOCOL_VIOLATION, a.error_detail or "protocol violation")
-
-
-def is_redirect_status(code: int | None) -> bool:
-    """An HTTP 3xx: a redirect the probe never follows (see the module docstring)."""
-    return code is not None and code in REDIRECT_HTTP_CODES
 
 
 def names_upstream_failure(native_finish_reason: str | None) -> bool:

@@ -88,7 +88,7 @@ def migrate(con: Connection) -> list[int]:
             continue
         try:
             with transaction(con):
-                for statement in _statements(migration.sql):
+                for statement in _statements(con, migration.sql):
                     con.execute(statement)
                 con.execute(
                     "INSERT INTO schema_migrations VALUES (?, ?, ?)",
@@ -105,6 +105,7 @@ def migrate(con: Connection) -> list[int]:
     return applied
 
 
-def _statements(sql: str) -> list[str]:
-    """Split a migration on ';' at line ends (our SQL has no ';' inside literals)."""
-    return [part.strip() for part in sql.split(";") if part.strip()]
+def _statements(con: Connection, sql: str) -> list[str]:
+    """A migration's statements, split by DuckDB's own parser: a `;` inside a string literal, a quoted name
+    or a comment stays in its statement (a syntax error raises, and `migrate` reports it in one line)."""
+    return [statement.query for statement in con.extract_statements(sql)]

@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
@@ -105,6 +106,34 @@ def test_rate_limit_is_honoured_across_flushes(
     assert later.sent == 3
     assert sent_keys(slack) == Counter(a.key for a in alerts)
     assert all(r["status"] == "sent" for r in rows(tmp_db).values())
+
+
+def test_a_retry_after_date_is_honoured_across_flushes(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings
+) -> None:
+    """Slack's Retry-After may be an HTTP-date (RFC 9110); it was read as no wait at all."""
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    slack.rate_limit_next(1, retry_after=format_datetime(NOW + timedelta(seconds=45), usegmt=True))
+    assert flush(tmp_db, settings).retry_after_s == 45.0
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=30)).sent == 0  # still before the date
+    assert len(slack.requests) == 1
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=46)).sent == 2
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
+
+
+@pytest.mark.parametrize("garbled", ["inf", "-5", "soon"])
+def test_a_garbled_retry_after_is_no_wait_and_loses_nothing(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings, garbled: str
+) -> None:
+    """`inf` was read as an infinite wait, which the outbox could not turn into a time (OverflowError)."""
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    slack.rate_limit_next(1, retry_after=garbled)
+    limited = flush(tmp_db, settings)
+    assert (limited.sent, limited.retry_after_s) == (0, None)
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=1)).sent == 2
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
 
 
 def test_outage_keeps_everything_pending_until_slack_is_back(

@@ -25,6 +25,7 @@ from tasks.core.types import (
     Usage,
 )
 from tasks.errors import StoreError
+from tasks.store import migrations
 
 pytestmark = pytest.mark.integration
 
@@ -109,14 +110,50 @@ def test_an_older_file_is_upgraded_on_open(tmp_db: str) -> None:
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
     )
     for m in store.MIGRATIONS[:2]:
-        for statement in m.sql.split(";"):
-            if statement.strip():
-                con.execute(statement)
+        for statement in migrations._statements(con, m.sql):
+            con.execute(statement)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [m.version, m.name])
     con.close()
     with store.open_store(tmp_db) as con:
         assert store.schema_version(con) == store.LATEST_VERSION
         assert con.execute("SELECT count(*) FROM endpoint_rounds").fetchone() == (0,)
+
+
+def test_a_semicolon_inside_a_literal_or_a_comment_stays_in_its_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runner splits a migration with DuckDB's parser: a `;` in a string, a quoted name or a comment of a
+    migration is not a statement's end (splitting the text on `;` ran `INSERT ... VALUES ('a` and failed)."""
+    sql = """
+    CREATE TABLE notes (body VARCHAR, "odd;name" INTEGER); -- a comment; with a semicolon
+    /* a block comment; it ends here */ INSERT INTO notes VALUES ('one; two', 1);
+    CREATE VIEW v_notes AS SELECT body FROM notes WHERE body <> ';'
+    """
+    extra = migrations.Migration(migrations.LATEST_VERSION + 1, "semicolons", sql)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
+    monkeypatch.setattr(migrations, "LATEST_VERSION", extra.version)
+    con = duckdb.connect()
+    try:
+        assert migrations.migrate(con)[-1] == extra.version
+        assert con.execute('SELECT body, "odd;name" FROM notes').fetchall() == [("one; two", 1)]
+        assert con.execute("SELECT body FROM v_notes").fetchall() == [("one; two",)]
+    finally:
+        con.close()
+
+
+def test_a_migration_that_does_not_parse_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    extra = migrations.Migration(migrations.LATEST_VERSION + 1, "broken", "CREATE TABL oops")
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
+    monkeypatch.setattr(migrations, "LATEST_VERSION", extra.version)
+    con = duckdb.connect()
+    try:
+        with pytest.raises(StoreError) as err:
+            migrations.migrate(con)
+        assert str(err.value).startswith(f"store: migration {extra.version} (broken) failed: Parser Error")
+        assert "\n" not in str(err.value)
+        assert migrations.schema_version(con) == extra.version - 1  # the earlier ones stay applied
+    finally:
+        con.close()
 
 
 def test_a_newer_file_is_refused_with_one_line(tmp_db: str) -> None:

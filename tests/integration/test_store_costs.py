@@ -154,7 +154,7 @@ def test_a_version_5_file_gains_pricing_columns_and_its_old_rounds_are_unpriced(
     con = duckdb.connect(tmp_db)
     con.execute(migrations._BOOKKEEPING_SQL)
     for m in migrations.MIGRATIONS[:5]:
-        for statement in migrations._statements(m.sql):
+        for statement in migrations._statements(con, m.sql):
             con.execute(statement)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [m.version, m.name, T0])
     con.execute("INSERT INTO rounds (round_id, model, round_ts, mode, status, started_at, endpoints,"

@@ -62,7 +62,7 @@ def test_a_version_3_file_is_migrated_and_its_old_attempts_have_no_calls(tmp_db:
     con = duckdb.connect(tmp_db)
     con.execute(migrations._BOOKKEEPING_SQL)
     for m in migrations.MIGRATIONS[:3]:
-        for statement in migrations._statements(m.sql):
+        for statement in migrations._statements(con, m.sql):
             con.execute(statement)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [m.version, m.name, T0])
     con.execute(

@@ -135,9 +135,11 @@ class SlackServer:
         with self._lock:
             self._faults.extend(_Fault(status, body) for _ in range(n))
 
-    def rate_limit_next(self, n: int = 1, retry_after: float = 1) -> None:
+    def rate_limit_next(self, n: int = 1, retry_after: float | str = 1) -> None:
+        """Answer the next `n` requests 429 with `Retry-After` (seconds, or a header value sent as is)."""
+        value = retry_after if isinstance(retry_after, str) else f"{retry_after:g}"
         with self._lock:
-            self._faults.extend(_Fault(429, None, {"Retry-After": f"{retry_after:g}"}) for _ in range(n))
+            self._faults.extend(_Fault(429, None, {"Retry-After": value}) for _ in range(n))
 
     def error_next(self, n: int = 1, error: str = "invalid_blocks") -> None:
         """Slack refuses the content: 200 `{"ok": false, "error": ...}` (API) or 400 `error` (webhook)."""

@@ -1,7 +1,7 @@
-"""The one home of transport vs quality (tasks/core/classify.py) and the probe's boundary for httpx exceptions.
+"""The one home of transport vs quality (tasks/core/classify.py) and the probe's recorder.
 
-Like httpx's test_httpcore_all_exceptions_mapped: when httpx grows a TransportError subclass, this fails until
-EXCEPTION_CLASSES says what it means for an attempt.
+The wire rules it rests on (status classes, Retry-After, the httpx exception map) are tested in
+tests/unit/test_wire_rules.py.
 """
 
 from __future__ import annotations
@@ -9,118 +9,27 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.config import CanaryConfig
-from tasks.core.classify import (
-    ERROR_OUTCOMES,
-    EXCEPTION_CLASSES,
-    classify_exception,
-    exchange_judgement,
-    is_orchestrator_blip,
-    is_retryable_exception,
-    is_transport,
-    is_transport_status,
-)
+from tasks.core.classify import ERROR_OUTCOMES, exchange_judgement, is_transport
 from tasks.core.contracts import CONTRACTS
 from tasks.core.judge import judge_round
 from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
 from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
-from tasks.discover import DiscoveryUnreachable
-from tasks.errors import ConfigError, StoreError
-from tasks.probe import parse_retry_after
 from tasks.probe_record import AttemptRecorder
 
 MID = ErrorClass.MIDSTREAM_ERROR
 
 pytestmark = pytest.mark.unit
-
-
-def _subclasses(cls: type) -> set[type]:
-    found: set[type] = set()
-    for sub in cls.__subclasses__():
-        found |= {sub} | _subclasses(sub)
-    return found
-
-
-def test_every_httpx_transport_error_is_mapped_explicitly() -> None:
-    public = {c for c in _subclasses(httpx.TransportError) if c.__module__.startswith("httpx")}
-    assert len(public) >= 15, "httpx exposes TransportError subclasses"
-    missing = sorted(c.__name__ for c in public if c.__name__ not in EXCEPTION_CLASSES)
-    assert missing == []
-
-
-def test_map_keys_are_httpx_errors_and_values_error_classes() -> None:
-    for name, value in EXCEPTION_CLASSES.items():
-        assert issubclass(getattr(httpx, name), httpx.HTTPError)
-        assert isinstance(value, ErrorClass)
+NOW = datetime(2026, 11, 1, 10, 0, 0, tzinfo=UTC)
 
 
 def test_every_error_class_has_an_outcome_rule() -> None:
     assert set(ERROR_OUTCOMES) == set(ErrorClass)
     assert ERROR_OUTCOMES[ErrorClass.PROTOCOL] is Outcome.FAIL
-
-
-@pytest.mark.parametrize(
-    ("exc", "expected"),
-    [
-        (httpx.ConnectTimeout("x"), ErrorClass.CONNECT),  # more specific than TimeoutException
-        (httpx.ReadTimeout("x"), ErrorClass.TIMEOUT),
-        (httpx.PoolTimeout("x"), ErrorClass.TIMEOUT),
-        (httpx.ConnectError("x"), ErrorClass.CONNECT),
-        (httpx.ReadError("x"), ErrorClass.STREAM_CUT),
-        (httpx.RemoteProtocolError("x"), ErrorClass.STREAM_CUT),
-        (httpx.DecodingError("x"), ErrorClass.PROTOCOL),  # a 200 body whose Content-Encoding does not decode
-    ],
-    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
-)
-def test_classification_picks_the_most_specific_entry(exc: httpx.HTTPError, expected: ErrorClass) -> None:
-    assert classify_exception(exc) is expected
-
-
-def test_an_unknown_subclass_falls_back_to_its_nearest_mapped_base() -> None:
-    class FutureReadTimeout(httpx.ReadTimeout):
-        pass
-
-    assert classify_exception(FutureReadTimeout("x")) is ErrorClass.TIMEOUT
-
-
-def test_a_foreign_class_with_an_httpx_name_is_not_mistaken_for_httpx() -> None:
-    class ConnectError(Exception):  # noqa: N818 - deliberately named like httpx's
-        pass
-
-    assert classify_exception(ConnectError("x")) is ErrorClass.STREAM_CUT
-    assert not is_retryable_exception(ConnectError("x"))
-
-
-@pytest.mark.parametrize(
-    ("exc", "retry"),
-    [
-        (httpx.ConnectError("x"), True),
-        (httpx.ReadTimeout("x"), True),
-        (DiscoveryUnreachable("http://127.0.0.1:9/api/v1 unreachable"), True),
-        (StoreError("database is locked", busy=True), True),
-        (StoreError("store: cannot read or write c.duckdb: IO Error: Could not read enough bytes"), False),
-        (httpx.DecodingError("x"), False),
-        (ConfigError("bad"), False),
-        (ValueError("bug"), False),
-    ],
-    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
-)
-def test_retry_predicate_retries_the_network_and_the_store_lock_only(exc: BaseException, retry: bool) -> None:
-    assert is_retryable_exception(exc) is retry
-
-
-@pytest.mark.parametrize(
-    ("code", "transport"),
-    [(408, True), (429, True), (500, True), (502, True), (524, True), (529, True), (599, True)]
-    + [(None, False), (200, False), (400, False), (401, False), (402, False), (404, False), (413, False)],
-)
-def test_transport_statuses(code: int | None, transport: bool) -> None:
-    assert is_transport_status(code) is transport
 
 
 def _attempt(**kw: object) -> Attempt:
@@ -222,27 +131,6 @@ def test_exchange_outcomes(fields: dict[str, object], outcome: Outcome | None, r
     if outcome is Outcome.FAIL:
         assert j.reason is Reason.PROTOCOL_VIOLATION and "text/html" in j.evidence
 
-
-NOW = datetime(2026, 11, 1, 10, 0, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [
-        ("7", 7.0),
-        (" 1.5 ", 1.5),
-        ("-3", 0.0),
-        ("Sun, 01 Nov 2026 10:00:30 GMT", 30.0),
-        ("Sun, 01 Nov 2026 09:00:00 GMT", 0.0),
-        ("nan", None),
-        ("inf", None),
-        ("soon", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
-    assert parse_retry_after(value, NOW) == seconds
 
 
 # --- the recorder (pure fold of events into attempt fields) ----------------------------------------------
@@ -428,32 +316,3 @@ def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
     assert {r.contract for r in results} == {contract, Contract.OPENING}
 
 
-def _status_error(code: int) -> httpx.HTTPStatusError:
-    request = httpx.Request("POST", "http://127.0.0.1:4200/api/task_runs/")
-    return httpx.HTTPStatusError("x", request=request, response=httpx.Response(code, request=request))
-
-
-@pytest.mark.parametrize(
-    ("exc", "retry"),
-    [
-        (_status_error(503), True),
-        (_status_error(429), True),
-        (_status_error(502), True),
-        (httpx.ConnectError("x"), True),
-        (httpx.ReadTimeout("x"), True),
-        (_status_error(404), False),
-        (_status_error(422), False),
-        (ValueError("a round's own bug"), False),
-        (ConfigError("bad"), False),
-    ],
-    ids=lambda v: f"{type(v).__name__}-{getattr(getattr(v, 'response', None), 'status_code', '')}",
-)
-def test_a_round_is_retried_when_the_orchestrator_did_not_answer_only(exc: BaseException, retry: bool) -> None:
-    assert is_orchestrator_blip(exc) is retry
-
-
-def test_prefects_status_error_is_an_orchestrator_blip() -> None:
-    from prefect.exceptions import PrefectHTTPStatusError
-
-    exc = PrefectHTTPStatusError.from_httpx_error(_status_error(503))
-    assert is_orchestrator_blip(exc)

@@ -1,8 +1,7 @@
-"""Pure tier ordering and cooldowns (router/tiers.py)."""
+"""Pure tier ordering and cooldowns (router/tiers.py); its status classes and Retry-After parser are the
+shared ones (tests/unit/test_wire_rules.py)."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -12,31 +11,6 @@ from router import tiers as t
 
 pytestmark = pytest.mark.unit
 
-NOW_WALL = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    ("status", "fails_over"),
-    [
-        (408, True),
-        (429, True),
-        (500, True),
-        (502, True),
-        (503, True),
-        (524, True),
-        (529, True),
-        (400, False),
-        (401, False),
-        (402, False),
-        (403, False),
-        (404, False),
-        (413, False),
-        (422, False),
-        (200, False),
-    ],
-)
-def test_failover_statuses(status: int, fails_over: bool) -> None:
-    assert t.is_failover_status(status) is fails_over
 
 
 def test_walk_order_keeps_key_order_and_defers_cooling_tiers_to_the_end() -> None:
@@ -61,24 +35,6 @@ def test_walk_order_is_a_permutation_that_never_reorders_within_a_group(n: int, 
     ready = [i for i in order if i not in cooling]
     late = [i for i in order if i in cooling]
     assert order == tuple(ready + late) and ready == sorted(ready) and late == sorted(late)
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [
-        ("30", 30.0),
-        ("1.5", 1.5),
-        (" 2 ", 2.0),
-        ("Sun, 01 Nov 2026 12:00:10 GMT", 10.0),
-        ("Sun, 01 Nov 2026 11:00:00 GMT", 0.0),
-        ("soon", None),
-        ("", None),
-        (None, None),
-        ("-5", 0.0),
-    ],
-)
-def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
-    assert t.parse_retry_after(value, NOW_WALL) == seconds
 
 
 def test_cool_down_is_capped_and_never_shortened() -> None:
