@@ -7,6 +7,6 @@ layers, replay, the renderers of alerts and artifacts, the probe plan and prompt
 
 Live rounds, deferred rounds landed later, `canary replay`, what-if runs and the demo all go through
 `settle_round` / `settle_policy`, so a replayed history gives the live decisions by construction. Besides
-each other, core modules may import only `tasks.config` (the config record) and `tasks.errors`
-(tests/unit/test_layering.py checks it).
+each other, core modules may import only `tasks.config` (the config record) and `tasks.errors`, and nothing they
+import may reach further: tests/unit/test_import_graph.py walks the imports transitively.
 """

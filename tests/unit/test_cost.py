@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,6 @@ from tasks.core.render import render_round_markdown
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.discover import parse_endpoints
 from tasks.errors import ConfigError
-from tests.unit.test_layering import imported
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -105,10 +103,3 @@ def test_budget_key_is_a_finite_non_negative_number() -> None:
     for bad in (-1, float("inf"), float("nan"), "5", True):
         with pytest.raises(ConfigError, match="budget_usd_per_day"):
             config_from_mapping({"budget_usd_per_day": bad})
-
-
-@pytest.mark.parametrize("module", ["tasks/core/cost.py", "tasks/core/budget.py"])
-def test_cost_and_budget_are_pure(module: str) -> None:
-    names = imported(Path(__file__).resolve().parents[2] / module)
-    assert not {n for n in names if n.split(".")[0] in {"prefect", "httpx", "duckdb", "slack_sdk"}
-                or n.startswith("tasks.store")}
