@@ -97,7 +97,7 @@ def serve(
 ) -> None:
     """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
     canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition too."""
-    from flows.serve import serve_deployment
+    from cli.serve_cmd import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
 

@@ -200,7 +200,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
     assert [s["interval"] for s in cycles] == [cfg.interval_min * 60]
     assert deployments["canary-cycle"]["parameters"]["models"] is None  # every model of canary.toml
     assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
-    from flows.serve import CYCLE_DEPLOYMENT
+    from cli.serve_cmd import CYCLE_DEPLOYMENT
     from flows.watch import watch_interval
 
     watch = deployments["canary-watch"]
@@ -212,7 +212,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 def test_interval_override_is_checked() -> None:
     from datetime import timedelta
 
-    from flows.serve import interval_override
+    from cli.serve_cmd import interval_override
     from tasks.errors import ConfigError
 
     assert interval_override({}) is None

@@ -1,6 +1,7 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
 concurrently, in one process), the `canary-deadman` deployment and the `canary-watch` deployment (live
-traffic and OpenRouter's uptime as suspicions: flows/watch.py), served from one process.
+traffic and OpenRouter's uptime as suspicions: flows/watch.py), served from one process. It deploys flows and
+is no flow itself, so it lives with the commands.
 
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
 Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
