@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts import default_hard
 from tasks.config_loading import format_duration
+from tasks.core.contracts import default_hard
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -12,7 +12,7 @@ probe worker, so a registered contract needs nothing in the worker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from tasks.core.contracts import language, opening, refusal, structured, tools, ttft
@@ -69,6 +69,14 @@ def names() -> tuple[str, ...]:
     return tuple(_registry)
 
 
+def in_order(present: Iterable[str]) -> list[str]:
+    """The contract names in `present`, in registry order (names no longer registered last, sorted): the
+    columns of a round's tables."""
+    given = {str(c) for c in present}
+    known = [str(n) for n in _registry if n in given]
+    return known + sorted(given - set(known))
+
+
 def probed() -> tuple[str, ...]:
     """The contracts that send requests, in order (the others are judged from their replies)."""
     return tuple(s.name for s in _registry.values() if s.is_probed)
@@ -96,6 +104,7 @@ __all__ = [
     "PeerRound",
     "RoundJudge",
     "default_hard",
+    "in_order",
     "names",
     "never_hard",
     "probed",
