@@ -27,10 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts import ContractSpec, PeerRound, spec_of, specs, structured
+from tasks.core.contracts import ContractSpec, Judge, PeerRound, spec_of, specs
 from tasks.core.types import (
     Attempt,
     Contract,
@@ -120,11 +119,12 @@ def judge_round(
     endpoints: Sequence[Endpoint],
     cfg: CanaryConfig,
     *,
-    structured_schema: dict[str, Any] | None = None,
+    judges: Mapping[str, Judge] | None = None,
 ) -> RoundJudgement:
     """Judge every (model, tag, contract) group of the round; see the module docstring for the rules.
 
-    `structured_schema` replaces the structured contract's schema (a what-if over recorded rounds)."""
+    `judges` replaces some contracts' per-endpoint judges (a what-if over recorded rounds, e.g. the structured
+    judge with another schema)."""
     registry = specs()
     probed = [s for s in registry if s.is_probed]
     groups: dict[tuple[str, str], dict[str, list[Attempt]]] = defaultdict(lambda: defaultdict(list))
@@ -148,10 +148,7 @@ def judge_round(
                 pins.setdefault(key[1], pin.evidence)
                 per_contract[spec.name] = pin
                 continue
-            if spec.name == Contract.STRUCTURED and structured_schema is not None:
-                j = structured.judge(group, cfg, schema=structured_schema)
-            else:
-                j = spec.judge(group, cfg)
+            j = (judges or {}).get(spec.name, spec.judge)(group, cfg)
             if spec.name == Contract.REFUSAL and key[1] in controls:
                 if j.outcome is Outcome.PASS:
                     weak.append(key[1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent / "contracts"))
 from attempt_factory import attempt  # noqa: E402
 
 from tasks.config import CanaryConfig  # noqa: E402
-from tasks.core.contracts import probed
+from tasks.core.contracts import probed, structured
 from tasks.core.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
 from tasks.core.types import (  # noqa: E402
     Contract,
@@ -159,9 +160,10 @@ def test_unreachable_control_does_not_weaken_the_probe() -> None:
     assert rows[("alpha", "refusal")].outcome is Outcome.PASS
 
 
-def test_structured_schema_parameter_overrides_the_prompt_schema() -> None:
+def test_judges_parameter_overrides_a_contracts_judge() -> None:
     schema = {"type": "object", "required": ["mood"]}
-    out = judge_round(healthy("alpha"), [ep("alpha")], CanaryConfig(), structured_schema=schema)
+    judges = {"structured": functools.partial(structured.judge, schema=schema)}
+    out = judge_round(healthy("alpha"), [ep("alpha")], CanaryConfig(), judges=judges)
     row = by_key(out)[("alpha", "structured")]
     assert (row.outcome, row.reason, row.evidence) == (
         Outcome.FAIL,
