@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb  # noqa: E402
 
 from tasks import store  # noqa: E402
-from tasks.core.types import PROBED_CONTRACTS, Attempt, Mode, RoundInfo, Usage  # noqa: E402
+from tasks.core.contracts import probed  # noqa: E402
+from tasks.core.types import Attempt, Mode, RoundInfo, Usage  # noqa: E402
 from tasks.store.records import attempt_row  # noqa: E402
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -40,7 +41,7 @@ def round_attempts(n: int) -> tuple[RoundInfo, list[Attempt]]:
                 finish_reason="stop", served_provider=tag.title(), usage=Usage(50, 120, 170, 0.0002),
                 text="*smiles* " + "a plausible roleplay continuation " * 12)
         for i, tag in enumerate(TAGS)
-        for contract in PROBED_CONTRACTS
+        for contract in probed()
     ]
     return info, attempts  # 15 endpoints x 4 contracts = 60 attempts
 

@@ -31,7 +31,7 @@ from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest, narrow_probes, parse_contracts, select_confirmation
 from tasks.core.plan import Probe, model_slug
 from tasks.core.settle import Settlement
-from tasks.core.types import Contract, Endpoint
+from tasks.core.types import Endpoint
 
 log = logging.getLogger("canary.confirm")
 
@@ -39,12 +39,12 @@ __all__ = ["follow_up", "narrow", "parse_plan", "run_confirmations", "wait_until
 
 
 def parse_plan(only: Sequence[str] | None, contracts: Mapping[str, Sequence[str]] | None
-               ) -> dict[str, tuple[Contract, ...]] | None:
+               ) -> dict[str, tuple[str, ...]] | None:
     """The flow's `only`/`contracts` parameters -> contracts per tag, None for a full round."""
     return parse_contracts(only, contracts)
 
 
-def narrow(probes: Sequence[Probe], endpoints: Sequence[Endpoint], plan: Mapping[str, Sequence[Contract]] | None
+def narrow(probes: Sequence[Probe], endpoints: Sequence[Endpoint], plan: Mapping[str, Sequence[str]] | None
            ) -> tuple[list[Probe], list[Endpoint]]:
     """A confirmation round's probes and the endpoints it probes (a full round: everything)."""
     if plan is None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from tasks.core.contracts import names
 from tasks.core.render.markdown import OUTCOME_CODES
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wal
     round_id = summary["round_id"]
     view = round_view(con, round_id, summary["model"])
     statuses, states = view.statuses, view.streaks
-    contracts = ["ttft", "refusal", "structured", "language", "opening", "tools"]
+    contracts = [str(c) for c in names()]  # the registry's order (tasks/core/contracts/)
     cells: dict[str, dict[str, str]] = {}
     for tag, contract, outcome, reason in view.outcomes:
         cells.setdefault(tag, {})[contract] = _cell(outcome, reason)

@@ -59,7 +59,7 @@ Known = Mapping[str, tuple[str, Outcome]]
 class ProbeKey:
     round_no: int
     tag: str
-    contract: Contract
+    contract: str
     language: str
 
 

@@ -64,10 +64,13 @@ DEFAULT_BUDGET_USD_PER_DAY = 0.0
 #: Minutes after a round with a hard failure until its confirmation round (0: none). A hard fault that starts
 #: mid-interval is then suspended after about half an interval plus this delay instead of 30-60 minutes.
 DEFAULT_CONFIRM_AFTER_MIN = 5
-#: Contracts whose failure is confirmed at once: wrong answers that hurt every user right away. TTFT (slow,
-#: often load) and transport (never quality) wait for the next full round.
-DEFAULT_HARD_CONTRACTS: tuple[str, ...] = ("structured", "language", "opening", "refusal", "tools")
-#: Contracts that may never be hard (tasks/core/confirm.py).
+#: Contracts whose failure is confirmed at once: wrong answers that hurt every user right away. The default
+#: (None) is each contract's own word: its SPEC's `hard_by_default` (tasks/core/contracts/; today structured,
+#: language, opening, refusal, tools). TTFT (slow, often load) and transport (never quality) wait for the next
+#: full round.
+DEFAULT_HARD_CONTRACTS: tuple[str, ...] | None = None
+#: Contracts a config file may never make hard: the built-in ones whose SPEC says `may_be_hard=False`
+#: (tests/unit/contracts/test_registry.py checks the two agree; tasks/core/confirm.py applies the SPECs).
 NEVER_HARD: frozenset[str] = frozenset({"ttft"})
 #: Seconds from a suspicion (docs/design.md "Suspicion": live failures or an OpenRouter uptime drop) to the
 #: confirmation round of that endpoint. The watcher runs every third of it (`canary serve`), so a suspicion is
@@ -118,7 +121,7 @@ class CanaryConfig:
     interval_min: int = DEFAULT_INTERVAL_MIN
     budget_usd_per_day: float = DEFAULT_BUDGET_USD_PER_DAY
     confirm_after_min: int = DEFAULT_CONFIRM_AFTER_MIN
-    hard_contracts: tuple[str, ...] = DEFAULT_HARD_CONTRACTS
+    hard_contracts: tuple[str, ...] | None = DEFAULT_HARD_CONTRACTS
     suspect_confirm_after_s: int = DEFAULT_SUSPECT_CONFIRM_AFTER_S
     suspect_window_s: int = DEFAULT_SUSPECT_WINDOW_S
     suspect_min_requests: int = DEFAULT_SUSPECT_MIN_REQUESTS

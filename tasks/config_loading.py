@@ -272,7 +272,10 @@ def _hard_contracts(raw: Mapping[str, Any]) -> tuple[str, ...]:
     """Contract names; `ttft` is never hard (slowness is often load: the next full round decides)."""
     from tasks.core.types import Contract
 
-    names = _str_list(raw, "hard_contracts") if raw["hard_contracts"] else ()
+    value = raw["hard_contracts"]
+    if isinstance(value, str):  # `--set hard_contracts=language,opening` (the default, None, gives no type)
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    names = _str_list({"hard_contracts": value}, "hard_contracts") if value else ()
     known = {str(c) for c in Contract} - NEVER_HARD
     for name in names:
         if name not in known:

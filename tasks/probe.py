@@ -43,10 +43,10 @@ import httpx
 from tasks.clock import Clock
 from tasks.config import CanaryConfig
 from tasks.core.http_rules import is_redirect_status, parse_retry_after
-from tasks.core.prompts import build_request, prompt_language
+from tasks.core.probe_request import build_request, prompt_language
 from tasks.core.sse import SSEParser, escape_bytes
 from tasks.core.sse_chunks import chunk_error, one_line
-from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass
+from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.http_errors import classify_exception
 from tasks.probe_record import AttemptRecorder
 
@@ -144,15 +144,21 @@ def probe_once(
     base_url: str,
     api_key: str,
     endpoint: Endpoint,
-    contract: Contract,
+    contract: str,
     round_id: str,
     attempt_no: int,
     language: str | None,
     cfg: CanaryConfig,
     clock: Clock,
+    body: dict[str, Any] | None = None,
 ) -> Attempt:
-    """Send one pinned probe to `endpoint` and record everything the wire showed."""
-    body = build_request(contract, endpoint.model, endpoint.tag, language, cfg, attempt_no=attempt_no)
+    """Send one pinned probe to `endpoint` and record everything the wire showed.
+
+    `body` is the request the caller built (tasks/core/probe_request.py), `language` then the prompt's; without
+    it the request is built here from the registry."""
+    recorded = language if body is not None and language is not None else prompt_language(contract, language)
+    if body is None:
+        body = build_request(contract, endpoint.model, endpoint.tag, language, cfg, attempt_no=attempt_no)
     headers = {
         "Authorization": f"Bearer {api_key}",
         "Accept": "text/event-stream",
@@ -202,7 +208,7 @@ def probe_once(
         contract=contract,
         attempt_no=attempt_no,
         started_at=started_at,
-        language=prompt_language(contract, language),
+        language=recorded,
         end=clock.monotonic(),
     )
 

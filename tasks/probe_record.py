@@ -36,7 +36,7 @@ from tasks.core.sse import (
 )
 from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
 from tasks.core.sse_tools import delta_tool_calls
-from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, ToolCall, Usage
+from tasks.core.types import Attempt, Endpoint, ErrorClass, ToolCall, Usage
 from tasks.secrets import redact, redact_opt
 
 
@@ -138,7 +138,7 @@ class AttemptRecorder:
             )
 
     def to_attempt(
-        self, *, round_id: str, endpoint: Endpoint, contract: Contract, attempt_no: int, started_at: datetime,
+        self, *, round_id: str, endpoint: Endpoint, contract: str, attempt_no: int, started_at: datetime,
         language: str, end: float,
     ) -> Attempt:
         return Attempt(

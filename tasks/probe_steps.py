@@ -21,7 +21,7 @@ from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.render.text import name
-from tasks.core.types import Attempt, Contract, ErrorClass
+from tasks.core.types import Attempt, ErrorClass
 from tasks.secrets import known_values, read_secret, redact
 
 log = logging.getLogger("canary")
@@ -105,10 +105,17 @@ def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footp
 
 def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
                     key: Any) -> list[Attempt]:
-    """One contract's attempts in order: its turns, then (language) the two confirmations of a first failure."""
-    from tasks.core.contracts.language import needs_confirmation
-    from tasks.core.plan import attempts_for
+    """One contract's attempts in order: its turns, then (language) the confirmations of a first failure.
+
+    The request body is built here, from the contract's SPEC, and handed to the probe worker (which knows only
+    the built-in contracts: a contract registered in this process is probed all the same)."""
+    from tasks.core.contracts import spec_of
+    from tasks.core.probe_request import build_request, prompt_language
     from tasks.probe_worker import ProbeCall
+
+    spec = spec_of(probe.contract)
+    endpoint = probe.endpoint
+    recorded_language = prompt_language(probe.contract, probe.language)
 
     clock = SystemClock()
     slots = _request_slots(cfg.concurrency)
@@ -117,9 +124,11 @@ def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, fo
         with slots:
             started = clock.now()
             try:
-                return run(ProbeCall(base_url=cfg.base_url, endpoint=probe.endpoint, contract=probe.contract,
-                                     round_id=round_id, attempt_no=n, language=probe.language, cfg=cfg,
-                                     api_key=key.get(), secrets=known_values()))
+                body = build_request(probe.contract, endpoint.model, endpoint.tag, probe.language, cfg,
+                                     attempt_no=n)
+                return run(ProbeCall(base_url=cfg.base_url, endpoint=endpoint, contract=probe.contract,
+                                     round_id=round_id, attempt_no=n, language=recorded_language, cfg=cfg,
+                                     api_key=key.get(), secrets=known_values(), body=body))
             except Exception as exc:  # a bug of ours must not cost the other endpoints their results
                 detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
                 log.warning("probe-%s-%s: %s", name(probe.endpoint.tag, "log"), probe.contract, detail)
@@ -128,8 +137,8 @@ def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, fo
                                attempt_no=n, started_at=started, language=probe.language,
                                error_class=ErrorClass.BAD_FRAME, error_detail=detail)
 
-    attempts = [once(n) for n in attempts_for(probe.contract)]
-    if (probe.contract is Contract.LANGUAGE and needs_confirmation(attempts[0])
-            and footprint.confirms(probe.endpoint.tag)):
-        attempts.extend([once(2), once(3)])
+    attempts = [once(n) for n in spec.attempts]
+    if (spec.confirm_first is not None and spec.confirm_first(attempts[0])
+            and footprint.confirms(endpoint.tag)):
+        attempts.extend(once(n) for n in spec.confirm_attempts)
     return attempts

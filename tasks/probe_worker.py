@@ -37,7 +37,7 @@ import httpx
 
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.core.types import Attempt, Contract, Endpoint
+from tasks.core.types import Attempt, Endpoint
 from tasks.failpoints import ENV as FAILPOINTS_ENV
 from tasks.failpoints import raise_point
 
@@ -59,7 +59,7 @@ class ProbeCall:
 
     base_url: str
     endpoint: Endpoint
-    contract: Contract
+    contract: str
     round_id: str
     attempt_no: int
     language: str | None
@@ -68,6 +68,9 @@ class ProbeCall:
     #: Every secret the caller's process knows (environment, Secret blocks, URLs' userinfo): the worker's
     #: recorder redacts replies with them, as the caller would (the worker's own environment is older).
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: The request body, built by the caller from the contract's SPEC (tasks/core/probe_request.py), so that a
+    #: contract registered in the caller's process needs nothing here; `language` is then the one it records.
+    body: dict[str, Any] | None = field(default=None, repr=False)
 
 
 Runner = Callable[[ProbeCall], Attempt]
@@ -81,7 +84,7 @@ def run_call(client: httpx.Client, call: ProbeCall, armed: str | None = None) ->
     raise_point("probe-raises", call.endpoint.tag, armed, secret_hint=call.api_key)
     return probe_once(client, base_url=call.base_url, api_key=call.api_key, endpoint=call.endpoint,
                       contract=call.contract, round_id=call.round_id, attempt_no=call.attempt_no,
-                      language=call.language, cfg=call.cfg, clock=SystemClock())
+                      language=call.language, cfg=call.cfg, clock=SystemClock(), body=call.body)
 
 
 def new_client() -> httpx.Client:

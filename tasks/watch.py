@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
+from tasks.core.contracts import probed
 from tasks.core.suspicion import Suspicion, SuspicionStatus, rules_of, suspect
-from tasks.core.types import PROBED_CONTRACTS, Contract, Endpoint, Mode
+from tasks.core.types import Contract, Endpoint, Mode
 
 if TYPE_CHECKING:
     pass
@@ -55,7 +56,7 @@ def confirmation_of(model: str, found: Sequence[Suspicion], listing: Sequence[En
                     now: datetime) -> ConfirmationRequest:
     """A partial round probing every contract of the suspected endpoints (the refusal controls for refusal,
     so a weak probe is still recognised), due now."""
-    plan: dict[str, tuple[Contract, ...]] = {s.tag: PROBED_CONTRACTS for s in found}
+    plan: dict[str, tuple[str, ...]] = {s.tag: probed() for s in found}
     listed = {e.tag for e in listing}
     for control in controls:
         if control in listed and control not in plan:

@@ -11,14 +11,15 @@ their streaks freeze, so "two consecutive failing rounds" keeps its meaning whil
     probes = narrow_probes(plan_probes(...), request.contracts)   # in the confirmation round
 
 Selection, per endpoint of the round:
-* it failed a contract of `cfg.hard_contracts` (`ttft` is never hard, transport is never a failure);
+* it failed a contract of `cfg.hard_contracts` (default: every contract whose SPEC says `hard_by_default`;
+  one whose SPEC says `may_be_hard=False`, `ttft`, is never hard; transport is never a failure);
 * it is in traffic and the evidence is not complete yet: not suspended (real or shadow), not floor-blocked
   (its streak already suffices; the floor holds it back), not excluded by another layer of the ignore list;
 * the round was decided (a rerun of a decided round asks for nothing), and `confirm_after_min` > 0.
-What is probed: the failed contracts, except `opening`, which is judged over the text replies of the other
-contracts (`TEXT_CONTRACTS`: ttft, refusal, language) and so probes those. When refusal is probed, the
-positive controls (`refusal_controls`) of the round are probed for refusal too, so a weak probe is still
-recognised (tasks/core/judge.py rule 2).
+What is probed: the failed contracts, except an unprobed one (`opening`), which is judged over the free-text
+replies of the other contracts (their SPECs say `free_text`: ttft, refusal, language) and so probes those.
+When refusal is probed, the positive controls (`refusal_controls`) of the round are probed for refusal too, so
+a weak probe is still recognised (tasks/core/judge.py rule 2).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tasks.core.contracts.opening import TEXT_CONTRACTS
+from tasks.core.contracts import default_hard, names, never_hard, probed, spec_of, text_contracts
 from tasks.core.exclusions import matches
-from tasks.core.types import PROBED_CONTRACTS, Contract, ContractResult, EndpointState, IgnoreList, Outcome
+from tasks.core.types import Contract, ContractResult, EndpointState, IgnoreList, Outcome
 
 if TYPE_CHECKING:
     from tasks.config import CanaryConfig
@@ -55,7 +56,7 @@ class ConfirmationRequest:
     model: str
     confirms: str
     due: datetime
-    contracts: Mapping[str, tuple[Contract, ...]]
+    contracts: Mapping[str, tuple[str, ...]]
 
     @property
     def only(self) -> list[str]:
@@ -71,23 +72,25 @@ class ConfirmationRequest:
         }
 
 
-def hard_failures(results: Iterable[ContractResult], hard: Iterable[str]) -> dict[str, tuple[Contract, ...]]:
-    """Per tag, the hard contracts it failed this round (in contract order); tags without one are left out."""
-    hard_set = {str(h) for h in hard} - {str(Contract.TTFT)}
-    failed: dict[str, set[Contract]] = {}
+def hard_failures(results: Iterable[ContractResult], hard: Iterable[str] | None) -> dict[str, tuple[str, ...]]:
+    """Per tag, the hard contracts it failed this round (in registry order); tags without one are left out.
+    `hard` None: the registry's defaults."""
+    hard_set = {str(h) for h in (default_hard() if hard is None else hard)} - never_hard()
+    order = names()
+    failed: dict[str, set[str]] = {}
     for r in results:
-        if r.outcome is Outcome.FAIL and str(r.contract) in hard_set:
-            failed.setdefault(r.tag, set()).add(Contract(r.contract))
-    order = list(Contract)
+        if r.outcome is Outcome.FAIL and str(r.contract) in hard_set and r.contract in order:
+            failed.setdefault(r.tag, set()).add(r.contract)
     return {tag: tuple(sorted(cs, key=order.index)) for tag, cs in sorted(failed.items())}
 
 
-def contracts_to_probe(failed: Iterable[Contract]) -> tuple[Contract, ...]:
-    """The probed contracts that judge `failed` again: `opening` is judged over the text contracts' replies."""
-    wanted: set[Contract] = set()
+def contracts_to_probe(failed: Iterable[str]) -> tuple[str, ...]:
+    """The probed contracts that judge `failed` again: an unprobed contract (`opening`) is judged over the
+    free-text contracts' replies, so those are probed."""
+    wanted: set[str] = set()
     for contract in failed:
-        wanted |= set(TEXT_CONTRACTS) if contract is Contract.OPENING else {contract}
-    return tuple(c for c in PROBED_CONTRACTS if c in wanted)
+        wanted |= {contract} if spec_of(contract).is_probed else set(text_contracts())
+    return tuple(c for c in probed() if c in wanted)
 
 
 def needs_confirmation(state: EndpointState | None, tag: str, ignore: IgnoreList) -> bool:
@@ -102,7 +105,7 @@ def select_confirmation(settled: Settlement, cfg: CanaryConfig) -> ConfirmationR
     if cfg.confirm_after_min <= 0 or not settled.decided:
         return None
     failing = hard_failures(settled.results, cfg.hard_contracts)
-    plan: dict[str, tuple[Contract, ...]] = {
+    plan: dict[str, tuple[str, ...]] = {
         tag: contracts_to_probe(failed)
         for tag, failed in failing.items()
         if needs_confirmation(settled.states.get(tag), tag, settled.ignore)
@@ -121,22 +124,23 @@ def select_confirmation(settled: Settlement, cfg: CanaryConfig) -> ConfirmationR
 
 
 def parse_contracts(only: Sequence[str] | None, contracts: Mapping[str, Sequence[str]] | None
-                    ) -> dict[str, tuple[Contract, ...]] | None:
+                    ) -> dict[str, tuple[str, ...]] | None:
     """Flow parameters -> contracts per tag (None: a full round). A tag of `only` without an entry in
     `contracts` is probed for every contract; an unknown contract name raises ValueError."""
     if only is None and not contracts:
         return None
-    out: dict[str, tuple[Contract, ...]] = {}
+    out: dict[str, tuple[str, ...]] = {}
     given = dict(contracts or {})
+    known = names()
     for tag in [*(only or ()), *given]:
-        names = given.get(tag)
-        out[tag] = PROBED_CONTRACTS if names is None else tuple(
-            c for c in PROBED_CONTRACTS if c in {Contract(str(n)) for n in names}
-        )
+        listed = given.get(tag)
+        if listed is not None and (unknown := [str(n) for n in listed if str(n) not in known]):
+            raise ValueError(f"{unknown[0]!r} is not a valid Contract")
+        out[tag] = probed() if listed is None else tuple(c for c in probed() if c in {str(n) for n in listed})
     return out
 
 
-def narrow_probes(probes: Sequence[Probe], contracts: Mapping[str, Sequence[Contract]] | None) -> list[Probe]:
+def narrow_probes(probes: Sequence[Probe], contracts: Mapping[str, Sequence[str]] | None) -> list[Probe]:
     """The probes of a confirmation round: those of the listed tags and contracts (None: all of them)."""
     if contracts is None:
         return list(probes)

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tasks.core.types import Attempt, Contract, Endpoint
+from tasks.core.contracts import spec_of
+from tasks.core.types import Attempt, Endpoint
 
 
 class CostBasis(StrEnum):
@@ -124,8 +125,13 @@ def round_cost(
 
 
 def is_confirmation(a: Attempt) -> bool:
-    """A language confirmation retry (the two extra attempts after a first failure)."""
-    return a.contract is Contract.LANGUAGE and a.attempt_no >= 2
+    """A confirmation retry: one of the extra attempts its contract's SPEC sends after a first failure (the
+    language contract's attempts 2 and 3). A contract no longer registered has none."""
+    try:
+        spec = spec_of(a.contract)
+    except KeyError:
+        return False
+    return a.attempt_no in spec.confirm_attempts
 
 
 def format_usd(usd: float) -> str:

@@ -1,6 +1,7 @@
 """One round's attempts -> one ContractResult per (endpoint, contract), plus the round's findings (pure).
 
-Rules applied on top of the contract judges (tasks/core/contracts/):
+Every registered contract (tasks/core/contracts/__init__.py) is judged by its SPEC's judge, in registry order.
+Rules applied on top of the contract judges:
 1. **Pin mismatch**: if any attempt of (tag, contract) was served by another provider than the endpoint's
    `provider_name`, that contract is `inconclusive` `pin_mismatch` (the probe proves nothing about this
    endpoint) and the tag is listed in `RoundFindings.pin_mismatches` for an admin alert.
@@ -14,8 +15,10 @@ Rules applied on top of the contract judges (tasks/core/contracts/):
    refusal probe is weak this round: every other endpoint's refusal `pass`/`fail` becomes `inconclusive`
    `probe_weak` and `RoundFindings.probe_weak` is set. A control that was unreachable proves nothing either
    way and does not weaken the probe. Controls' other contracts count normally.
-3. **Opening** is added for every endpoint with attempts, judged over its free-text replies and compared with
-   the model's other endpoints in the round (tasks/core/contracts/opening.py).
+3. **Round-level judges** (a SPEC's `round_judge`, tasks/core/contracts/spec.py) then see the model's endpoints
+   together: the tools contract compares each endpoint with its peers; the opening contract, never probed, gets a
+   row for every endpoint with attempts, judged over its free-text replies and compared with the model's other
+   endpoints (tasks/core/contracts/opening.py).
 Contracts an endpoint was not probed for get no row (absent, which the policy treats like frozen).
 """
 
@@ -24,12 +27,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts import CONTRACTS, opening, structured, tools
+from tasks.core.contracts import ContractSpec, Judge, PeerRound, spec_of, specs
 from tasks.core.types import (
-    PROBED_CONTRACTS,
     Attempt,
     Contract,
     ContractResult,
@@ -96,15 +97,15 @@ def _control_judgement(j: Judgement) -> Judgement:
     return Judgement(Outcome.INCONCLUSIVE, reason, f"positive control: {j.outcome} {j.reason}: {j.evidence}")
 
 
-def _result(attempts: Sequence[Attempt], contract: Contract, j: Judgement) -> ContractResult:
+def _result(attempts: Sequence[Attempt], spec: ContractSpec, j: Judgement) -> ContractResult:
     ordered = sorted(attempts, key=lambda a: (a.contract, a.attempt_no))
     first = ordered[0]
-    language = first.language if contract is Contract.LANGUAGE else None
+    language = first.language if spec.rotated_language else None
     return ContractResult(
         round_id=first.round_id,
         model=first.model,
         tag=first.tag,
-        contract=contract,
+        contract=spec.name,
         outcome=j.outcome,
         reason=j.reason,
         evidence=j.evidence,
@@ -118,39 +119,41 @@ def judge_round(
     endpoints: Sequence[Endpoint],
     cfg: CanaryConfig,
     *,
-    structured_schema: dict[str, Any] | None = None,
+    judges: Mapping[str, Judge] | None = None,
 ) -> RoundJudgement:
-    """Judge every (model, tag, contract) group of the round; see the module docstring for the rules."""
-    groups: dict[tuple[str, str], dict[Contract, list[Attempt]]] = defaultdict(lambda: defaultdict(list))
+    """Judge every (model, tag, contract) group of the round; see the module docstring for the rules.
+
+    `judges` replaces some contracts' per-endpoint judges (a what-if over recorded rounds, e.g. the structured
+    judge with another schema)."""
+    registry = specs()
+    probed = [s for s in registry if s.is_probed]
+    groups: dict[tuple[str, str], dict[str, list[Attempt]]] = defaultdict(lambda: defaultdict(list))
     for a in attempts:
         groups[(a.model, a.tag)][a.contract].append(a)
     order = {(e.model, e.tag): i for i, e in enumerate(endpoints)}
     keys = sorted(groups, key=lambda k: (k[0], order.get(k, len(order)), k[1]))
     controls = set(cfg.refusal_controls)
 
-    judgements: dict[tuple[str, str], dict[Contract, Judgement]] = {}
+    judgements: dict[tuple[str, str], dict[str, Judgement]] = {}
     weak: list[str] = []
     pins: dict[str, str] = {}
     for key in keys:
-        per_contract: dict[Contract, Judgement] = {}
-        for contract in PROBED_CONTRACTS:
-            group = groups[key].get(contract)
+        per_contract: dict[str, Judgement] = {}
+        for spec in probed:
+            group = groups[key].get(spec.name)
             if not group:
                 continue
             pin = _pin_judgement(group)
             if pin is not None:
                 pins.setdefault(key[1], pin.evidence)
-                per_contract[contract] = pin
+                per_contract[spec.name] = pin
                 continue
-            if contract is Contract.STRUCTURED and structured_schema is not None:
-                j = structured.judge(group, cfg, schema=structured_schema)
-            else:
-                j = CONTRACTS[contract](group, cfg)
-            if contract is Contract.REFUSAL and key[1] in controls:
+            j = (judges or {}).get(spec.name, spec.judge)(group, cfg)
+            if spec.name == Contract.REFUSAL and key[1] in controls:
                 if j.outcome is Outcome.PASS:
                     weak.append(key[1])
                 j = _control_judgement(j)
-            per_contract[contract] = j
+            per_contract[spec.name] = j
         judgements[key] = per_contract
 
     if weak:
@@ -163,24 +166,26 @@ def judge_round(
                     f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
                 )
 
-    for model in sorted({k[0] for k in keys}):  # tools: peer comparison (tasks/core/contracts/tools.py)
-        found = {t: judgements[(m, t)].get(Contract.TOOLS) for m, t in keys if m == model}
-        tagged = {t: j for t, j in found.items() if j is not None and j.reason != "pin_mismatch"}
-        attempts_by_tag = {t: groups[(model, t)][Contract.TOOLS] for t in tagged}
-        for tag, j in tools.compare_with_peers(attempts_by_tag, tagged).items():
-            judgements[(model, tag)][Contract.TOOLS] = j
-
     by_model: dict[str, dict[str, list[Attempt]]] = defaultdict(dict)
     for model, tag in keys:
         by_model[model][tag] = [a for group in groups[(model, tag)].values() for a in group]
-    openings = {model: opening.judge_round_openings(per_tag) for model, per_tag in by_model.items()}
+    text = frozenset(s.name for s in probed if s.free_text)
+    unprobed: dict[tuple[str, str], dict[str, Judgement]] = defaultdict(dict)
+    for spec in registry:  # round-level judges: peer comparisons (tools), unprobed contracts (opening)
+        if spec.round_judge is None:
+            continue
+        for model, per_tag in by_model.items():
+            own = {t: j for (m, t), js in judgements.items() if m == model
+                   for c, j in js.items() if c == spec.name and j.reason != Reason.PIN_MISMATCH}
+            for tag, j in spec.round_judge(PeerRound(per_tag, own, text), cfg).items():
+                (judgements if spec.is_probed else unprobed)[(model, tag)][spec.name] = j
 
     results: list[ContractResult] = []
     for key in keys:
         for contract, j in judgements[key].items():
-            results.append(_result(groups[key][contract], contract, j))
-        all_attempts = by_model[key[0]][key[1]]
-        results.append(_result(all_attempts, Contract.OPENING, openings[key[0]][key[1]]))
+            results.append(_result(groups[key][contract], spec_of(contract), j))
+        for contract, j in unprobed[key].items():
+            results.append(_result(by_model[key[0]][key[1]], spec_of(contract), j))
     findings = RoundFindings(
         probe_weak=bool(weak),
         weak_controls=tuple(weak),

@@ -1,8 +1,9 @@
 """What a round sends (pure): one probe per endpoint x probed contract, each with its language.
 
-The tools contract goes only to endpoints whose `supported_parameters` include "tools" (docs/design.md "tools"):
-a provider that does not claim tool calling is never judged on it. Its probe stands for two requests, the
-call turn (attempt 1) and the control turn (attempt 2): `attempts_for` says how many the probe sends.
+Each contract's SPEC (tasks/core/contracts/) says which endpoints it applies to (the tools contract goes only to
+endpoints whose `supported_parameters` include "tools", docs/design.md "tools"), whether it is asked in the
+endpoint's rotated language (only the language contract) and how many requests its probe stands for (the tools
+contract: the call turn, attempt 1, and the control turn, attempt 2): `attempts_for` says.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from tasks.core.contracts import probed, spec_of
 from tasks.core.rotation import plan_languages
-from tasks.core.types import PROBED_CONTRACTS, Contract, Endpoint, Outcome
+from tasks.core.types import Endpoint, Outcome
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
     endpoint: Endpoint
-    contract: Contract
+    contract: str  # a registered contract's name (a `Contract` for the built-in ones)
     language: str
 
 
@@ -39,16 +41,18 @@ def plan_probes(
     endpoints: Sequence[Endpoint],
     languages: Sequence[str],
     previous_languages: Mapping[str, tuple[str, Outcome]],
-    contracts: Sequence[Contract] = PROBED_CONTRACTS,
+    contracts: Sequence[str] | None = None,
 ) -> list[Probe]:
-    """Every endpoint gets every probed contract it supports; all but language are asked in English."""
+    """Every endpoint gets every probed contract (default: all registered) it supports; only a
+    `rotated_language` contract is asked in the endpoint's rotated language, the others in English."""
     langs = plan_languages([e.tag for e in endpoints], languages, previous_languages)
     probes: list[Probe] = []
+    wanted = probed() if contracts is None else tuple(contracts)
     for endpoint in sorted(endpoints, key=lambda e: e.tag):
-        for contract in contracts:
+        for contract in wanted:
             if not supports(endpoint, contract):
                 continue
-            language = langs[endpoint.tag] if contract is Contract.LANGUAGE else "en"
+            language = langs[endpoint.tag] if spec_of(contract).rotated_language else "en"
             probes.append(Probe(endpoint, contract, language))
     return probes
 
@@ -69,12 +73,13 @@ def by_endpoint(probes: Sequence[Probe]) -> list[EndpointPlan]:
     return [EndpointPlan(ps[0].endpoint, tuple(ps)) for ps in plans.values()]
 
 
-def supports(endpoint: Endpoint, contract: Contract) -> bool:
-    """Whether the endpoint is probed for `contract` at all (tools only where it lists "tools")."""
-    return contract is not Contract.TOOLS or "tools" in endpoint.supported_parameters
+def supports(endpoint: Endpoint, contract: str) -> bool:
+    """Whether the endpoint is probed for `contract` at all (its SPEC's `applies_to`: tools only where it
+    lists "tools")."""
+    return spec_of(contract).applies_to(endpoint)
 
 
-def attempts_for(contract: Contract) -> tuple[int, ...]:
-    """The attempt numbers one probe of `contract` sends up front (confirmations come on top): the tools
-    contract's call turn and control turn (tasks/core/tool_prompts.py), one request for every other contract."""
-    return (1, 2) if contract is Contract.TOOLS else (1,)
+def attempts_for(contract: str) -> tuple[int, ...]:
+    """The attempt numbers one probe of `contract` sends up front (confirmations come on top): its SPEC's
+    `attempts` (the tools contract's call turn and control turn, one request for every other contract)."""
+    return spec_of(contract).attempts

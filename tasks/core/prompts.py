@@ -11,7 +11,8 @@ roleplay traffic does, so the opening contract can judge their first characters.
 * tools       a game master's assistant with three function tools: a turn that needs one, a control turn
               that needs none (tasks/core/tool_prompts.py; the attempt number picks the turn)
 
-The language prompts themselves live in tasks/core/language_prompts.py.
+The language prompts themselves live in tasks/core/language_prompts.py. Each contract's SPEC points at its
+body function here; tasks/core/probe_request.py builds the whole pinned request.
 """
 
 from __future__ import annotations
@@ -19,20 +20,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tasks.config import ALL_LANGUAGES, CanaryConfig
+from tasks.config import ALL_LANGUAGES
 from tasks.core.language_prompts import LANGUAGE_PROMPTS
-from tasks.core.tool_prompts import TOOLS_MAX_TOKENS, tools_body_fields
-from tasks.core.types import Contract
 
-#: Completion budget per contract (tokens). Generous so that reasoning models, whose thinking counts against
-#: max_tokens, still finish the visible reply: a cut reply must mean the endpoint cut it, not us.
-MAX_TOKENS: dict[Contract, int] = {
-    Contract.TTFT: 200,
-    Contract.REFUSAL: 1200,
-    Contract.STRUCTURED: 500,
-    Contract.LANGUAGE: 600,
-    Contract.TOOLS: TOOLS_MAX_TOKENS,
-}
+#: Completion budgets (tokens). Generous so that reasoning models, whose thinking counts against max_tokens,
+#: still finish the visible reply: a cut reply must mean the endpoint cut it, not us. Each contract's SPEC
+#: (tasks/core/contracts/) names its own.
+TTFT_MAX_TOKENS = 200
+REFUSAL_MAX_TOKENS = 1200
+STRUCTURED_MAX_TOKENS = 500
+LANGUAGE_MAX_TOKENS = 600
 #: Roleplay sampling temperature (not sent with structured output: require_parameters filters on it).
 ROLEPLAY_TEMPERATURE = 0.8
 #: The language recorded for contracts whose prompt is English.
@@ -112,62 +109,37 @@ STRUCTURED_MESSAGES: tuple[tuple[str, str], ...] = (
 )
 
 
-def prompt_language(contract: Contract, language: str | None) -> str:
-    """The language of the prompt an attempt sends (what `Attempt.language` records)."""
-    if contract is Contract.LANGUAGE:
-        if language not in LANGUAGE_PROMPTS:
-            raise ValueError(f"language probe needs one of {', '.join(ALL_LANGUAGES)} (got {language!r})")
-        return language
-    return DEFAULT_PROMPT_LANGUAGE
-
-
-def _messages(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+def messages(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    """(role, content) pairs -> chat messages (fresh dicts)."""
     return [{"role": role, "content": content} for role, content in pairs]
 
 
-def build_request(
-    contract: Contract,
-    model: str,
-    tag: str,
-    language: str | None,
-    cfg: CanaryConfig,
-    *,
-    attempt_no: int = 1,
-) -> dict[str, Any]:
-    """The JSON body of one pinned, streamed probe request (a fresh dict: callers may mutate it).
+def ttft_body(attempt_no: int, language: str) -> dict[str, Any]:
+    return {"messages": messages(TTFT_MESSAGES)}
 
-    `language` is required for the language contract and ignored elsewhere. `attempt_no` picks the tools
-    contract's turn (tasks/core/tool_prompts.py: odd = the call turn, even = the control turn) and is ignored
-    elsewhere. `cfg` is accepted so that per-deployment prompt knobs have one place to land.
-    """
-    provider: dict[str, Any] = {"only": [tag], "allow_fallbacks": False}
-    body: dict[str, Any] = {"model": model}
-    if contract is Contract.TTFT:
-        body["messages"] = _messages(TTFT_MESSAGES)
-    elif contract is Contract.REFUSAL:
-        body["messages"] = _messages(REFUSAL_MESSAGES)
-    elif contract is Contract.STRUCTURED:
-        body["messages"] = _messages(STRUCTURED_MESSAGES)
-        body["response_format"] = {
+
+def refusal_body(attempt_no: int, language: str) -> dict[str, Any]:
+    return {"messages": messages(REFUSAL_MESSAGES)}
+
+
+def structured_body(attempt_no: int, language: str) -> dict[str, Any]:
+    """The character card request: strict json_schema output (the spec adds `require_parameters`)."""
+    return {
+        "messages": messages(STRUCTURED_MESSAGES),
+        "response_format": {
             "type": "json_schema",
             "json_schema": {
                 "name": STRUCTURED_SCHEMA_NAME,
                 "strict": True,
                 "schema": copy.deepcopy(STRUCTURED_SCHEMA),
             },
-        }
-        provider["require_parameters"] = True
-    elif contract is Contract.LANGUAGE:
-        system, user = LANGUAGE_PROMPTS[prompt_language(contract, language)]
-        body["messages"] = _messages((("system", system), ("user", user)))
-    elif contract is Contract.TOOLS:
-        body.update(tools_body_fields(attempt_no))
-    else:
-        raise ValueError(f"contract {contract!s} sends no request of its own")
-    body["max_tokens"] = MAX_TOKENS[contract]
-    if contract not in (Contract.STRUCTURED, Contract.TOOLS):  # tools: the model's default sampling
-        body["temperature"] = ROLEPLAY_TEMPERATURE
-    body["stream"] = True
-    body["usage"] = {"include": True}
-    body["provider"] = provider
-    return body
+        },
+    }
+
+
+def language_body(attempt_no: int, language: str) -> dict[str, Any]:
+    """One roleplay turn written wholly in `language` (tasks/core/language_prompts.py)."""
+    if language not in LANGUAGE_PROMPTS:
+        raise ValueError(f"language probe needs one of {', '.join(ALL_LANGUAGES)} (got {language!r})")
+    system, user = LANGUAGE_PROMPTS[language]
+    return {"messages": messages((("system", system), ("user", user)))}

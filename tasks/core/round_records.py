@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tasks.core.vocabulary import Contract, ErrorClass, Mode, Outcome
+from tasks.core.vocabulary import ErrorClass, Mode, Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class Attempt:
     model: str
     tag: str
     provider_name: str  # the endpoint's expected display name
-    contract: Contract
+    contract: str  # a `Contract` for the built-in contracts (vocabulary.as_contract)
     attempt_no: int  # 1 for the first request; confirmations are 2, 3
     started_at: datetime  # UTC
     language: str | None = None  # the prompt's language (language contract; "en" elsewhere)
@@ -123,7 +123,7 @@ class ContractResult:
     round_id: str
     model: str
     tag: str
-    contract: Contract
+    contract: str  # a `Contract` for the built-in contracts
     outcome: Outcome
     reason: str
     evidence: str = ""

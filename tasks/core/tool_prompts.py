@@ -1,4 +1,4 @@
-"""The tools contract's fixed request (pure data; tasks/core/prompts.py builds the body from it).
+"""The tools contract's fixed request (pure data; its SPEC in tasks/core/contracts/tools.py points at it).
 
 A game master's assistant offers three function tools. The contract sends two turns with the same system
 prompt and tools, one request each, told apart by the attempt number:

@@ -18,7 +18,6 @@ from tasks.core.policy_records import Decision, EndpointState
 from tasks.core.reasons import Reason, control_reason, http_reason, midstream_reason
 from tasks.core.round_records import Attempt, ContractResult, Endpoint, Judgement, RoundInfo, ToolCall, Usage
 from tasks.core.vocabulary import (
-    PROBED_CONTRACTS,
     Action,
     Contract,
     ErrorClass,
@@ -26,10 +25,10 @@ from tasks.core.vocabulary import (
     Mode,
     Outcome,
     RoundStatus,
+    as_contract,
 )
 
 __all__ = [
-    "PROBED_CONTRACTS",
     "Action",
     "Alert",
     "Attempt",
@@ -53,6 +52,7 @@ __all__ = [
     "RoundStatus",
     "ToolCall",
     "Usage",
+    "as_contract",
     "control_reason",
     "http_reason",
     "midstream_reason",

@@ -9,6 +9,9 @@ from enum import StrEnum
 
 
 class Contract(StrEnum):
+    """The project's contracts. Which ones a round probes and how is the registry's (tasks/core/contracts/);
+    records carry a contract as `str`, so a contract registered from outside works the same."""
+
     TTFT = "ttft"
     REFUSAL = "refusal"
     STRUCTURED = "structured"
@@ -17,14 +20,13 @@ class Contract(StrEnum):
     TOOLS = "tools"  # function calling; probed only where `supported_parameters` include "tools"
 
 
-#: The contracts that send requests (opening is judged from the others' replies).
-PROBED_CONTRACTS: tuple[Contract, ...] = (
-    Contract.TTFT,
-    Contract.REFUSAL,
-    Contract.STRUCTURED,
-    Contract.LANGUAGE,
-    Contract.TOOLS,  # tasks/core/plan.py sends it only to endpoints that list "tools"
-)
+def as_contract(name: str) -> str:
+    """A stored contract name -> its `Contract` member, or the plain name of a contract registered from outside
+    the project (tasks/core/contracts/__init__.py `register`)."""
+    try:
+        return Contract(name)
+    except ValueError:
+        return str(name)
 
 
 class Outcome(StrEnum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tasks.core.types import Attempt, Contract, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage
+from tasks.core.types import Attempt, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage, as_contract
 from tasks.store.rows import one_line, redact, utc
 
 #: OpenRouter's per-endpoint figures kept with each round's endpoints (migration 9): Endpoint fields = columns.
@@ -105,7 +105,7 @@ def attempt_from_row(r: dict[str, Any]) -> Attempt:
         model=r["model"],
         tag=r["tag"],
         provider_name=r["provider_name"],
-        contract=Contract(r["contract"]),
+        contract=as_contract(r["contract"]),
         attempt_no=r["attempt_no"],
         started_at=r["started_at"],
         language=r["language"],
@@ -150,7 +150,7 @@ def outcome_from_row(r: dict[str, Any]) -> ContractResult:
         round_id=r["round_id"],
         model=r["model"],
         tag=r["tag"],
-        contract=Contract(r["contract"]),
+        contract=as_contract(r["contract"]),
         outcome=Outcome(r["outcome"]),
         reason=r["reason"],
         evidence=r["evidence"],

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.core.contracts import CONTRACTS, tools
-from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, Judgement
+from tasks.core.contracts import probed, spec_of, tools
+from tasks.core.types import Attempt, Contract, Endpoint, Judgement
 from tasks.probe import probe_once
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -107,7 +107,7 @@ def judge(capture: dict[str, Any], contract: Contract, a: Attempt) -> Judgement:
     spec = capture.get("tools")
     if contract is Contract.TOOLS and spec:
         return tools.judge([a], CFG, schemas=spec["schemas"], expected=spec["expected"])
-    return CONTRACTS[contract]([a], CFG)
+    return spec_of(contract).judge([a], CFG)
 
 
 def check_attempt(capture: dict[str, Any], a: Attempt) -> None:
@@ -133,7 +133,7 @@ def check_attempt(capture: dict[str, Any], a: Attempt) -> None:
 
 
 def check_judges(capture: dict[str, Any], a: Attempt) -> None:
-    for contract in PROBED_CONTRACTS:
+    for contract in probed():
         j = judge(capture, contract, a)
         exchange = capture["exchange"]
         if exchange is not None:
@@ -150,14 +150,14 @@ def test_every_capture_names_its_source() -> None:
         assert (FIXTURES / capture["file"]).is_file(), capture["name"]
         assert source.get("url") or (source.get("repository") and source.get("path")) or source.get("found_by")
         assert capture["judged"] and capture["what"]
-        assert capture["exchange"] is not None or set(capture["contracts"]) == {str(c) for c in PROBED_CONTRACTS}
+        assert capture["exchange"] is not None or set(capture["contracts"]) == {str(c) for c in probed()}
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_capture_whole_through_every_contract(double: str, name: str) -> None:
     capture = CAPTURES[name]
     body = (FIXTURES / capture["file"]).read_bytes()
-    for contract in PROBED_CONTRACTS:
+    for contract in probed():
         a = probe(double, capture, contract, [body])
         check_attempt(capture, a)
         j = judge(capture, contract, a)
@@ -181,7 +181,7 @@ def test_a_pinned_endpoint_answering_302_is_a_protocol_violation_with_its_locati
     """Issue 21 item 9: a 302 for ever was `inconclusive` for ever and never alerted. The probe never follows
     it (the request carries the key); every contract says `protocol_violation` with the Location, redacted."""
     location = f"https://login.example.test/?next=/api&key={API_KEY}"
-    for contract in PROBED_CONTRACTS:
+    for contract in probed():
         _Double.served = Served(302, "text/html", [b"<a href='/login'>Found</a>"], {"Location": location})
         endpoint = Endpoint(model="m/x", tag="captured", provider_name="Captured")
         with httpx.Client() as client:
@@ -191,7 +191,7 @@ def test_a_pinned_endpoint_answering_302_is_a_protocol_violation_with_its_locati
         assert a.error_detail is not None
         assert "redirect to 'https://login.example.test/?next=/api&key=" in a.error_detail
         assert API_KEY not in a.error_detail
-        j = CONTRACTS[contract]([a], CFG)
+        j = spec_of(contract).judge([a], CFG)
         assert (str(j.outcome), j.reason) == ("fail", "protocol_violation"), (contract, j)
         assert "redirect on a pinned API call, not followed" in j.evidence and API_KEY not in j.evidence
 
@@ -205,7 +205,7 @@ def test_a_relayed_cause_that_echoes_the_key_is_kept_redacted(double: str) -> No
     with httpx.Client() as client:
         a = probe_once(client, base_url=double, api_key=API_KEY, endpoint=endpoint, contract=Contract.REFUSAL,
                        round_id="r-echo", attempt_no=1, language="en", cfg=CFG, clock=SystemClock())
-    j = CONTRACTS[Contract.REFUSAL]([a], CFG)
+    j = spec_of(Contract.REFUSAL).judge([a], CFG)
     assert a.error_detail is not None and "Provider returned error [Echo]: invalid api key" in a.error_detail
     assert API_KEY not in a.error_detail and API_KEY[:20] not in j.evidence
     assert (str(j.outcome), j.reason) == ("inconclusive", "http_401")

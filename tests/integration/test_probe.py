@@ -23,7 +23,7 @@ import pytest
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.classify import is_transport
-from tasks.core.contracts import CONTRACTS, ttft
+from tasks.core.contracts import spec_of, ttft
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe import probe_once
 
@@ -288,7 +288,7 @@ def protocol_violation(attempt: Attempt) -> str:
     assert attempt.error_class is ErrorClass.PROTOCOL and attempt.http_status == 200, attempt.error_detail
     assert not is_transport(attempt)
     for contract in (Contract.TTFT, Contract.REFUSAL, Contract.STRUCTURED, Contract.LANGUAGE):
-        judged = CONTRACTS[contract]([replace(attempt, contract=contract)], CFG)
+        judged = spec_of(contract).judge([replace(attempt, contract=contract)], CFG)
         assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION), contract
     detail = attempt.error_detail or ""
     assert "\n" not in detail and API_KEY not in detail

@@ -22,7 +22,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.classify import is_transport
-from tasks.core.contracts import CONTRACTS, ttft
+from tasks.core.contracts import spec_of, ttft
 from tasks.core.prompts import STRUCTURED_SCHEMA
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.discover import fetch_endpoints
@@ -289,7 +289,7 @@ def violation(attempt: Attempt, contract: Contract = Contract.TTFT) -> str:
     """The attempt is a protocol violation that the contract fails; returns the evidence."""
     assert attempt.error_class is ErrorClass.PROTOCOL and attempt.http_status == 200, attempt.error_detail
     assert not is_transport(attempt)
-    judged = CONTRACTS[contract]([attempt], CFG)
+    judged = spec_of(contract).judge([attempt], CFG)
     assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
     assert judged.evidence == attempt.error_detail and "\n" not in judged.evidence
     return judged.evidence

@@ -12,8 +12,8 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.core.contracts import CONTRACTS
-from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
+from tasks.core.contracts import probed, spec_of
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe import probe_once
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -55,25 +55,25 @@ def probe(sim: SimulatorHandle, variant: str, contract: Contract, *, stream: boo
                           clock=SystemClock())
 
 
-@pytest.mark.parametrize("contract", PROBED_CONTRACTS, ids=str)
+@pytest.mark.parametrize("contract", probed(), ids=str)
 def test_masked_upstream_failure_is_one_upstream_error_for_every_contract(sim: SimulatorHandle,
                                                                            contract: Contract) -> None:
     a = probe(sim, "masked", contract)
     assert (a.http_status, a.error_class, a.native_finish_reason, a.text) == (200, None, "network_error", "")
-    j = CONTRACTS[contract]([a], CFG)
+    j = spec_of(contract).judge([a], CFG)
     assert (j.outcome, j.reason) == (Outcome.FAIL, Reason.UPSTREAM_ERROR), j
     assert "native_finish_reason (network_error)" in j.evidence and "provider (Sim)" in j.evidence
 
 
 def test_masked_failure_as_a_json_body(sim: SimulatorHandle) -> None:
     a = probe(sim, "maskedjson", Contract.STRUCTURED, stream=False)
-    assert CONTRACTS[Contract.STRUCTURED]([a], CFG).reason == Reason.UPSTREAM_ERROR
+    assert spec_of(Contract.STRUCTURED).judge([a], CFG).reason == Reason.UPSTREAM_ERROR
 
 
 def test_masked_failure_after_partial_text_is_still_the_upstream_s_word(sim: SimulatorHandle) -> None:
     a = probe(sim, "maskedpartial", Contract.REFUSAL)
     assert a.text and a.ttft_ms is not None
-    j = CONTRACTS[Contract.REFUSAL]([a], CFG)
+    j = spec_of(Contract.REFUSAL).judge([a], CFG)
     assert j.reason == Reason.UPSTREAM_ERROR and f"text_chars ({len(a.text)})" in j.evidence
 
 
@@ -85,5 +85,5 @@ def test_relayed_error_keeps_the_upstream_s_cause(sim: SimulatorHandle, variant:
                                                   reason: str, words: str) -> None:
     a = probe(sim, variant, Contract.TOOLS)
     assert a.error_class is ErrorClass.HTTP_STATUS and a.error_detail and words in a.error_detail
-    j = CONTRACTS[Contract.TOOLS]([a], CFG)
+    j = spec_of(Contract.TOOLS).judge([a], CFG)
     assert (j.outcome, j.reason) == (outcome, reason) and words in j.evidence

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from tasks import store
+from tasks.core.contracts import probed
 from tasks.core.types import (
-    PROBED_CONTRACTS,
     Action,
     Attempt,
     Contract,
@@ -60,7 +60,7 @@ def make_attempts(info: RoundInfo, ttft_ms: float = 120.0) -> list[Attempt]:
             text=f"*smiles* reply of {e.tag}",
         )
         for e in ENDPOINTS
-        for c in PROBED_CONTRACTS
+        for c in probed()
     ]
 
 
@@ -166,7 +166,7 @@ def test_a_newer_file_is_refused_with_one_line(tmp_db: str) -> None:
 
 def test_landing_the_same_round_twice_gives_the_same_rows(tmp_db: str) -> None:
     info = make_round(1)
-    outcomes = [result(info, e.tag, c, Outcome.PASS) for e in ENDPOINTS for c in PROBED_CONTRACTS]
+    outcomes = [result(info, e.tag, c, Outcome.PASS) for e in ENDPOINTS for c in probed()]
     with store.open_store(tmp_db) as con:
         store.land_round(con, info, make_attempts(info), endpoints=ENDPOINTS)
         store.land_outcomes(con, info.round_id, outcomes)
@@ -177,7 +177,7 @@ def test_landing_the_same_round_twice_gives_the_same_rows(tmp_db: str) -> None:
         store.land_outcomes(con, info.round_id, outcomes)
         assert con.execute("SELECT * FROM attempts ORDER BY attempt_id").fetchall() == first
         assert table_counts(con) == counts
-    assert counts["attempts"] == len(ENDPOINTS) * len(PROBED_CONTRACTS)
+    assert counts["attempts"] == len(ENDPOINTS) * len(probed())
     assert counts["outcomes"] == len(outcomes) and counts["rounds"] == 1
 
 

@@ -19,7 +19,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.contracts import tools
-from tasks.core.prompts import build_request
+from tasks.core.probe_request import build_request
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
 from tasks.probe import probe_once
 

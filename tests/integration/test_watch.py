@@ -14,7 +14,8 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
+from tasks.core.contracts import probed
+from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.watch import fetch_listing, watch_model
 
 pytestmark = pytest.mark.integration
@@ -57,7 +58,7 @@ def test_an_uptime_dip_is_a_recorded_suspicion_and_a_confirmation_request(
     result = watch_model(cfg, MODEL, NOW, listing)
     assert [(s.tag, str(s.signal)) for s in result.suspicions] == [("dipping", "uptime_drop")]
     assert result.request is not None and result.request.due == NOW
-    assert dict(result.request.contracts) == {"dipping": PROBED_CONTRACTS, "steady": (Contract.REFUSAL,)}
+    assert dict(result.request.contracts) == {"dipping": probed(), "steady": (Contract.REFUSAL,)}
     again = watch_model(cfg, MODEL, NOW + timedelta(minutes=5), listing)  # within suspect_cooldown_s
     assert again.suspicions == () and again.request is None
     with store.open_store(cfg.db_path, read_only=True) as con:

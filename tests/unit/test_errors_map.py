@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from tasks.config import CanaryConfig
 from tasks.core.classify import ERROR_OUTCOMES, exchange_judgement, is_transport
-from tasks.core.contracts import CONTRACTS
+from tasks.core.contracts import probed, spec_of
 from tasks.core.judge import judge_round
 from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
-from tasks.core.types import PROBED_CONTRACTS, Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
+from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe_record import AttemptRecorder
 
 MID = ErrorClass.MIDSTREAM_ERROR
@@ -279,7 +279,7 @@ _FRAME = st.one_of(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_FRAME, max_size=12), st.sampled_from(list(PROBED_CONTRACTS)))
+@given(st.lists(_FRAME, max_size=12), st.sampled_from(list(probed())))
 def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
     frames: list[bytes], contract: Contract
 ) -> None:
@@ -308,7 +308,7 @@ def test_any_wire_bytes_become_an_attempt_that_every_judge_and_the_round_accept(
     )
     assert a.error_detail is None or "\n" not in a.error_detail
     cfg = CanaryConfig()
-    judged = CONTRACTS[contract]([a], cfg)
+    judged = spec_of(contract).judge([a], cfg)
     assert judged.outcome in set(Outcome)
     if a.error_class is ErrorClass.PROTOCOL:
         assert (judged.outcome, judged.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)

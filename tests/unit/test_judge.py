@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -12,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent / "contracts"))
 from attempt_factory import attempt  # noqa: E402
 
 from tasks.config import CanaryConfig  # noqa: E402
+from tasks.core.contracts import probed, structured
 from tasks.core.judge import RoundFindings, findings_from_results, judge_round  # noqa: E402
 from tasks.core.types import (  # noqa: E402
-    PROBED_CONTRACTS,
     Contract,
     ContractResult,
     Endpoint,
@@ -159,9 +160,10 @@ def test_unreachable_control_does_not_weaken_the_probe() -> None:
     assert rows[("alpha", "refusal")].outcome is Outcome.PASS
 
 
-def test_structured_schema_parameter_overrides_the_prompt_schema() -> None:
+def test_judges_parameter_overrides_a_contracts_judge() -> None:
     schema = {"type": "object", "required": ["mood"]}
-    out = judge_round(healthy("alpha"), [ep("alpha")], CanaryConfig(), structured_schema=schema)
+    judges = {"structured": functools.partial(structured.judge, schema=schema)}
+    out = judge_round(healthy("alpha"), [ep("alpha")], CanaryConfig(), judges=judges)
     row = by_key(out)[("alpha", "structured")]
     assert (row.outcome, row.reason, row.evidence) == (
         Outcome.FAIL,
@@ -202,16 +204,16 @@ HTML = dict(
 
 
 def test_an_endpoint_serving_html_fails_every_probed_contract_and_the_round() -> None:
-    broken = [attempt(c, tag="beta", provider_name="Beta", **HTML) for c in PROBED_CONTRACTS]
+    broken = [attempt(c, tag="beta", provider_name="Beta", **HTML) for c in probed()]
     out = judge_round(healthy("alpha") + broken, [ep("alpha"), ep("beta")], CanaryConfig())
     rows = by_key(out)
-    for c in PROBED_CONTRACTS:
+    for c in probed():
         assert (rows[("beta", str(c))].outcome, rows[("beta", str(c))].reason) == (
             Outcome.FAIL,
             Reason.PROTOCOL_VIOLATION,
         )
     assert rows[("beta", "opening")].outcome is Outcome.INCONCLUSIVE  # no trustworthy reply to look at
-    assert all(rows[("alpha", str(c))].outcome is Outcome.PASS for c in PROBED_CONTRACTS if c is not Contract.TOOLS)
+    assert all(rows[("alpha", str(c))].outcome is Outcome.PASS for c in probed() if c is not Contract.TOOLS)
 
 
 def test_a_control_that_breaks_the_protocol_is_neither_caught_nor_missed() -> None:

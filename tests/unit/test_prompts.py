@@ -11,9 +11,11 @@ import jsonschema
 import pytest
 
 from tasks.config import ALL_LANGUAGES, CanaryConfig
+from tasks.core.contracts import probed
 from tasks.core.language_prompts import LANGUAGE_PROMPTS
-from tasks.core.prompts import REFUSAL_MIN_EXPECTED_CHARS, STRUCTURED_SCHEMA, build_request, prompt_language
-from tasks.core.types import PROBED_CONTRACTS, Contract
+from tasks.core.probe_request import build_request, prompt_language
+from tasks.core.prompts import REFUSAL_MIN_EXPECTED_CHARS, STRUCTURED_SCHEMA
+from tasks.core.types import Contract
 
 pytestmark = pytest.mark.unit
 
@@ -21,7 +23,7 @@ CFG = CanaryConfig()
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 
 
-@pytest.mark.parametrize("contract", PROBED_CONTRACTS, ids=str)
+@pytest.mark.parametrize("contract", probed(), ids=str)
 def test_every_request_is_pinned_streamed_and_json_serialisable(contract: Contract) -> None:
     body = build_request(contract, MODEL, "deepinfra/fp8", "pt", CFG)
     assert body["model"] == MODEL

@@ -10,6 +10,7 @@ import pytest
 
 from tasks.config import CanaryConfig
 from tasks.config_loading import format_duration
+from tasks.core.contracts import default_hard
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -40,6 +41,10 @@ def test_every_config_key_is_documented_with_its_default() -> None:
     for f in fields(CanaryConfig):
         if f.name == "languages":
             assert rows[f.name].startswith("all 17")
+            continue
+        if f.name == "hard_contracts":  # None: each contract's SPEC says (tasks/core/contracts/)
+            assert defaults.hard_contracts is None
+            assert rows[f.name].endswith(f"`{shown(default_hard())}`"), rows[f.name]
             continue
         assert rows[f.name].strip("`") == shown(getattr(defaults, f.name)), f.name
 

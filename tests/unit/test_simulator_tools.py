@@ -15,7 +15,7 @@ from simulator.faults import FAULT_KINDS, Fault
 from simulator.fleet_file import load_fleet
 from simulator.plan import has_tools, plan_reply
 from tasks.config import CanaryConfig
-from tasks.core.prompts import build_request
+from tasks.core.probe_request import build_request
 from tasks.core.tool_prompts import tool_schemas
 from tasks.core.types import Contract
 

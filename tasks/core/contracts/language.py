@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.core.contracts.common import exchange_judgement
-from tasks.core.types import Attempt, Judgement, Outcome, Reason
+from tasks.core.contracts.spec import ContractSpec
+from tasks.core.language_prompts import LANGUAGE_PROMPTS
+from tasks.core.prompts import LANGUAGE_MAX_TOKENS, ROLEPLAY_TEMPERATURE, language_body
+from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 
 if TYPE_CHECKING:  # tasks.core.langdetect imports tasks.core.contracts.textscan: import it lazily to avoid a cycle
     from tasks.core.langdetect import LanguageVerdict
@@ -77,3 +80,19 @@ def majority(judgements: Sequence[Judgement]) -> Judgement:
 def judge(attempts: Sequence[Attempt], cfg: CanaryConfig) -> Judgement:
     ordered = sorted(attempts, key=lambda a: a.attempt_no)
     return majority([judge_attempt(a) for a in ordered])
+
+
+#: Asked in the endpoint's rotated language; a failed first attempt is confirmed by attempts 2 and 3 at once.
+SPEC = ContractSpec(
+    name=Contract.LANGUAGE,
+    judge=judge,
+    body=language_body,
+    max_tokens=LANGUAGE_MAX_TOKENS,
+    temperature=ROLEPLAY_TEMPERATURE,
+    rotated_language=True,
+    prompt_languages=tuple(LANGUAGE_PROMPTS),
+    confirm_first=needs_confirmation,
+    confirm_attempts=(2, 3),
+    free_text=True,
+    hard_by_default=True,
+)

@@ -23,17 +23,19 @@ endpoints) is at fault: every would-be failure becomes `inconclusive` `prompt_su
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from tasks.config import CanaryConfig
 from tasks.core.classify import upstream_failure
+from tasks.core.contracts.spec import ContractSpec, PeerRound
 from tasks.core.types import Attempt, Contract, ErrorClass, Judgement, Outcome, Reason
 
 MIN_REPLIES = 2
 MIN_CORRUPTED = 2
 MIN_PEERS = 3
-#: Contracts whose replies are free text (structured output is JSON: its first char is `{`).
-TEXT_CONTRACTS: frozenset[Contract] = frozenset({Contract.TTFT, Contract.REFUSAL, Contract.LANGUAGE})
+#: The built-in contracts whose replies are free text (structured output is JSON: its first char is `{`): the
+#: default for direct callers. The round passes the registry's (every SPEC with `free_text`).
+TEXT_CONTRACTS: frozenset[str] = frozenset({Contract.TTFT, Contract.REFUSAL, Contract.LANGUAGE})
 
 _STRAY = ",;:.!?)]}、。，；：！？）」』】،؛"
 _OPENERS = "\"'“‘„«「『*_"
@@ -58,7 +60,7 @@ def is_corrupted_opening(text: str) -> bool:
     return m is not None and m.group(0)[0].islower()
 
 
-def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
+def text_replies(attempts: Sequence[Attempt], text_contracts: Collection[str] = TEXT_CONTRACTS) -> list[Attempt]:
     """The attempts whose reply text counts: free-text contracts, completed or not, non-empty, pinned.
 
     A reply that broke the protocol is left out: its own contract already fails (`protocol_violation`), and
@@ -68,7 +70,7 @@ def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
     return [
         a
         for a in attempts
-        if a.contract in TEXT_CONTRACTS
+        if a.contract in text_contracts
         and a.text.strip()
         and not a.is_pin_mismatch
         and a.error_class is not ErrorClass.PROTOCOL
@@ -76,15 +78,16 @@ def text_replies(attempts: Sequence[Attempt]) -> list[Attempt]:
     ]
 
 
-def count_openings(attempts: Sequence[Attempt]) -> tuple[int, int, str]:
-    replies = text_replies(attempts)
+def count_openings(attempts: Sequence[Attempt], text_contracts: Collection[str] = TEXT_CONTRACTS
+                   ) -> tuple[int, int, str]:
+    replies = text_replies(attempts, text_contracts)
     bad = [a for a in replies if is_corrupted_opening(a.text)]
     sample = repr(bad[0].text.lstrip()[:12]) if bad else ""
     return len(bad), len(replies), sample
 
 
-def judge_endpoint(attempts: Sequence[Attempt]) -> Judgement:
-    bad, n, sample = count_openings(attempts)
+def judge_endpoint(attempts: Sequence[Attempt], text_contracts: Collection[str] = TEXT_CONTRACTS) -> Judgement:
+    bad, n, sample = count_openings(attempts, text_contracts)
     if n < MIN_REPLIES:
         return Judgement(Outcome.INCONCLUSIVE, Reason.FEW_REPLIES, f"text replies ({n}) < {MIN_REPLIES}")
     evidence = f"corrupted openings ({bad}/{n})" + (f" e.g. {sample}" if sample else "")
@@ -93,9 +96,10 @@ def judge_endpoint(attempts: Sequence[Attempt]) -> Judgement:
     return Judgement(Outcome.PASS, Reason.OK, evidence)
 
 
-def judge_round_openings(per_tag: Mapping[str, Sequence[Attempt]]) -> dict[str, Judgement]:
+def judge_round_openings(per_tag: Mapping[str, Sequence[Attempt]], text_contracts: Collection[str] = TEXT_CONTRACTS
+                         ) -> dict[str, Judgement]:
     """Judge every endpoint of one model, then discount failures shared by most of them (prompt at fault)."""
-    own = {tag: judge_endpoint(attempts) for tag, attempts in per_tag.items()}
+    own = {tag: judge_endpoint(attempts, text_contracts) for tag, attempts in per_tag.items()}
     judged = [j for j in own.values() if j.outcome.is_quality()]
     failing = [j for j in judged if j.outcome is Outcome.FAIL]
     if len(judged) >= MIN_PEERS and len(failing) * 2 > len(judged):
@@ -112,3 +116,12 @@ def judge_round_openings(per_tag: Mapping[str, Sequence[Attempt]]) -> dict[str, 
 def judge(attempts: Sequence[Attempt], cfg: CanaryConfig) -> Judgement:
     """Registry form: one endpoint's round attempts, without peers (tasks/core/judge.py adds the peers)."""
     return judge_endpoint(attempts)
+
+
+def judge_peers(peers: PeerRound, cfg: CanaryConfig) -> dict[str, Judgement]:
+    """Round-level form: every endpoint of the model with attempts, over the round's free-text replies."""
+    return judge_round_openings(peers.attempts, peers.text_contracts)
+
+
+#: Never probed: judged over the endpoint's free-text replies of the other contracts; confirming it probes those.
+SPEC = ContractSpec(name=Contract.OPENING, judge=judge, round_judge=judge_peers, hard_by_default=True)

@@ -21,12 +21,9 @@ from collections.abc import Sequence
 from tasks.config import CanaryConfig
 from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
 from tasks.core.contracts.refusal_patterns import find_refusal
-from tasks.core.types import Attempt, Judgement, Outcome, Reason
-
-try:
-    from tasks.core.prompts import REFUSAL_MIN_EXPECTED_CHARS
-except ImportError:  # pragma: no cover - tasks/core/prompts.py is written in parallel
-    REFUSAL_MIN_EXPECTED_CHARS = 300
+from tasks.core.contracts.spec import ContractSpec
+from tasks.core.prompts import REFUSAL_MAX_TOKENS, REFUSAL_MIN_EXPECTED_CHARS, ROLEPLAY_TEMPERATURE, refusal_body
+from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 
 #: finish_reason `length` below this multiple of REFUSAL_MIN_EXPECTED_CHARS is a truncation.
 LENGTH_FACTOR = 2.0
@@ -84,3 +81,14 @@ def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Ju
 
 def judge(attempts: Sequence[Attempt], cfg: CanaryConfig) -> Judgement:
     return judge_each(attempts, judge_attempt)
+
+
+SPEC = ContractSpec(
+    name=Contract.REFUSAL,
+    judge=judge,
+    body=refusal_body,
+    max_tokens=REFUSAL_MAX_TOKENS,
+    temperature=ROLEPLAY_TEMPERATURE,
+    free_text=True,
+    hard_by_default=True,
+)

@@ -21,7 +21,9 @@ from jsonschema.validators import validator_for
 
 from tasks.config import CanaryConfig
 from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
-from tasks.core.types import Attempt, Judgement, Outcome, Reason
+from tasks.core.contracts.spec import ContractSpec
+from tasks.core.prompts import STRUCTURED_MAX_TOKENS, structured_body
+from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 EVIDENCE_MAX_CHARS = 200
@@ -124,3 +126,14 @@ def judge(
 ) -> Judgement:
     resolved = default_schema() if schema is None else schema
     return judge_each(attempts, lambda a: judge_attempt(a, resolved))
+
+
+#: Strict structured output: no temperature (`require_parameters` would filter endpoints on it).
+SPEC = ContractSpec(
+    name=Contract.STRUCTURED,
+    judge=judge,
+    body=structured_body,
+    max_tokens=STRUCTURED_MAX_TOKENS,
+    require_parameters=True,
+    hard_by_default=True,
+)

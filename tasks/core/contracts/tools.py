@@ -49,8 +49,10 @@ from tasks.core.contracts.common import (
     exchange_verdict,
     latest_judgement,
 )
+from tasks.core.contracts.spec import ContractSpec, PeerRound
 from tasks.core.contracts.structured import schema_error
-from tasks.core.types import Attempt, Judgement, Outcome, ToolCall
+from tasks.core.tool_prompts import CALL_TURN, CONTROL_TURN, TOOLS_MAX_TOKENS, tools_body_fields
+from tasks.core.types import Attempt, Contract, Endpoint, Judgement, Outcome, ToolCall
 
 #: A trigger rate this far below the peers' median is flagged with the figures.
 PEER_GAP = 0.5
@@ -289,3 +291,28 @@ def compare_with_peers(
                 j = replace(j, evidence=f"{j.evidence}; {note}")
         out[tag] = j
     return out
+
+
+def lists_tools(endpoint: Endpoint) -> bool:
+    """Probed only where `supported_parameters` include "tools": a provider that does not claim tool calling is
+    never judged on it."""
+    return "tools" in endpoint.supported_parameters
+
+
+def judge_peers(peers: PeerRound, cfg: CanaryConfig) -> dict[str, Judgement]:
+    """Round-level form of `compare_with_peers`: the model's endpoints judged on tools this round."""
+    attempts_by_tag = {t: [a for a in peers.attempts[t] if a.contract == SPEC.name] for t in peers.judged}
+    return compare_with_peers(attempts_by_tag, peers.judged)
+
+
+#: Two requests per probe, the call turn and the control turn; the model's default sampling.
+SPEC = ContractSpec(
+    name=Contract.TOOLS,
+    judge=judge,
+    body=lambda attempt_no, language: tools_body_fields(attempt_no),
+    max_tokens=TOOLS_MAX_TOKENS,
+    applies_to=lists_tools,
+    attempts=(CALL_TURN, CONTROL_TURN),
+    round_judge=judge_peers,
+    hard_by_default=True,
+)

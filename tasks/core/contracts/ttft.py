@@ -20,7 +20,9 @@ from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
 from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, fmt_ms, judge_each
-from tasks.core.types import Attempt, Judgement, Outcome, Reason
+from tasks.core.contracts.spec import ContractSpec
+from tasks.core.prompts import ROLEPLAY_TEMPERATURE, TTFT_MAX_TOKENS, ttft_body
+from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 
 
 def judge_attempt(a: Attempt, ttft_s: float) -> Judgement:
@@ -58,3 +60,15 @@ def judge_attempt(a: Attempt, ttft_s: float) -> Judgement:
 
 def judge(attempts: Sequence[Attempt], cfg: CanaryConfig) -> Judgement:
     return judge_each(attempts, lambda a: judge_attempt(a, cfg.ttft_s))
+
+
+#: Slowness is often load, not a broken endpoint: never hard (the next full round decides).
+SPEC = ContractSpec(
+    name=Contract.TTFT,
+    judge=judge,
+    body=ttft_body,
+    max_tokens=TTFT_MAX_TOKENS,
+    temperature=ROLEPLAY_TEMPERATURE,
+    free_text=True,
+    may_be_hard=False,
+)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tasks.core.contracts import in_order
 from tasks.core.round_records import ContractResult
-from tasks.core.vocabulary import Contract, RoundStatus
+from tasks.core.vocabulary import RoundStatus
 
 
 def endpoint_contract_rows(results: Sequence[ContractResult], statuses: Mapping[str, RoundStatus]
@@ -18,7 +19,7 @@ def endpoint_contract_rows(results: Sequence[ContractResult], statuses: Mapping[
     for r in results:
         text = str(r.outcome) if r.reason == "ok" else f"{r.outcome}: {r.reason}"
         cells.setdefault(r.tag, {})[str(r.contract)] = text
-    contracts = [str(c) for c in Contract if any(str(c) in row for row in cells.values())]
+    contracts = in_order(c for row in cells.values() for c in row)
     rows = []
     for tag in sorted(set(cells) | set(statuses)):
         status = statuses.get(tag)

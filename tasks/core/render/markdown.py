@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tasks.core.contracts import in_order
 from tasks.core.cost import RoundCost, describe_totals
 from tasks.core.render.text import cell, fmt_ts, name
-from tasks.core.types import Contract, ContractResult, Decision, Endpoint, IgnoreList, Outcome, RoundInfo
+from tasks.core.types import ContractResult, Decision, Endpoint, IgnoreList, Outcome, RoundInfo
 
 
 def round_status(results: Sequence[ContractResult]) -> str:
@@ -85,7 +86,7 @@ def render_round_markdown(
     by_tag: dict[str, dict[str, ContractResult]] = {}
     for res in results:
         by_tag.setdefault(res.tag, {})[str(res.contract)] = res
-    contracts = [str(c) for c in Contract if any(str(c) in row for row in by_tag.values())]
+    contracts = in_order(c for row in by_tag.values() for c in row)
     out = [
         f"# Canary round {name(r.round_id, 'markdown')}",
         "",

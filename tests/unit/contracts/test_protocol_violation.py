@@ -13,14 +13,14 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts import CONTRACTS, opening
 from tasks.core.contracts import language as language_contract
+from tasks.core.contracts import opening, probed, spec_of
 from tasks.core.types import Contract, ErrorClass, Outcome, Reason
 
 pytestmark = pytest.mark.unit
 
 EVIDENCE = "HTTP 200 content-type (text/html) is not an event stream: '<!DOCTYPE html>' (4097 bytes)"
-PROBED = [c for c in CONTRACTS if c is not Contract.OPENING]
+PROBED = list(probed())
 
 VARIANTS = {
     "html-page": dict(ttft_ms=None, chunk_count=0, finish_reason=None, text=""),
@@ -35,7 +35,7 @@ VARIANTS = {
 @pytest.mark.parametrize("fields", list(VARIANTS.values()), ids=list(VARIANTS))
 def test_every_probed_contract_fails_a_protocol_violation(contract: Contract, fields: dict) -> None:
     a = attempt(contract, error_class=ErrorClass.PROTOCOL, error_detail=EVIDENCE, **fields)
-    j = CONTRACTS[contract]([a], CanaryConfig())
+    j = spec_of(contract).judge([a], CanaryConfig())
     assert (j.outcome, j.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION)
     assert "text/html" in j.evidence
 

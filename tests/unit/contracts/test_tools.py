@@ -14,7 +14,7 @@ import pytest
 from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts import CONTRACTS, tools
+from tasks.core.contracts import spec_of, tools
 from tasks.core.tool_prompts import CALL_USER, CONTROL_USER, EXPECTED_TOOL, TOOLS, tool_schemas, tools_turn
 from tasks.core.types import Attempt, Contract, ErrorClass, Judgement, Outcome, ToolCall
 
@@ -315,9 +315,9 @@ def test_only_the_call_turn_sent_is_judged_on_its_own() -> None:
 def test_the_registry_holds_the_tools_judge_with_the_shipped_schemas() -> None:
     good = {"character": "Kael", "check": "climb", "dice": {"count": 2, "sides": 20}, "modifier": 3}
     a = turn(1, tool_calls=(call(args=good),))
-    assert CONTRACTS[Contract.TOOLS]([a, turn(2)], CFG).outcome is Outcome.PASS
+    assert spec_of(Contract.TOOLS).judge([a, turn(2)], CFG).outcome is Outcome.PASS
     bad = turn(1, tool_calls=(call(args={**good, "dice": {"count": 2, "sides": 7}}),))
-    j = CONTRACTS[Contract.TOOLS]([bad], CFG)
+    j = spec_of(Contract.TOOLS).judge([bad], CFG)
     assert (j.outcome, j.reason) == (Outcome.FAIL, "schema_violation")
     assert "$.dice.sides" in j.evidence
 

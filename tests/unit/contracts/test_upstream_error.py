@@ -12,12 +12,11 @@ from attempt_factory import attempt
 
 from tasks.config import CanaryConfig
 from tasks.core.classify import exchange_judgement, upstream_failure
-from tasks.core.contracts import CONTRACTS, opening, tools
+from tasks.core.contracts import opening, probed, spec_of, tools
 from tasks.core.contracts.textscan import MIN_BPE_SYMBOLS, scan_encoding
 from tasks.core.judge import judge_round
 from tasks.core.sse_chunks import RAW_EXCERPT_CHARS, chunk_error
 from tasks.core.types import (
-    PROBED_CONTRACTS,
     Contract,
     Endpoint,
     ErrorClass,
@@ -44,22 +43,22 @@ def masked(contract: Contract, **kw: object) -> object:
     return attempt(contract, **base)
 
 
-@pytest.mark.parametrize("contract", PROBED_CONTRACTS, ids=str)
+@pytest.mark.parametrize("contract", probed(), ids=str)
 def test_masked_network_error_is_one_upstream_judgement_for_every_contract(contract: Contract) -> None:
-    j = CONTRACTS[contract]([masked(contract)], CFG)  # type: ignore[list-item]
+    j = spec_of(contract).judge([masked(contract)], CFG)  # type: ignore[list-item]
     assert (j.outcome, j.reason) == (Outcome.FAIL, Reason.UPSTREAM_ERROR), j
     assert "native_finish_reason (network_error)" in j.evidence
     assert "provider (DeepInfra)" in j.evidence and "no usage" in j.evidence
 
 
 def test_masked_failure_after_the_ttft_threshold_is_still_the_upstream_s_word() -> None:
-    j = CONTRACTS[Contract.TTFT]([masked(Contract.TTFT, total_ms=60_000.0)], CFG)  # type: ignore[list-item]
+    j = spec_of(Contract.TTFT).judge([masked(Contract.TTFT, total_ms=60_000.0)], CFG)  # type: ignore[list-item]
     assert j.reason == Reason.UPSTREAM_ERROR
 
 
 def test_partial_text_cut_by_the_failed_hop_is_not_an_answer() -> None:
     a = masked(Contract.STRUCTURED, text='{"name": "Ka', ttft_ms=300.0)
-    j = CONTRACTS[Contract.STRUCTURED]([a], CFG)  # type: ignore[list-item]
+    j = spec_of(Contract.STRUCTURED).judge([a], CFG)  # type: ignore[list-item]
     assert (j.reason, "text_chars (12)" in j.evidence) == (Reason.UPSTREAM_ERROR, True)
 
 
@@ -69,14 +68,14 @@ def test_a_round_of_masked_failures_names_no_model_failure() -> None:
     attempts = [
         masked(c, tag=t, attempt_no=n)
         for t in ("a", "b", "c")
-        for c in PROBED_CONTRACTS
+        for c in probed()
         for n in ((1, 2) if c is Contract.TOOLS else (1,))
     ]
     rows = judge_round(attempts, endpoints, CFG)  # type: ignore[arg-type]
-    probed = [r for r in rows if r.contract is not Contract.OPENING]
-    assert {(r.outcome, r.reason) for r in probed} == {(Outcome.FAIL, Reason.UPSTREAM_ERROR)}
+    judged = [r for r in rows if r.contract is not Contract.OPENING]
+    assert {(r.outcome, r.reason) for r in judged} == {(Outcome.FAIL, Reason.UPSTREAM_ERROR)}
     assert not MODEL_REASONS & {r.reason for r in rows}
-    assert all("network_error" in r.evidence for r in probed)
+    assert all("network_error" in r.evidence for r in judged)
     assert {r.reason for r in rows if r.contract is Contract.OPENING} == {Reason.FEW_REPLIES}
 
 
@@ -164,8 +163,8 @@ def test_chunk_error_keeps_the_upstream_s_words(error: dict, expected: tuple[int
 def test_redirect_is_a_protocol_violation_with_its_location() -> None:
     a = attempt(http_status=302, error_class=ErrorClass.HTTP_STATUS, error_code=302, finish_reason=None,
                 ttft_ms=None, error_detail="HTTP 302: redirect to 'https://example.test/login'")
-    for contract in PROBED_CONTRACTS:
-        j = CONTRACTS[contract]([attempt(contract, **{k: getattr(a, k) for k in (
+    for contract in probed():
+        j = spec_of(contract).judge([attempt(contract, **{k: getattr(a, k) for k in (
             "http_status", "error_class", "error_code", "finish_reason", "ttft_ms", "error_detail")})], CFG)
         assert (j.outcome, j.reason) == (Outcome.FAIL, Reason.PROTOCOL_VIOLATION), (contract, j)
         assert "redirect to 'https://example.test/login'" in j.evidence
@@ -197,11 +196,11 @@ def test_every_corpus_text_with_spaces_turned_into_bpe_symbols_is_encoding_corru
     assert checked > 100
 
 
-@pytest.mark.parametrize("contract", PROBED_CONTRACTS, ids=str)
+@pytest.mark.parametrize("contract", probed(), ids=str)
 def test_bpe_artifacts_are_encoding_corruption_whatever_the_contract(contract: Contract) -> None:
     text = "ĠTheĠknightĠdrewĠhisĠsword.ĊĊ\"Stay back,\"Ġhe said." * 8
     calls = (ToolCall(0, "c1", "roll_dice", '{"sides": 6}'),) if contract is Contract.TOOLS else ()
-    j = CONTRACTS[contract]([attempt(contract, text=text, tool_calls=calls)], CFG)
+    j = spec_of(contract).judge([attempt(contract, text=text, tool_calls=calls)], CFG)
     assert (j.outcome, j.reason) == (Outcome.FAIL, Reason.ENCODING_CORRUPTION), j
     assert "U+0120" in j.evidence and "Ġ" in j.evidence
 
