@@ -4,6 +4,7 @@ the states stay in the stored mode. Through the real store and the round's own s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def run(con: store.Connection, cfg: CanaryConfig, n: int, failing: set[str], mod
                                "x") for t in TAGS]
     info = RoundInfo(rid, MODEL, ts, Mode(mode) if mode else cfg.mode)
     eps = [Endpoint(MODEL, t, t.upper()) for t in TAGS]
-    return settle_and_save(con, cfg, info, mode, RoundJudgement(outcomes, RoundFindings()), [], eps, landed_at=ts)
+    run_cfg = replace(cfg, run_mode=Mode(mode)) if mode else cfg  # what `resolve_config(..., mode=mode)` gives
+    return settle_and_save(con, run_cfg, info, RoundJudgement(outcomes, RoundFindings()), [], eps, landed_at=ts)
 
 
 @pytest.mark.parametrize(("stored", "once"), [(Mode.OBSERVE, "enforce"), (Mode.ENFORCE, "observe")])
