@@ -6,7 +6,6 @@ journal's steps and the failpoints they pass, in order, must be the same, and so
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import Fleet, parse_fleet
+from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import failpoints
 from tasks.spool import Journal
@@ -30,15 +29,7 @@ EXPECTED = ["start", "probe", "!after-probe", "settle", "save", "!after-save", "
             "deliver"]
 
 
-def fleet() -> Fleet:
-    endpoints = [{"tag": t, "provider_name": t.capitalize()} for t in ("alpha", "beta", "gamma")]
-    return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
-
-
-@pytest.fixture
-def sim() -> Iterator[SimulatorHandle]:
-    with start_simulator(fleet()) as handle:
-        yield handle
+FLEET = {"models": [{"id": MODEL, "endpoints": [{"tag": t, "provider_name": t} for t in ("alpha", "beta", "gamma")]}]}
 
 
 @pytest.fixture
@@ -47,6 +38,7 @@ def trace(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     process (the failpoint's own check runs; only its SIGKILL is replaced by the mark)."""
     seen: list[str] = []
     step = Journal.step
+    armed = ["probe", "save", "publish"]  # the journal step each ARMED failpoint follows
 
     def recording_step(self: Journal, name: str) -> None:
         seen.append(name)
@@ -56,7 +48,6 @@ def trace(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         assert pid == os.getpid()
         seen.append("!" + ARMED[armed.index(seen[-1])])  # the failpoint after the step the round is in
 
-    armed = ["probe", "save", "publish"]  # the journal step each ARMED failpoint follows
     monkeypatch.setattr(Journal, "step", recording_step)
     monkeypatch.setattr(failpoints, "os", SimpleNamespace(environ=os.environ, getpid=os.getpid, kill=mark))
     monkeypatch.setenv(failpoints.ENV, ",".join(ARMED))
@@ -64,15 +55,28 @@ def trace(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_the_flow_and_the_pipelined_history_run_the_same_steps(
-    prefect_harness: None, sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    trace: list[str],
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: list[str]
 ) -> None:
+    with start_simulator(parse_fleet(FLEET)) as sim:
+        runs = one_round_each(sim, tmp_path, monkeypatch, trace)
+
+    for engine, (steps, summary) in runs.items():
+        assert steps == EXPECTED, engine
+        assert summary["status"] == "complete" and summary["endpoints"] == 3, engine
+    flow, pipeline = runs["flow"][1], runs["pipeline"][1]
+    assert set(pipeline) - set(flow) == {"reprobed"} and set(flow) <= set(pipeline)
+    assert {k: flow[k] for k in ("attempts", "decisions", "ignore", "partial")} == {
+        k: pipeline[k] for k in ("attempts", "decisions", "ignore", "partial")}
+
+
+def one_round_each(sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: list[str]
+                   ) -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """Engine -> (the trace of its round, its summary)."""
     from flows.history_pipeline import no_prefect_api, pipelined_rounds
     from flows.round import canary_round
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     runs: dict[str, tuple[list[str], dict[str, Any]]] = {}
-
     ov = round_overrides(sim, tmp_path / "flow", MODEL, ttft_s=GENEROUS_TTFT_S, languages=["en"])
     summary = canary_round(model=MODEL, round_ts=T0, overrides=ov)
     runs["flow"] = (list(trace), summary)
@@ -82,11 +86,4 @@ def test_the_flow_and_the_pipelined_history_run_the_same_steps(
     with no_prefect_api(), pipelined_rounds(ov, MODEL, [T0], sim.api_key) as run_round:
         summary = run_round(0, T0)
     runs["pipeline"] = (list(trace), summary)
-
-    for engine, (steps, summary) in runs.items():
-        assert steps == EXPECTED, engine
-        assert summary["status"] == "complete" and summary["endpoints"] == 3, engine
-    flow, pipeline = runs["flow"][1], runs["pipeline"][1]
-    assert set(pipeline) - set(flow) == {"reprobed"} and set(flow) <= set(pipeline)
-    assert {k: flow[k] for k in ("attempts", "decisions", "ignore", "partial")} == {
-        k: pipeline[k] for k in ("attempts", "decisions", "ignore", "partial")}
+    return runs
