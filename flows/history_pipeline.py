@@ -27,15 +27,17 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from flows.round_sequence import Engine, RoundProbes, as_plain_call, planned_probes, run_round
 from simulator.app import base_url_at
 from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe, by_endpoint, make_round_id, plan_probes
 from tasks.core.rotation import next_language
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
+
+if TYPE_CHECKING:
+    from flows.round_sequence import RoundProbes
 
 T = TypeVar("T")
 
@@ -224,6 +226,8 @@ class ProbePipeline:
 
     def take(self, n: int, previous_languages: Known, footprint: Footprint = FULL) -> RoundProbes:
         """Round n's endpoints and attempts, planned from its real prior exactly as the flow plans it."""
+        from flows.round_sequence import RoundProbes, planned_probes
+
         self._known = dict(previous_languages)
         endpoints = self._discover(n)  # a failure is the round's, as in the flow
         probes = planned_probes(endpoints, self.cfg.languages, previous_languages, footprint)
@@ -307,6 +311,8 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
 def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
     """Round n of the pipeline's model at `round_ts` (= times[n]): the round's steps as plain calls, its probes
     taken from the pipeline; returns the flow's summary (and `reprobed`)."""
+    from flows.round_sequence import Engine, as_plain_call, run_round
+
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")
     engine = Engine(
