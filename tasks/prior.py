@@ -26,8 +26,8 @@ from tasks.spool import SpooledRound, round_journals, spooled_rounds
 from tasks.store.settlement import (
     mark_crashed,
     policy_applied,
-    round_status,
     save_settlement,
+    stored_round_status,
     unfinished_rounds,
 )
 from tasks.store.state import load_policy_states
@@ -126,7 +126,7 @@ def land_leftovers(
         if dead is not None:
             dead.journal.unlink(missing_ok=True)
     for dead in journals.values():  # died before its round row was written, or after it was saved
-        status = round_status(con, dead.info.round_id)
+        status = stored_round_status(con, dead.info.round_id)
         if dead.info.round_id in landed:
             pass  # kept in the spool when its store failed, landed above
         elif status is None:
