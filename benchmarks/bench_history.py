@@ -64,6 +64,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from flows.round import PROBE_WORKERS
     from tasks import probe_steps
     from tasks import round_steps as steps
+    from tasks.config_loading import resolve_config
     from tasks.core.plan import by_endpoint, make_round_id, plan_probes
     from tasks.publish import publish_ignore_list
 
@@ -83,19 +84,19 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
             exclusions_file=f"{stem}.exclusions.toml",
             publish_dir=f"{stem}-published",
         )
-        cfg = steps.resolve_config(None, ov)
+        cfg = resolve_config(None, ov)
         model = h.DEMO_MODEL
         with ThreadPoolExecutor(PROBE_WORKERS) as pool:
             for _ in range(rounds):
                 t0, ts = time.monotonic(), clock.now()
                 rid = make_round_id(model, ts)
-                prior, variable_value = steps.load_prior.fn(cfg, model, rid, ts, None)
+                prior, variable_value = steps.load_prior.fn(cfg, model, rid, ts)
                 endpoints = steps.discover.fn(cfg, model)
                 plans = by_endpoint(plan_probes(endpoints, cfg.languages, prior.previous_languages))
                 results = pool.map(probe_steps.probe.fn, plans, [rid] * len(plans), [cfg] * len(plans))
                 attempts = [a for r in results for a in r]
                 settled = steps.settle.fn(prior, attempts, endpoints, cfg, ts, rid)
-                settled, status = steps.save.fn(cfg, settled, None, variable_value)
+                settled, status = steps.save.fn(cfg, settled, variable_value)
                 publish_ignore_list(cfg, settled.ignore, artifact=False)  # the artifacts need an API
                 steps.deliver.fn(cfg, ts)
                 walls.append(time.monotonic() - t0)

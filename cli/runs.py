@@ -21,18 +21,17 @@ import httpx
 import typer
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.config_loading import load_config
+from tasks.config_loading import resolve_config
 from tasks.config_preflight import preflight as preflight_paths
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret, redact
 
 
-def resolve_cli_config(config: Path | None, *, db: str | None = None, **overrides: object) -> CanaryConfig:
-    cfg = load_config(config)
-    extra = {k: v for k, v in overrides.items() if v is not None}
-    if db:
-        extra["db_path"] = db
-    return cfg.with_overrides(extra) if extra else cfg
+def resolve_cli_config(config: Path | None, *, db: str | None = None, base_url: str | None = None,
+                       mode: str | None = None) -> CanaryConfig:
+    """A command's config: `--config`, then `--db`, `--base-url` and (`canary run`) `--mode` (tasks/config_loading.py
+    `resolve_config`, the one place a config is assembled)."""
+    return resolve_config(config, db_path=db, base_url=base_url, mode=mode)
 
 
 def require_database(cfg: CanaryConfig) -> None:

@@ -132,17 +132,19 @@ def canary_cycle(
     such a run of this deployment `confirm_after_min` after a round with hard failures)."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
     from tasks.concurrency import heal_dead_cycle
+    from tasks.config_loading import resolve_config
     from tasks.cycle_lock import cycle_lock
     from tasks.probe_steps import warm_up
-    from tasks.round_steps import flow_run_id, resolve_config
+    from tasks.round_steps import flow_run_id
     from tasks.round_steps import refresh_snapshot as refresh_analysts_snapshot
 
     logger = get_run_logger()
-    extra = {**(overrides or {}), **({"base_url": base_url} if base_url else {}),
-             **({"db_path": db_path} if db_path else {})}
-    cfg = resolve_config(config_path, extra)
+    cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path)
     chosen = [model] if model else list(dict.fromkeys(models or cfg.models))  # a model once per cycle
     confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
+    # each round assembles its config from the same parameters (tasks/config_loading.py `resolve_config`)
+    config = {"mode": mode, "config_path": config_path, "base_url": base_url, "db_path": db_path,
+              "overrides": overrides}
     scheduled = cycle_ts or utcnow()
     slot = cycle_limit_name(cfg.db_path)
     t_lock = time.monotonic()
@@ -159,8 +161,7 @@ def canary_cycle(
                                    "worker was busy)", scheduled.isoformat(), late_s)
                 warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
                 t0 = time.monotonic()
-                summaries = _run_models(chosen, mode, config_path, scheduled, extra, cfg.models_in_flight,
-                                        confirmation)
+                summaries = _run_models(chosen, config, scheduled, cfg.models_in_flight, confirmation)
                 refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
                 wall_s = time.monotonic() - t0
     except (TimeoutError, CycleLockTimeout) as exc:
@@ -183,8 +184,8 @@ def _waiting(db_path: str, logger: Any) -> Any:
     return say
 
 
-def _run_models(models: list[str], mode: str | None, config_path: str | None, round_ts: datetime,
-                overrides: dict[str, Any], in_flight: int, confirmation: dict[str, Any]) -> list[dict[str, Any]]:
+def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, in_flight: int,
+                confirmation: dict[str, Any]) -> list[dict[str, Any]]:
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
     whose round failed is reported, never allowed to cost the other models theirs."""
     from tasks.round_steps import retry_on_orchestrator
@@ -200,8 +201,7 @@ def _run_models(models: list[str], mode: str | None, config_path: str | None, ro
         # thread): turning them off for the subflow with a SettingsContext in this thread made a served cycle's
         # second model wait for the first one's probes (tests/e2e/test_serve.py caught it).
         with slots:
-            return canary_round(model=model, mode=mode, config_path=config_path, round_ts=round_ts,
-                                overrides=overrides, refresh_snapshot=False, **confirmation)
+            return canary_round(model=model, round_ts=round_ts, refresh_snapshot=False, **config, **confirmation)
 
     futures = [(m, model_round.submit(m)) for m in models]
     summaries: list[dict[str, Any]] = []

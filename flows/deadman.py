@@ -109,7 +109,7 @@ def canary_deadman(
     """Alert once per silence episode for every configured model (a shard: its `models`) without a recent
     complete round."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
-    from tasks.round_steps import resolve_config
+    from tasks.config_loading import resolve_config
 
     cfg = resolve_config(config_path, {**(overrides or {}), **({"models": models} if models else {})},
                          db_path=db_path)

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from simulator.app import base_url_at
 from tasks.config import CanaryConfig
@@ -35,6 +35,9 @@ from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe, by_endpoint, make_round_id, plan_probes
 from tasks.core.rotation import next_language
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
+
+if TYPE_CHECKING:
+    from flows.round_sequence import RoundProbes
 
 T = TypeVar("T")
 
@@ -130,15 +133,6 @@ class RoundOrderPool:
             thread.join()
 
 
-@dataclass(frozen=True)
-class RoundProbes:
-    """What one round needs from the pipeline: its endpoints and its attempts, in the flow's order."""
-
-    endpoints: list[Endpoint]
-    attempts: list[Attempt]
-    reprobed: int  # probes sent at the round's turn (mispredicted, or not sent ahead)
-
-
 @dataclass
 class PipelineCounts:
     sent: int = 0  # probes sent (each one or more attempts)
@@ -232,10 +226,11 @@ class ProbePipeline:
 
     def take(self, n: int, previous_languages: Known, footprint: Footprint = FULL) -> RoundProbes:
         """Round n's endpoints and attempts, planned from its real prior exactly as the flow plans it."""
+        from flows.round_sequence import RoundProbes, planned_probes
+
         self._known = dict(previous_languages)
         endpoints = self._discover(n)  # a failure is the round's, as in the flow
-        probes = [p for p in plan_probes(endpoints, self.cfg.languages, previous_languages)
-                  if p.endpoint.tag not in footprint.skip_tags]
+        probes = planned_probes(endpoints, self.cfg.languages, previous_languages, footprint)
         self._planned = {p.endpoint.tag: p.language for p in probes if p.contract is Contract.LANGUAGE}
         self._settled = n
         futures: list[Future[list[Attempt]]] = []
@@ -297,55 +292,33 @@ def language_outcomes(results: Sequence[Any]) -> dict[str, tuple[str, Outcome]]:
 @contextmanager
 def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[datetime], api_key: str
                      ) -> Iterator[Callable[[int, datetime], dict[str, Any]]]:
-    """`run_round(n, round_ts)` for rounds 0..len(times)-1 of `model`, called in order: each is the flow's
-    steps (flows/round.py) without a flow run, its probes taken from the pipeline."""
+    """`run_round(n, round_ts)` for rounds 0..len(times)-1 of `model`, called in order: each is the round's
+    steps (flows/round_sequence.py) without a flow run, its probes taken from the pipeline."""
     from tasks import probe_steps, store
-    from tasks import round_steps as steps
+    from tasks.config_loading import resolve_config
 
-    cfg = steps.resolve_config(None, dict(overrides))
+    cfg = resolve_config(None, dict(overrides))
     probe_steps.warm_up.fn(build_now=True)  # the probe worker, and the detector before any reply is judged
     pipe = ProbePipeline(cfg, model, times, api_key)
     try:
         pipe.start()
         with store.held_open(cfg.db_path):  # a fresh file nothing else opens until the history is built
-            yield lambda n, round_ts: run_round(pipe, n, round_ts)
+            yield lambda n, round_ts: pipelined_round(pipe, n, round_ts)
     finally:
         pipe.close()
 
 
-def run_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
-    """Round n of the pipeline's model at `round_ts` (= times[n]): load prior -> (probes from the pipeline) ->
-    settle -> save -> publish -> deliver, as flows/round.py wires them; returns the flow's summary."""
-    from tasks import round_steps as steps
-    from tasks.budget_step import plan_footprint
-    from tasks.clock import utcnow
-    from tasks.core.types import RoundInfo
-    from tasks.publish import publish_ignore_list
-    from tasks.spool import Journal
+def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
+    """Round n of the pipeline's model at `round_ts` (= times[n]): the round's steps as plain calls, its probes
+    taken from the pipeline; returns the flow's summary (and `reprobed`)."""
+    from flows.round_sequence import Engine, as_plain_call, run_round
 
-    cfg, model = pipe.cfg, pipe.model
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")
-    round_id = make_round_id(model, round_ts)
-    journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts, cfg.mode), utcnow())
-    prior, variable_value = steps.load_prior.fn(cfg, model, round_id, round_ts, None)
-    journal.step("probe")
-    footprint = plan_footprint.fn(cfg, prior, model, round_ts)
-    taken = pipe.take(n, prior.previous_languages, footprint)
-    journal.step("settle")
-    settled = steps.settle.fn(prior, taken.attempts, taken.endpoints, cfg, round_ts, round_id)
-    pipe.learned(language_outcomes(settled.results))  # the next rounds' languages are known: send them now
-    if footprint.alert is not None:
-        settled = replace(settled, extra_alerts=(footprint.alert,))
-    journal.step("save")
-    settled, status = steps.save.fn(cfg, settled, None, variable_value)
-    if status == "complete":
-        journal.step("publish")
-        publish_ignore_list(cfg, settled.ignore, artifact=False)  # the artifacts need a Prefect API
-    journal.step("deliver")
-    steps.deliver.fn(cfg, round_ts)
-    journal.finish()
-    return {"round_id": round_id, "model": model, "status": status, "endpoints": len(taken.endpoints),
-            "attempts": len(taken.attempts), "decisions": [d.action.value + ":" + d.tag for d in settled.decisions],
-            "ignore": list(settled.ignore.ignore), "partial": False, "confirms": None, "confirmation": None,
-            "reprobed": taken.reprobed}
+    engine = Engine(
+        run=as_plain_call,
+        probe=lambda _round_id, prior, footprint: pipe.take(n, prior.previous_languages, footprint),
+        artifacts=False,  # the artifacts need a Prefect API
+        settled=lambda settled: pipe.learned(language_outcomes(settled.results)),  # the next rounds' languages
+    )
+    return run_round(engine, pipe.cfg, pipe.model, round_ts).as_dict()

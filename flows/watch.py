@@ -103,7 +103,7 @@ def canary_watch(
 ) -> dict[str, Any]:
     """Suspect endpoints from live traffic and OpenRouter's uptime; ask for their confirmation rounds."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
-    from tasks.round_steps import resolve_config
+    from tasks.config_loading import resolve_config
 
     cfg = resolve_config(config_path, overrides, db_path=db_path)
     at = now or utcnow()

@@ -12,7 +12,7 @@ tasks/config_preflight.py checks the file system before `run`, `serve` and `demo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
@@ -128,6 +128,10 @@ class CanaryConfig:
     suspect_failure_rate: float = DEFAULT_SUSPECT_FAILURE_RATE
     suspect_uptime_drop: float = DEFAULT_SUSPECT_UPTIME_DROP
     suspect_cooldown_s: int = DEFAULT_SUSPECT_COOLDOWN_S
+    #: Not a file key: a per-run mode (`canary run --mode`, a deployment run's `mode` parameter), set by
+    #: `resolve_config`. That run decides in it over the states of the stored mode (the admin's `canary mode`,
+    #: else `mode`), and saves them back in the stored mode: not a mode switch (tasks/core/settle.py `run_modes`).
+    run_mode: Mode | None = field(default=None, metadata={"per_run": True})
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
         """Apply `--set key=value` style overrides (values may be strings) with full validation.
@@ -137,6 +141,10 @@ class CanaryConfig:
         from tasks.config_loading import apply_overrides  # the loader builds this record: import at call time
 
         return apply_overrides(self, overrides)
+
+
+#: The keys a config file (and `--set`) may hold: every field but the per-run ones.
+FILE_KEYS: frozenset[str] = frozenset(f.name for f in fields(CanaryConfig) if not f.metadata.get("per_run"))
 
 
 def public_base_url(cfg: CanaryConfig) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tasks.config import ALL_LANGUAGES, NEVER_HARD, CanaryConfig
+from tasks.config import ALL_LANGUAGES, FILE_KEYS, NEVER_HARD, CanaryConfig
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo
@@ -68,7 +68,7 @@ def apply_overrides(cfg: CanaryConfig, overrides: Mapping[str, Any]) -> CanaryCo
     Keys still at their default are left out of the re-validation, so that a default follows the rules
     again (a smaller `probe_budget_s` also lowers the unset timeouts)."""
     defaults = CanaryConfig()
-    current = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    current = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name in FILE_KEYS}
     raw = {k: v for k, v in current.items() if v != getattr(defaults, k)}
     if "ladder" in raw:
         raw["ladder"] = [format_duration(t) for t in cfg.ladder]
@@ -78,7 +78,7 @@ def apply_overrides(cfg: CanaryConfig, overrides: Mapping[str, Any]) -> CanaryCo
         if key not in current:
             raise ConfigError(f"config: unknown key {key!r}")
         raw[key] = _coerce_cli_value(value, current[key])
-    return config_from_mapping(raw)
+    return replace(config_from_mapping(raw), run_mode=cfg.run_mode)
 
 
 def _coerce_cli_value(value: Any, current: Any) -> Any:
@@ -180,7 +180,7 @@ def _refuse_system_dir(value: str) -> None:
 
 def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     """Build and validate a config from a TOML-shaped mapping; unknown keys are an error."""
-    known = {f.name for f in fields(CanaryConfig)}
+    known = FILE_KEYS
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
@@ -197,10 +197,7 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         if twice is not None:
             raise ConfigError(f"config: models lists {twice!r} twice (a model has one round per cycle)")
     if "mode" in raw:
-        try:
-            values["mode"] = Mode(raw["mode"])
-        except ValueError:
-            raise ConfigError(f"config: mode must be 'observe' or 'enforce' (got {raw['mode']!r})") from None
+        values["mode"] = parse_mode(raw["mode"])
     if "base_url" in raw:
         values["base_url"] = validate_base_url(_expect(raw, "base_url", str, "a URL"))
     for key in ("db_path", "publish_dir", "exclusions_file"):
@@ -312,6 +309,14 @@ def _check_relations(cfg: CanaryConfig) -> CanaryConfig:
     return cfg
 
 
+def parse_mode(value: Any) -> Mode:
+    """`observe` or `enforce` (a file's `mode`, `--mode`), else one clear line."""
+    try:
+        return Mode(value)
+    except ValueError:
+        raise ConfigError(f"config: mode must be 'observe' or 'enforce' (got {value!r})") from None
+
+
 def default_config_path() -> Path:
     return Path(os.environ.get("CANARY_CONFIG", "canary.toml"))
 
@@ -336,3 +341,17 @@ def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None
     if env.get("CANARY_DB"):
         overrides["db_path"] = env["CANARY_DB"]
     return replace(cfg, **overrides)
+
+
+def resolve_config(
+    config_path: str | Path | None, overrides: Mapping[str, Any] | None = None, *, base_url: str | None = None,
+    db_path: str | None = None, mode: str | None = None,
+) -> CanaryConfig:
+    """A run's config, assembled in this one place (a round, a cycle, the watcher, the dead man's switch, the
+    CLI): the file and its environment (`load_config`), then `overrides` (`--set` style), then the run's own
+    parameters: `base_url`, `db_path`, and `mode` for this run only (`run_mode`: never the stored mode)."""
+    cfg = load_config(config_path)
+    extra: dict[str, Any] = dict(overrides or {})
+    extra.update({k: v for k, v in (("base_url", base_url), ("db_path", db_path)) if v})
+    cfg = cfg.with_overrides(extra) if extra else cfg
+    return replace(cfg, run_mode=parse_mode(mode)) if mode else cfg

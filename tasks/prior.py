@@ -2,7 +2,7 @@
 
     with open_store(db) as con:
         land_leftovers(con, cfg, model, round_id, judged_spools, now)  # deferred rounds, then crashed marks
-        prior = read_prior(con, cfg, model, round_ts, mode_override)
+        prior = read_prior(con, cfg, model, round_ts)
 
 Both run inside one write window: at the start of a round (`load_prior`) and again inside the save window,
 so a round always settles against the newest history even when another process changed it meanwhile.
@@ -23,17 +23,22 @@ from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.spool import SpooledRound, round_journals, spooled_rounds
-from tasks.store.settlement import mark_crashed, policy_applied, save_settlement, unfinished_rounds
+from tasks.store.settlement import (
+    mark_crashed,
+    policy_applied,
+    save_settlement,
+    stored_round_status,
+    unfinished_rounds,
+)
 from tasks.store.state import load_policy_states
 
 _log = logging.getLogger("canary.round")
 
 
-def read_prior(
-    con: store.Connection, cfg: CanaryConfig, model: str, round_ts: datetime, mode_override: str | None
-) -> Prior:
-    """Everything the round of `model` at `round_ts` needs from the store and the builtin file."""
-    mode, stored_mode = run_modes(mode_override, store.get_setting(con, store.MODE_KEY), cfg.mode)
+def read_prior(con: store.Connection, cfg: CanaryConfig, model: str, round_ts: datetime) -> Prior:
+    """Everything the round of `model` at `round_ts` needs from the store and the builtin file (its mode: the
+    run's own `cfg.run_mode`, else the admin's `canary mode`, else `cfg.mode`)."""
+    mode, stored_mode = run_modes(cfg.run_mode, store.get_setting(con, store.MODE_KEY), cfg.mode)
     states = load_policy_states(con, model, stored_mode or mode)
     last, full = store.latest_complete_rounds(con, model, before=round_ts - timedelta(seconds=1))
     builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
@@ -70,19 +75,24 @@ def judge_spools(db_path: str, cfg: CanaryConfig) -> list[JudgedSpool]:
 
 
 def settle_and_save(
-    con: store.Connection, cfg: CanaryConfig, info: RoundInfo, mode_override: str | None,
+    con: store.Connection, cfg: CanaryConfig, info: RoundInfo,
     judgement: RoundJudgement, attempts: Sequence[object], endpoints: Sequence[object], *,
     landed_at: datetime, deferred: bool = False, settled: Settlement | None = None,
 ) -> Settlement:
     """Inside a write window: settle against the current prior (reusing `settled` when its prior is still
-    current) and save it all in one transaction."""
-    prior = read_prior(con, cfg, info.model, info.round_ts, mode_override)
+    current) and save it all in one transaction. `cfg.run_mode`: the mode of the run that probed the round."""
+    prior = read_prior(con, cfg, info.model, info.round_ts)
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
-        fresh = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
-                              round_id=info.round_id, partial=info.partial)
-        settled = replace(fresh, extra_alerts=settled.extra_alerts) if settled is not None else fresh
+        settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
+                                round_id=info.round_id, partial=info.partial,
+                                extra_alerts=settled.extra_alerts if settled is not None else ())
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled
+
+
+def spooled_run_config(cfg: CanaryConfig, spool: SpooledRound) -> CanaryConfig:
+    """`cfg` with the per-run mode of the run that spooled the round (it lands in the mode it probed in)."""
+    return replace(cfg, run_mode=Mode(spool.mode_override) if spool.mode_override else None)
 
 
 def land_leftovers(
@@ -95,7 +105,7 @@ def land_leftovers(
     done: list[str] = []
     for js in spools:
         s = js.spool
-        settle_and_save(con, cfg, s.info, s.mode_override, js.judgement, s.attempts, s.endpoints,
+        settle_and_save(con, spooled_run_config(cfg, s), s.info, js.judgement, s.attempts, s.endpoints,
                         landed_at=now, deferred=True)
         if s.path is not None:
             s.path.unlink(missing_ok=True)
@@ -116,15 +126,13 @@ def land_leftovers(
         if dead is not None:
             dead.journal.unlink(missing_ok=True)
     for dead in journals.values():  # died before its round row was written, or after it was saved
-        complete = con.execute(
-            "SELECT status FROM rounds WHERE round_id = ?", [dead.info.round_id]
-        ).fetchall()
+        status = stored_round_status(con, dead.info.round_id)
         if dead.info.round_id in landed:
             pass  # kept in the spool when its store failed, landed above
-        elif not complete:
+        elif status is None:
             mark_crashed(con, dead.info, step=dead.step, at=now, started_at=dead.started_at)
             done.append(f"round {dead.info.round_id} crashed during step {dead.step}")
-        elif complete[0][0] == "complete":
+        elif status == "complete":
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
         dead.journal.unlink(missing_ok=True)
     return done

@@ -26,9 +26,8 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.config_loading import load_config
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
-from tasks.core.types import Attempt, Endpoint, RoundInfo
+from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
 from tasks.http_errors import is_orchestrator_blip, is_retryable_exception
 from tasks.secrets import read_secret
@@ -39,16 +38,6 @@ log = logging.getLogger("canary")
 PRIOR_LOCK_TIMEOUT_S = 10.0
 #: How long the save window waits for the lock before the round is spooled to disk (deferred), seconds.
 SAVE_LOCK_TIMEOUT_S = 20.0
-
-
-def resolve_config(
-    config_path: str | None, overrides: dict[str, Any] | None, *, base_url: str | None = None,
-    db_path: str | None = None, mode: str | None = None,
-) -> CanaryConfig:
-    cfg = load_config(config_path)
-    extra: dict[str, Any] = dict(overrides or {})
-    extra.update({k: v for k, v in (("base_url", base_url), ("db_path", db_path), ("mode", mode)) if v})
-    return cfg.with_overrides(extra) if extra else cfg
 
 
 def _retry_when(predicate: Callable[[BaseException], bool]) -> Callable[[Any, Any, Any], bool]:
@@ -90,9 +79,7 @@ def flow_run_id() -> str | None:
 
 
 @task(name="load-prior", cache_policy=NO_CACHE)
-def load_prior(
-    cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime, mode_override: str | None
-) -> tuple[Prior, Any]:
+def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime) -> tuple[Prior, Any]:
     """One short window: land what earlier rounds left (deferred, crashed), sync the operational Variable,
     read the prior and mark this round running. A busy store costs the round nothing but its rotation
     memory: it probes anyway and settles against the store inside its save window."""
@@ -111,14 +98,14 @@ def load_prior(
             leftovers = land_leftovers(con, cfg, model, round_id, spools, utcnow())
             for line in leftovers:
                 logger.warning("%s", line)
-            prior = read_prior(con, cfg, model, round_ts, mode_override)
+            prior = read_prior(con, cfg, model, round_ts)
             mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode), started_at=utcnow())
     except StoreError as exc:
         from tasks.store_alarm import alarm_unreadable_store
 
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
         logger.warning("Round %s probes without its history (the store cannot be used): %s", round_id, exc)
-        return Prior(model=model, mode=resolve_mode(mode_override, None, cfg.mode), available=False), None
+        return Prior(model=model, mode=resolve_mode(cfg.run_mode, None, cfg.mode), available=False), None
     emit_canary_events(crashed_round_events(model, leftovers, utcnow()), logger)  # the marks are saved
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
@@ -139,15 +126,15 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
 
 @task(name="settle", cache_policy=NO_CACHE)
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
-           round_ts: datetime, round_id: str, partial: bool = False) -> Settlement:
+           round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = ()) -> Settlement:
     """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
-    round, `endpoints` the probed ones)."""
-    return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial)
+    round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's)."""
+    return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
+                        extra_alerts=extra_alerts)
 
 
 @task(name="save", cache_policy=NO_CACHE)
-def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
-         variable_value: Any = None) -> tuple[Settlement, str]:
+def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
@@ -163,17 +150,17 @@ def save(cfg: CanaryConfig, settled: Settlement, mode_override: str | None,
             leftovers = land_leftovers(con, cfg, info.model, info.round_id, spools, utcnow())
             for line in leftovers:
                 _run_logger().warning("%s", line)
-            saved = settle_and_save(con, cfg, info, mode_override, settled.judgement, settled.attempts,
-                                    settled.endpoints, landed_at=utcnow(), settled=settled)
+            saved = settle_and_save(con, cfg, info, settled.judgement, settled.attempts, settled.endpoints,
+                                    landed_at=utcnow(), settled=settled)
             if variable_value is not None:
                 variable_sync.mark_synced(con, variable_value)
         emit_canary_events(crashed_round_events(info.model, leftovers, utcnow()), _run_logger())  # after the save
         return saved, "complete"
     except StoreError as exc:
-        return keep_unsaved(cfg, settled, mode_override, exc), "deferred"
+        return keep_unsaved(cfg, settled, exc), "deferred"
 
 
-def keep_unsaved(cfg: CanaryConfig, settled: Settlement, mode_override: str | None, exc: StoreError) -> Settlement:
+def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Settlement:
     """The round's attempts to the spool (beside the database, else the fallback directory), to land with the
     next round that gets the store. Busy: that is all (`deferred`). Otherwise a loud failure: the direct alert
     (tasks/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts that
@@ -185,8 +172,8 @@ def keep_unsaved(cfg: CanaryConfig, settled: Settlement, mode_override: str | No
     info, logger = settled.info, _run_logger()
     alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
     try:
-        kept = spool_round(cfg.db_path, SpooledRound(info, mode_override, settled.endpoints, settled.attempts,
-                                                     utcnow()))
+        run_mode = str(cfg.run_mode) if cfg.run_mode is not None else None
+        kept = spool_round(cfg.db_path, SpooledRound(info, run_mode, settled.endpoints, settled.attempts, utcnow()))
     except SpoolError as lost:
         alarm_unwritable_spool(cfg.db_path, lost, utcnow(), logger)
         raise SpoolError(f"round {info.round_id} lost its {len(settled.attempts)} attempts: {exc}; {lost}") from exc
@@ -209,8 +196,9 @@ def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish(cfg: CanaryConfig, settled: Settlement) -> None:
-    """The ignore list (JSON file + keyed artifact) and the round's Markdown summary artifact."""
+def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> None:
+    """The ignore list (JSON file + keyed artifact), the round's Markdown summary artifact and its events.
+    `artifacts=False`: the JSON file only (the pipelined history runs with no Prefect API)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from tasks.core.cost import round_cost
@@ -222,6 +210,8 @@ def publish(cfg: CanaryConfig, settled: Settlement) -> None:
     from tasks.publish import create_ignore_artifact, publish_ignore_list
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
+    if not artifacts:
+        return
     cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)
     md = render_round_markdown(settled.info, settled.results, list(settled.decisions), settled.ignore,
                                list(settled.changes), cost, settled.endpoints)

@@ -184,14 +184,17 @@ def settle_round(
     *,
     round_id: str | None = None,
     partial: bool = False,
+    extra_alerts: Sequence[Alert] = (),
 ) -> Settlement:
     """Judge the round's attempts, then settle it against `prior` at `now` (the round's time).
 
     `partial`: a confirmation round (tasks/core/confirm.py): `endpoints` are the probed ones only; the
-    others are absent (frozen) and the floor counts them as discovered (`discovered_tags`)."""
+    others are absent (frozen) and the floor counts them as discovered (`discovered_tags`).
+    `extra_alerts`: alerts about the round itself, not its decisions (the budget footprint's), sent with them."""
     judgement = judge_round(attempts, endpoints, cfg)
     return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
-                         round_id=round_id or make_round_id(prior.model, now), partial=partial)
+                         round_id=round_id or make_round_id(prior.model, now), partial=partial,
+                         extra_alerts=extra_alerts)
 
 
 def new_suspension_evidence(decisions: Sequence[Decision], results: Sequence[ContractResult]) -> dict[str, str]:
@@ -222,6 +225,7 @@ def settle_judged(
     *,
     round_id: str,
     partial: bool = False,
+    extra_alerts: Sequence[Alert] = (),
 ) -> Settlement:
     """`settle_round` after judging: statuses, policy, ignore list, alerts (cheap; runs again on a new prior)."""
     model = prior.model
@@ -263,5 +267,6 @@ def settle_judged(
         alerts=tuple(alerts),
         changes=tuple(describe_changes(previous, judgement.results)),
         prior_fingerprint=prior.fingerprint(),
+        extra_alerts=tuple(extra_alerts),
         state_mode=prior.state_mode,
     )

@@ -87,6 +87,12 @@ def unfinished_rounds(con: Connection, model: str, *, besides: str) -> list[dict
     )
 
 
+def stored_round_status(con: Connection, round_id: str) -> str | None:
+    """The stored status of a round (`running`, `complete`, `crashed`, ...), None when it has no row."""
+    row = con.execute("SELECT status FROM rounds WHERE round_id = ?", [round_id]).fetchone()
+    return str(row[0]) if row is not None else None
+
+
 def mark_crashed(
     con: Connection, info: RoundInfo, *, step: str, at: datetime, started_at: datetime | None = None
 ) -> None:

@@ -38,12 +38,12 @@ def test_a_partial_round_lands_partial_and_settles_with_the_full_rounds_endpoint
     full = RoundInfo(make_round_id(MODEL, T0), MODEL, T0, Mode.ENFORCE)
     partial = RoundInfo(make_round_id(MODEL, at), MODEL, at, Mode.ENFORCE, partial=True)
     with store.open_store(cfg.db_path) as con:
-        settle_and_save(con, cfg, full, None, judgement(T0, {t: Outcome.FAIL if t == "b" else Outcome.PASS
-                                                            for t in TAGS}), [], eps, landed_at=T0)
-        saved = settle_and_save(con, cfg, partial, None, judgement(at, {"b": Outcome.FAIL}), [], eps[1:2],
+        settle_and_save(con, cfg, full, judgement(T0, {t: Outcome.FAIL if t == "b" else Outcome.PASS for t in TAGS}),
+                        [], eps, landed_at=T0)
+        saved = settle_and_save(con, cfg, partial, judgement(at, {"b": Outcome.FAIL}), [], eps[1:2],
                                 landed_at=at)
         rows = con.execute("SELECT round_id, partial, endpoints FROM rounds ORDER BY round_ts").fetchall()
-        prior = read_prior(con, cfg, MODEL, T0 + timedelta(minutes=30), None)
+        prior = read_prior(con, cfg, MODEL, T0 + timedelta(minutes=30))
         ids = partial_round_ids(con)
         known = known_tags(con, MODEL)
     assert saved.info.partial

@@ -36,7 +36,7 @@ def test_a_canary_entry_names_the_failing_contracts_and_the_evidence_rounds(tmp_
             results = [ContractResult(rid, MODEL, t, c, Outcome.FAIL if (t, c) == ("b", Contract.STRUCTURED)
                                       else Outcome.PASS, "fenced_json" if t == "b" else "ok")
                        for t in TAGS for c in (Contract.STRUCTURED, Contract.TTFT)]
-            saved.append(settle_and_save(con, cfg, RoundInfo(rid, MODEL, ts, Mode.ENFORCE), None,
+            saved.append(settle_and_save(con, cfg, RoundInfo(rid, MODEL, ts, Mode.ENFORCE),
                                          RoundJudgement(results, RoundFindings()), [], eps, landed_at=ts))
         later = current_ignore_list(con, cfg, MODEL, None, T0 + timedelta(hours=2))
     ids = [make_round_id(MODEL, T0 + timedelta(minutes=30 * n)) for n in (0, 1)]

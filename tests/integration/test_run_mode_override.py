@@ -4,6 +4,7 @@ the states stay in the stored mode. Through the real store and the round's own s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def run(con: store.Connection, cfg: CanaryConfig, n: int, failing: set[str], mod
                                "x") for t in TAGS]
     info = RoundInfo(rid, MODEL, ts, Mode(mode) if mode else cfg.mode)
     eps = [Endpoint(MODEL, t, t.upper()) for t in TAGS]
-    return settle_and_save(con, cfg, info, mode, RoundJudgement(outcomes, RoundFindings()), [], eps, landed_at=ts)
+    run_cfg = replace(cfg, run_mode=Mode(mode)) if mode else cfg  # what `resolve_config(..., mode=mode)` gives
+    return settle_and_save(con, run_cfg, info, RoundJudgement(outcomes, RoundFindings()), [], eps, landed_at=ts)
 
 
 @pytest.mark.parametrize(("stored", "once"), [(Mode.OBSERVE, "enforce"), (Mode.ENFORCE, "observe")])
@@ -58,3 +60,30 @@ def test_a_per_run_mode_is_not_a_mode_switch(tmp_path: Path, stored: Mode, once:
     restore = "restore" if stored is Mode.ENFORCE else "would_restore"
     assert [(str(d.action), d.tag) for d in third.decisions] == [(restore, "b"), (suspend, "c")]
     assert ("c" in third.ignore.ignore) is (stored is Mode.ENFORCE)
+
+
+@pytest.mark.parametrize(("stored", "once"), [(Mode.OBSERVE, "enforce"), (Mode.ENFORCE, "observe")])
+def test_the_flows_per_run_mode_is_not_the_stored_mode_without_an_admin_setting(
+    tmp_path: Path, stored: Mode, once: str
+) -> None:
+    """`canary run --mode` / the flow's `mode` parameter, as the round's config carries it (`resolve_config`):
+    with no `canary mode` setting the stored mode is the file's, so the run's states stay in it."""
+    from tasks.config_loading import resolve_config
+    from tasks.prior import read_prior
+
+    path = tmp_path / "canary.toml"
+    path.write_text(f'mode = "{stored}"\nmodels = ["{MODEL}"]\n', encoding="utf-8")
+    cfg = resolve_config(path, {"db_path": str(tmp_path / "c.duckdb"),
+                                "exclusions_file": str(tmp_path / "none.toml")}, mode=once)
+    assert (cfg.mode, cfg.run_mode) == (stored, Mode(once))
+    with store.open_store(cfg.db_path) as con:
+        prior = read_prior(con, cfg, MODEL, T0)
+    assert prior.mode is Mode(once) and prior.state_mode is stored
+
+
+def test_a_bad_per_run_mode_is_one_clear_line(tmp_path: Path) -> None:
+    from tasks.config_loading import resolve_config
+    from tasks.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="^config: mode must be 'observe' or 'enforce' \\(got 'shadow'\\)$"):
+        resolve_config(None, {"db_path": str(tmp_path / "c.duckdb")}, mode="shadow")

@@ -128,3 +128,22 @@ def test_last_round_statuses_follow_the_design_order() -> None:
                r("c", Outcome.INCONCLUSIVE, Contract.REFUSAL), r("d", Outcome.INCONCLUSIVE)]
     assert last_round_statuses(results) == {"a": RoundStatus.FAIL, "b": RoundStatus.TRANSPORT,
                                             "c": RoundStatus.CLEAN, "d": RoundStatus.INCONCLUSIVE}
+
+
+def test_the_footprints_alert_is_settled_with_the_round_and_kept_when_it_settles_again() -> None:
+    """The budget alert is an input of settling (tasks/core/settle.py), not grafted onto its result: a round
+    settled again on a fresh prior (the save window) still carries it."""
+    from tasks.config import CanaryConfig
+    from tasks.core.judge import judge_round
+    from tasks.core.settle import Prior, settle_judged, settle_round
+    from tasks.core.types import Endpoint
+
+    alert = run(6.0, 5.0).alert
+    assert alert is not None
+    eps = [Endpoint(MODEL, t, t.title()) for t in ("a", "b")]
+    cfg = CanaryConfig(models=(MODEL,))
+    settled = settle_round(Prior(model=MODEL, mode=cfg.mode), [], eps, cfg, NOW, extra_alerts=(alert,))
+    assert settled.extra_alerts == (alert,) and alert not in settled.alerts
+    again = settle_judged(Prior(model=MODEL, mode=cfg.mode, decided_until=NOW), judge_round([], eps, cfg), [], eps,
+                          cfg, NOW, round_id=settled.info.round_id, extra_alerts=settled.extra_alerts)
+    assert again.extra_alerts == (alert,)

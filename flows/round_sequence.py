@@ -1,0 +1,182 @@
+"""The round's steps, in order, wired once for both engines that run rounds.
+
+    journal start -> load prior -> [probe] footprint, probes (discover, plan, probe) -> failpoint after-probe
+    -> [settle] settle (pure; the footprint's alert is one of its inputs)
+    -> [save] one transaction, or spooled -> failpoint after-save
+    -> [publish] the ignore list (complete rounds only) -> failpoint after-publish
+    -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
+
+`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it. The
+`canary-round` flow (flows/round.py) runs each step as a Prefect task run; the history pipeline
+(flows/history_pipeline.py) runs the same steps as plain calls (`.fn`), its probes taken from its pipeline. An
+`Engine` says only what differs: how a step is run, where the probes come from, whether publishing makes
+artifacts, what guards the round and what follows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
+
+from prefect import Task
+from prefect.utilities.annotations import quote
+
+from tasks import round_steps as steps
+from tasks.budget_step import plan_footprint
+from tasks.clock import utcnow
+from tasks.concurrency import RoundSkipped
+from tasks.config import CanaryConfig
+from tasks.core.budget import Footprint
+from tasks.core.plan import Probe, make_round_id, plan_probes
+from tasks.core.settle import Prior, Settlement, resolve_mode
+from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo
+from tasks.failpoints import failpoint
+from tasks.spool import Journal
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSummary:
+    """What one round did: the flow's return value and `canary run`'s line (`as_dict`: their keys)."""
+
+    round_id: str
+    model: str
+    status: str  # complete | deferred | skipped
+    endpoints: int = 0
+    attempts: int = 0
+    decisions: tuple[str, ...] = ()  # "action:tag"
+    ignore: tuple[str, ...] | str = ()  # a skipped round: the list in force, or why it cannot be read
+    partial: bool = False  # a confirmation round (flows/confirm.py)
+    confirms: str | None = None  # the round id it confirms
+    confirmation: Mapping[str, Any] | None = None  # the confirmation this round asks for
+    reason: str | None = None  # why a round was skipped
+    delivered: int = 0  # alerts sent to Slack (the flow's log line)
+    reprobed: int | None = None  # the pipeline's: probes sent at the round's turn
+
+    @classmethod
+    def skipped(cls, round_id: str, model: str, ignore: Sequence[str] | str) -> RoundSummary:
+        return cls(round_id, model, "skipped", ignore=ignore if isinstance(ignore, str) else tuple(ignore),
+                   reason="the previous round of this model still holds its slot")
+
+    def as_dict(self) -> dict[str, Any]:
+        ignore = self.ignore if isinstance(self.ignore, str) else list(self.ignore)
+        out: dict[str, Any] = {"round_id": self.round_id, "model": self.model, "endpoints": self.endpoints,
+                               "attempts": self.attempts, "decisions": list(self.decisions), "ignore": ignore}
+        if self.status == "skipped":
+            return {**out, "skipped": True, "status": "skipped", "reason": self.reason}
+        out.update(status=self.status, partial=self.partial, confirms=self.confirms, confirmation=self.confirmation)
+        if self.reprobed is not None:
+            out["reprobed"] = self.reprobed
+        return out
+
+
+@dataclass(frozen=True)
+class RoundProbes:
+    """What a round's probing gives the rest of it: the endpoints it probed and their attempts, in plan order."""
+
+    endpoints: list[Endpoint]
+    attempts: list[Attempt]
+    reprobed: int | None = None  # the pipeline's: probes sent at the round's turn (mispredicted, or not sent ahead)
+
+
+class StepRunner(Protocol):
+    """How an engine runs one of the round's Prefect tasks."""
+
+    def __call__(self, step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+
+def plain(value: T) -> T:
+    """A task argument Prefect passes through without walking it (`quote`): plain values with no future inside.
+    Walking every attempt and recording it as a task input cost settle, save and publish ~10 % of a 40-model
+    cycle's GIL time."""
+    return cast(T, quote(value))
+
+
+def as_task_run(step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """A task run in the current flow run (its arguments passed through unwalked: `plain`)."""
+    return cast(Any, step)(*(plain(a) for a in args), **kwargs)  # type: ignore[no-any-return]
+
+
+def as_plain_call(step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """The task's function, called here: no flow run, no task run, no Prefect API."""
+    return step.fn(*args, **kwargs)
+
+
+def _nothing_learned(settled: Settlement) -> None:
+    return None
+
+
+def _no_follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[str, Any] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What one engine runs the round's steps with (one per round)."""
+
+    run: StepRunner
+    #: The round's probing (round id, prior, footprint): discover, plan (`planned_probes`), probe.
+    probe: Callable[[str, Prior, Footprint], RoundProbes]
+    #: Publishing makes the Prefect artifacts and events too (False: the ignore list file only; no Prefect API).
+    artifacts: bool = True
+    #: Two rounds of a model never overlap (the flow's round slot; it raises RoundSkipped when taken).
+    guard: Callable[[], AbstractContextManager[Any]] = nullcontext
+    #: Told the settlement as soon as it is settled (the pipeline sends the next rounds' language probes).
+    settled: Callable[[Settlement], None] = _nothing_learned
+    #: After the round, outside the guard: the confirmation round it asks for (flows/confirm.py `follow_up`).
+    follow_up: Callable[[CanaryConfig, Settlement, str], Mapping[str, Any] | None] = _no_follow_up
+    flow_run_id: str | None = None  # the Prefect flow run holding the round (its journal names it)
+
+
+def planned_probes(endpoints: Sequence[Endpoint], languages: Sequence[str],
+                   previous_languages: Mapping[str, tuple[str, Outcome]], footprint: Footprint) -> list[Probe]:
+    """The round's probes: planned from its prior's languages (tasks/core/plan.py), less the endpoints the
+    budget's footprint skips."""
+    return [p for p in plan_probes(endpoints, languages, previous_languages)
+            if p.endpoint.tag not in footprint.skip_tags]
+
+
+def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime, *, partial: bool = False,
+              confirms: str | None = None) -> RoundSummary:
+    """One round of `model` at `round_ts`: every step in order, each run by `engine` (the module docstring)."""
+    round_id = make_round_id(model, round_ts)
+    try:
+        with engine.guard():
+            journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts,
+                                                           resolve_mode(cfg.run_mode, None, cfg.mode)),
+                                    utcnow(), engine.flow_run_id)
+            prior, variable_value = engine.run(steps.load_prior, cfg, model, round_id, round_ts)
+            journal.step("probe")
+            footprint = engine.run(plan_footprint, cfg, prior, model, round_ts)  # within the budget (full without)
+            probed = engine.probe(round_id, prior, footprint)
+            failpoint("after-probe")
+            journal.step("settle")
+            settled = engine.run(steps.settle, prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id,
+                                 partial, () if footprint.alert is None else (footprint.alert,))
+            engine.settled(settled)
+            journal.step("save")
+            settled, status = engine.run(steps.save, cfg, settled, variable_value)
+            failpoint("after-save")
+            if status == "complete":
+                journal.step("publish")
+                engine.run(steps.publish, cfg, settled, engine.artifacts)
+                failpoint("after-publish")
+            journal.step("deliver")
+            delivered = engine.run(steps.deliver, cfg, round_ts)
+            journal.finish()
+            steps.report_journal_fault(cfg, journal)  # a journal the disk refused: loud, once the round is done
+        confirmation = engine.follow_up(cfg, settled, status)
+    except RoundSkipped:  # logged by the guard; a skipped round is not a failure
+        return RoundSummary.skipped(round_id, model, steps.ignore_in_force(cfg, model))
+    return RoundSummary(
+        round_id=round_id, model=model, status=status, endpoints=len(probed.endpoints),
+        attempts=len(probed.attempts), decisions=tuple(d.action.value + ":" + d.tag for d in settled.decisions),
+        ignore=tuple(settled.ignore.ignore), partial=partial, confirms=confirms, confirmation=confirmation,
+        delivered=delivered, reprobed=probed.reprobed,
+    )
