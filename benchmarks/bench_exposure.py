@@ -219,6 +219,7 @@ def run_variant(variant: str, days: float, db: str, fleet: str, rpm: int, tick_s
     from router.server import start_router
     from tasks import store
     from tasks.config import CanaryConfig
+    from tasks.config_loading import apply_overrides
 
     tmp = Path(db).parent
     for stale in Path(tmp).glob(Path(db).name + "*"):
@@ -237,7 +238,7 @@ def run_variant(variant: str, days: float, db: str, fleet: str, rpm: int, tick_s
         overrides = history_overrides(sim.base_url, db, time_scale=0.05, ladder=("1h",),
                                       exclusions_file=str(tmp / "none.toml"), publish_dir=str(tmp / f"{variant}-pub"))
         overrides["ttft_s"] = TTFT_S
-        cfg = CanaryConfig().with_overrides(overrides)
+        cfg = apply_overrides(CanaryConfig(), overrides)
         tags = [*HEALTHY, *FAULTY]
         router = None
         if variant == "live":

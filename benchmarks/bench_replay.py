@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.config import CanaryConfig  # noqa: E402
+from tasks.config_loading import variant  # noqa: E402
 from tasks.core.replay import replay  # noqa: E402
 from tasks.core.replay_input import parse_replay  # noqa: E402
 from tasks.core.replay_summary import format_summaries, summarize, what_if  # noqa: E402
@@ -91,7 +92,7 @@ def main() -> None:
     print(f"replay: {t3 - t2:6.2f} s  {rows / (t3 - t2):>10,.0f} rows/s  "
           f"({len(history.rounds) / (t3 - t2):,.0f} rounds/s, {len(decisions)} decisions)")
     t4 = time.perf_counter()
-    summaries = what_if(history, base, VARIANTS)
+    summaries = what_if(history, base, [variant(base, v) for v in VARIANTS])
     t5 = time.perf_counter()
     assert summaries[0] == summarize(decisions, history, "baseline")
     print(f"what-if: {len(summaries)} settings in {t5 - t4:.2f} s\n")

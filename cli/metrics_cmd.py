@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from cli.runs import require_database, resolve_cli_config
+from tasks.config_loading import apply_overrides
 
 
 def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str, once: bool) -> None:
@@ -24,7 +25,7 @@ def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str
     cfg = resolve_cli_config(config, db=dbs[0] if dbs else None)
     paths = dbs or [cfg.db_path]
     for path in paths:
-        require_database(cfg.with_overrides({"db_path": path}))
+        require_database(apply_overrides(cfg, {"db_path": path}))
     if once:
         typer.echo(exposition(CanaryCollector(paths, cfg)).decode(), nl=False)
         return

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from tasks.config_loading import load_config
+from tasks.config_loading import apply_overrides, load_config, variant
 from tasks.core.replay import decision_line, replay
 from tasks.core.replay_input import parse_replay
 from tasks.core.replay_summary import format_summaries, summarize, what_if
@@ -29,7 +29,7 @@ __all__ = ["parse_set", "replay_command"]
 
 
 def parse_set(items: Iterable[str]) -> dict[str, str]:
-    """`key=value` strings -> overrides for CanaryConfig.with_overrides."""
+    """`key=value` strings -> overrides for tasks.config_loading.apply_overrides."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -62,10 +62,8 @@ def _text_line(row: dict[str, Any]) -> str:
 def _run(path: Path, config: Path | None, set_: list[str], json_out: bool, summary: bool,
          compare: list[str], out: TextIO, err: TextIO) -> None:
     overrides = parse_set(set_)
-    cfg = load_config(config).with_overrides(overrides)
-    variants = [parse_set(spec.split()) for spec in compare]
-    for overrides in variants:  # refuse a bad variant before printing anything
-        cfg.with_overrides(overrides)
+    cfg = apply_overrides(load_config(config), overrides)
+    variants = [variant(cfg, parse_set(spec.split())) for spec in compare]  # a bad one: refused before any output
     history = parse_replay(_lines(path))
     if "mode" in overrides:  # else each round in the mode its lines recorded (the configured one if none)
         history = history.in_mode(cfg.mode)

@@ -11,13 +11,11 @@ tasks/config_preflight.py checks the file system before `run`, `serve` and `demo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
-from typing import Any
 
+from tasks.core.redaction import strip_userinfo
 from tasks.core.types import Mode
-from tasks.secrets import strip_userinfo
 
 #: All 17 interface languages, in rotation order.
 ALL_LANGUAGES: tuple[str, ...] = (
@@ -132,15 +130,6 @@ class CanaryConfig:
     #: `resolve_config`. That run decides in it over the states of the stored mode (the admin's `canary mode`,
     #: else `mode`), and saves them back in the stored mode: not a mode switch (tasks/core/settle.py `run_modes`).
     run_mode: Mode | None = field(default=None, metadata={"per_run": True})
-
-    def with_overrides(self, overrides: Mapping[str, Any]) -> CanaryConfig:
-        """Apply `--set key=value` style overrides (values may be strings) with full validation.
-
-        Keys still at their default are left out of the re-validation, so that a default follows the rules
-        again (a smaller `probe_budget_s` also lowers the unset timeouts)."""
-        from tasks.config_loading import apply_overrides  # the loader builds this record: import at call time
-
-        return apply_overrides(self, overrides)
 
 
 #: The keys a config file (and `--set`) may hold: every field but the per-run ones.

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tasks.config import ALL_LANGUAGES, FILE_KEYS, NEVER_HARD, CanaryConfig
+from tasks.core.replay_summary import Variant
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo
@@ -63,7 +64,7 @@ def format_duration(td: timedelta) -> str:
     return f"{s}s"
 
 def apply_overrides(cfg: CanaryConfig, overrides: Mapping[str, Any]) -> CanaryConfig:
-    """`CanaryConfig.with_overrides`: `--set key=value` style overrides (values may be strings), fully validated.
+    """`cfg` with `--set key=value` style overrides (values may be strings), fully validated.
 
     Keys still at their default are left out of the re-validation, so that a default follows the rules
     again (a smaller `probe_budget_s` also lowers the unset timeouts)."""
@@ -353,5 +354,11 @@ def resolve_config(
     cfg = load_config(config_path)
     extra: dict[str, Any] = dict(overrides or {})
     extra.update({k: v for k, v in (("base_url", base_url), ("db_path", db_path)) if v})
-    cfg = cfg.with_overrides(extra) if extra else cfg
+    cfg = apply_overrides(cfg, extra) if extra else cfg
     return replace(cfg, run_mode=parse_mode(mode)) if mode else cfg
+
+
+def variant(base: CanaryConfig, overrides: Mapping[str, Any]) -> Variant:
+    """A what-if variant (tasks/core/replay_summary.py): `base` with `--set`-style overrides, validated."""
+    label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
+    return Variant(label, apply_overrides(base, overrides), sets_mode="mode" in overrides)

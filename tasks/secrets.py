@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from tasks.core.redaction import (
     FRAGMENT_CHARS,
@@ -39,6 +39,7 @@ from tasks.core.redaction import (
     matcher_for,
     redact_shapes,
     redact_values,
+    strip_userinfo,
 )
 from tasks.errors import ConfigError
 from tasks.log_redaction import install_log_redaction
@@ -123,17 +124,6 @@ def _userinfo_secrets(url: str) -> set[str]:
 def url_userinfo_secrets(url: str) -> set[str]:
     """The secret parts of a URL's userinfo ('user:pass' and 'pass'); empty when it has none."""
     return _userinfo_secrets(url)
-
-
-def strip_userinfo(url: str) -> str:
-    """`url` without its `user:pass@` part (what may be shown, logged or passed as a flow parameter)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return redact(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 _known_cache: tuple[tuple[Any, ...], tuple[str, ...]] | None = None

@@ -223,3 +223,14 @@ def install_redactor(fn: Callable[[str], str]) -> None:
 def redact(text: str) -> str:
     """Mask every secret this process knows (by value, once the shell installed its redactor) and shape."""
     return _redactor(text)
+
+
+def strip_userinfo(url: str) -> str:
+    """`url` without its `user:pass@` part (what may be shown, logged or passed as a flow parameter)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -57,15 +57,23 @@ def summarize(decisions: Iterable[Decision], history: ReplayHistory, label: str 
                          counts["expire"], counts["lift"])
 
 
-def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Mapping[str, Any]] = ()
-            ) -> list[ReplaySummary]:
-    """The baseline (`base`) and each variant (overrides applied to `base`) replayed over one history."""
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One setting to replay beside the baseline: its config, a label (the overrides, `k=v ...`), and whether it
+    sets the mode (then every round is replayed in it, not in the mode its lines recorded).
+    `tasks.config_loading.variant(base, overrides)` builds one from `--set`-style overrides."""
+
+    label: str
+    cfg: CanaryConfig
+    sets_mode: bool = False
+
+
+def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Variant] = ()) -> list[ReplaySummary]:
+    """The baseline (`base`) and each variant replayed over one history."""
     out = [summarize(replay(history, base), history, "baseline")]
-    for overrides in variants:
-        label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
-        cfg = base.with_overrides(overrides)
-        replayed = history.in_mode(cfg.mode) if "mode" in overrides else history
-        out.append(summarize(replay(replayed, cfg), history, label))
+    for v in variants:
+        replayed = history.in_mode(v.cfg.mode) if v.sets_mode else history
+        out.append(summarize(replay(replayed, v.cfg), history, v.label))
     return out
 
 

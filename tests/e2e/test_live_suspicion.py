@@ -29,6 +29,7 @@ from router.events import flush_all
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tasks import store
+from tasks.config_loading import apply_overrides
 from tasks.core.plan import make_round_id
 from tests.support.rounds import round_overrides
 
@@ -99,7 +100,7 @@ def story(prefect_harness: None, sim: SimulatorChild, clock: SharedStepClock,
     os.environ["OPENROUTER_API_KEY"] = sim.api_key
     ov = round_overrides(sim, tmp, MODEL, ttft_s=1.0, read_timeout_s=5.0, probe_budget_s=8.0,
                          languages=["en", "fr", "de"])
-    cfg = CanaryConfig().with_overrides(ov)
+    cfg = apply_overrides(CanaryConfig(), ov)
 
     def run(**kw: Any) -> dict[str, Any]:
         return canary_round(model=MODEL, overrides=ov, **kw)

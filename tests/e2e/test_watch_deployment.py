@@ -12,6 +12,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
+from tasks.config_loading import apply_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +33,7 @@ def test_a_served_suspicion_is_a_scheduled_cycle_run(prefect_harness: None, tmp_
     canary_cycle.to_deployment(name="watch-test").apply()
     with start_simulator(parse_fleet(FLEET)) as sim:
         monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
-        cfg = CanaryConfig().with_overrides({"base_url": sim.base_url, "db_path": str(tmp_path / "c.duckdb"),
+        cfg = apply_overrides(CanaryConfig(), {"base_url": sim.base_url, "db_path": str(tmp_path / "c.duckdb"),
                                              "models": [MODEL], "exclusions_file": str(tmp_path / "none.toml"),
                                              "publish_dir": str(tmp_path / "pub")})
         now = datetime.now(UTC).replace(microsecond=0)

@@ -14,6 +14,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
+from tasks.config_loading import apply_overrides
 from tasks.core.contracts import probed
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.watch import fetch_listing, watch_model
@@ -36,7 +37,7 @@ def sim() -> Iterator[SimulatorHandle]:
 
 
 def config(sim: SimulatorHandle, tmp: Path, **extra: object) -> CanaryConfig:
-    return CanaryConfig().with_overrides({"base_url": sim.base_url, "db_path": str(tmp / "canary.duckdb"),
+    return apply_overrides(CanaryConfig(), {"base_url": sim.base_url, "db_path": str(tmp / "canary.duckdb"),
                                           "publish_dir": str(tmp / "published"), "models": [MODEL],
                                           "exclusions_file": str(tmp / "none.toml"), **extra})
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.config_loading import config_from_mapping, load_config
+from tasks.config_loading import apply_overrides, config_from_mapping, load_config
 from tasks.config_preflight import preflight
 from tasks.errors import ConfigError
 
@@ -80,7 +80,7 @@ def test_defaults_and_the_shipped_file_are_accepted() -> None:
 def test_unset_timeouts_follow_a_smaller_budget() -> None:
     cfg = config_from_mapping({"ttft_s": 1, "probe_budget_s": 8})
     assert (cfg.connect_timeout_s, cfg.read_timeout_s, cfg.probe_budget_s) == (8, 8, 8)
-    again = CanaryConfig().with_overrides({"ttft_s": "1", "probe_budget_s": "8"})  # `--set` strings
+    again = apply_overrides(CanaryConfig(), {"ttft_s": "1", "probe_budget_s": "8"})  # `--set` strings
     assert again == cfg
     message = rejected({"ttft_s": 1, "probe_budget_s": 8, "read_timeout_s": 9})
     assert message.startswith("config: read_timeout_s")
@@ -89,7 +89,7 @@ def test_unset_timeouts_follow_a_smaller_budget() -> None:
 def test_overrides_are_validated_like_the_file() -> None:
     for key, value in (("probe_budget_s", "nan"), ("ttft_s", "inf"), ("ladder", "0s"), ("db_path", "")):
         with pytest.raises(ConfigError, match=f"^config: {key}"):
-            CanaryConfig().with_overrides({key: value})
+            apply_overrides(CanaryConfig(), {key: value})
 
 
 def test_a_toml_file_with_inf_or_nan_is_rejected_on_load(tmp_path: Path) -> None:

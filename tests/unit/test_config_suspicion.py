@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import config_from_mapping
+from tasks.config_loading import apply_overrides, config_from_mapping
 from tasks.core.suspicion import rules_of
 from tasks.errors import ConfigError
 
@@ -16,7 +16,7 @@ def test_defaults_and_overrides_reach_the_rules() -> None:
     cfg = CanaryConfig()
     assert (cfg.suspect_confirm_after_s, cfg.suspect_window_s, cfg.suspect_min_requests) == (90, 300, 20)
     assert (cfg.suspect_failure_rate, cfg.suspect_uptime_drop, cfg.suspect_cooldown_s) == (0.5, 20.0, 900)
-    tuned = cfg.with_overrides({"suspect_failure_rate": "0.3", "suspect_min_requests": "50",
+    tuned = apply_overrides(cfg, {"suspect_failure_rate": "0.3", "suspect_min_requests": "50",
                                 "suspect_uptime_drop": "0"})
     rules = rules_of(tuned)
     assert (rules.failure_rate, rules.min_requests, rules.uptime_drop) == (0.3, 50, 0.0)

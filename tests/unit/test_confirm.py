@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import config_from_mapping
+from tasks.config_loading import apply_overrides, config_from_mapping
 from tasks.core.confirm import (
     contracts_to_probe,
     hard_failures,
@@ -195,5 +195,5 @@ def test_config_validation() -> None:
     ):
         with pytest.raises(ConfigError, match=message):
             config_from_mapping(raw)
-    assert CanaryConfig().with_overrides({"hard_contracts": "language,opening"}).hard_contracts == (
+    assert apply_overrides(CanaryConfig(), {"hard_contracts": "language,opening"}).hard_contracts == (
         "language", "opening")

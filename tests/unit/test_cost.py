@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import config_from_mapping
+from tasks.config_loading import apply_overrides, config_from_mapping
 from tasks.core.cost import CostBasis, CostTotals, attempt_cost, describe_totals, format_usd, round_cost
 from tasks.core.render import render_round_markdown
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
@@ -99,7 +99,7 @@ def test_discovery_parses_listed_pricing_with_its_discount() -> None:
 def test_budget_key_is_a_finite_non_negative_number() -> None:
     assert CanaryConfig().budget_usd_per_day == 0
     assert config_from_mapping({"budget_usd_per_day": 5}).budget_usd_per_day == 5.0
-    assert CanaryConfig().with_overrides({"budget_usd_per_day": "2.5"}).budget_usd_per_day == 2.5
+    assert apply_overrides(CanaryConfig(), {"budget_usd_per_day": "2.5"}).budget_usd_per_day == 2.5
     for bad in (-1, float("inf"), float("nan"), "5", True):
         with pytest.raises(ConfigError, match="budget_usd_per_day"):
             config_from_mapping({"budget_usd_per_day": bad})

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
+from tasks.config_loading import apply_overrides
 from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide, effective_ladder_step, lift
 from tasks.core.types import Action, Decision, EndpointState, Layer, Mode, RoundStatus
 
@@ -241,7 +242,7 @@ def test_decay(since_end: timedelta, expected_step: int, expected_len: timedelta
 
 
 def test_ladder_from_config() -> None:
-    cfg = PolicyConfig.from_config(CanaryConfig().with_overrides({"ladder": "2h,5h", "mode": "enforce"}))
+    cfg = PolicyConfig.from_config(apply_overrides(CanaryConfig(), {"ladder": "2h,5h", "mode": "enforce"}))
     _, decisions = run({"x": "FF", "b": "CC", "c": "CC"}, cfg=cfg)
     assert decisions[0].until == T0 + STEP + timedelta(hours=2)
 

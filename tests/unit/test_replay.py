@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from cli.replay_cmd import parse_set, replay_command
 from tasks.config import CanaryConfig
+from tasks.config_loading import variant
 from tasks.core.policy import PolicyConfig, RoundInput, decide
 from tasks.core.replay import decision_line, replay
 from tasks.core.replay_input import ReplayInputError, build_replay_lines, parse_replay
@@ -194,7 +195,7 @@ def test_summary_counts_and_endpoint_hours() -> None:
     # chutes 1 d (24 h); novita 1 d (24 h); deepinfra again from the last round (0 h)
     assert (s.suspensions, s.endpoints_suspended, s.suspended_endpoint_hours) == (5, 4, 74.0)
     assert (s.floor_blocks, s.restores, s.expiries, s.lifts, s.rounds) == (1, 1, 2, 0, 11)
-    variants = what_if(history, ENFORCE, [{"min_hosts": "0"}, {"fail_rounds": "3"}])
+    variants = what_if(history, ENFORCE, [variant(ENFORCE, {"min_hosts": "0"}), variant(ENFORCE, {"fail_rounds": "3"})])
     assert [v.label for v in variants] == ["baseline", "min_hosts=0", "fail_rounds=3"]
     assert variants[0] == s
     assert variants[1].floor_blocks == 0 and variants[1].suspended_endpoint_hours > s.suspended_endpoint_hours
