@@ -166,7 +166,7 @@ ROUTES_TIME_SCALE_BUDGET_S = 1.0  # the router's first-chunk budget at the histo
 
 
 def _routes(sim: Any, tags: Sequence[str], tmp: Path, db: str, publish_dir: str) -> Any:
-    from flows.demo import DEMO_MODEL
+    from demo.settings import DEMO_MODEL
     from router.routes_loading import parse_routes
 
     return parse_routes({
@@ -209,10 +209,10 @@ def run_variant(variant: str, days: float, db: str, fleet: str, rpm: int, tick_s
     import contextlib
     import os
 
-    from flows.demo import DEMO_MODEL, quiet_logs
-    from flows.history import HISTORY_START, ROUND_INTERVAL
-    from flows.history_scenario import history_overrides
-    from flows.history_sim import SharedStepClock, history_prefect, simulator_process
+    from demo.history import HISTORY_START, ROUND_INTERVAL
+    from demo.scenario import history_overrides
+    from demo.settings import DEMO_MODEL, quiet_logs
+    from demo.simulator_process import SharedStepClock, history_prefect, simulator_process
     from flows.round import canary_round
     from flows.watch import watch_once
     from router.events import flush_all
@@ -361,8 +361,8 @@ def main() -> None:
         result = run_variant(args.child, args.days, args.db, args.fleet, args.rpm, args.tick)
         print("RESULT " + json.dumps(result), flush=True)
         return
-    from flows.demo import DEMO_MODEL
-    from flows.history import HISTORY_START
+    from demo.history import HISTORY_START
+    from demo.settings import DEMO_MODEL
 
     windows = fault_windows(HISTORY_START, args.days, args.seed)
     blips = noise_windows(HISTORY_START, args.days, args.seed + 1, BLIPS_PER_DAY, BLIP_LENGTH)

@@ -6,8 +6,8 @@ Each variant runs in its own process (a temporary Prefect server is per process 
 start) over the same simulated days, fleet and clock:
 
 * pipeline      build_history() as shipped: the round's steps in order, the next rounds' probes in flight
-                (flows/history_pipeline.py), no Prefect API;
-* flow          build_history(engine="flow"): a real `canary-round` flow run per round, flows/history.py's
+                (demo/pipeline.py), no Prefect API;
+* flow          build_history(engine="flow"): a real `canary-round` flow run per round, demo/history.py's
                 lean settings (no flow heartbeats, idle server services off, a one-certificate CA bundle);
 * flow-default  the same flow runs with Prefect's and httpx's defaults (lean=False);
 * plain         baseline without orchestration or pipelining: the round's task functions (`.fn`) called in
@@ -54,19 +54,18 @@ def probe_phase_s(db: str) -> float:
 def run_plain(days: float, db: str) -> dict[str, Any]:
     """The round's steps without Prefect (baseline)."""
     os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "false"  # Variable reads fail fast: "unreachable"
-    from flows.history_sim import _one_cert_bundle
+    from demo.simulator_process import _one_cert_bundle
 
     os.environ["SSL_CERT_FILE"] = str(_one_cert_bundle())  # the same httpx.Client cost as the lean variant
     from concurrent.futures import ThreadPoolExecutor
 
-    from flows import history as h
-    from flows import history_scenario as scenario
+    from demo import history as h
+    from demo import scenario
     from flows.round import PROBE_WORKERS
-    from tasks import probe_steps
-    from tasks import round_steps as steps
     from tasks.config_loading import resolve_config
     from tasks.core.plan import by_endpoint, make_round_id, plan_probes
     from tasks.publish import publish_ignore_list
+    from tasks.round import probe_task, steps
 
     rounds = int(round(days * h.ROUNDS_PER_DAY))
     stem = db.removesuffix(".duckdb")
@@ -93,7 +92,7 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
                 prior, variable_value = steps.load_prior.fn(cfg, model, rid, ts)
                 endpoints = steps.discover.fn(cfg, model)
                 plans = by_endpoint(plan_probes(endpoints, cfg.languages, prior.previous_languages))
-                results = pool.map(probe_steps.probe.fn, plans, [rid] * len(plans), [cfg] * len(plans))
+                results = pool.map(probe_task.probe.fn, plans, [rid] * len(plans), [cfg] * len(plans))
                 attempts = [a for r in results for a in r]
                 settled = steps.settle.fn(prior, attempts, endpoints, cfg, ts, rid)
                 settled, status = steps.save.fn(cfg, settled, variable_value)
@@ -128,7 +127,7 @@ def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
         if variant == "plain":
             res = run_plain(days, db)
         else:
-            from flows.history import build_history
+            from demo.history import build_history
 
             engine = "pipeline" if variant == "pipeline" else "flow"
             r = build_history(days=days, db_path=db, engine=engine, lean=(variant != "flow-default"),

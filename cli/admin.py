@@ -119,8 +119,8 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     The one place admin commands send alerts. Slack settings come from the environment; Prefect Secret blocks
     are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
     """
-    from tasks.alerts import SlackSettings
     from tasks.delivery import deliver_outbox
+    from tasks.slack_client import SlackSettings
 
     try:
         settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))

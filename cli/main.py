@@ -61,7 +61,7 @@ def demo(
     ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
-    from flows.demo import run_demo
+    from demo.run import run_demo
     from tasks.config import CanaryConfig
     from tasks.config_preflight import preflight
 

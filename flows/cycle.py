@@ -128,15 +128,16 @@ def canary_cycle(
 ) -> dict[str, Any]:
     """Run every configured model's round (or `models`) concurrently; one summary per model.
 
-    `model` with `only`/`contracts`/`confirms`: a confirmation round of that model (flows/confirm.py schedules
-    such a run of this deployment `confirm_after_min` after a round with hard failures)."""
+    `model` with `only`/`contracts`/`confirms`: a confirmation round of that model
+    (tasks/round/confirmations.py schedules such a run of this deployment `confirm_after_min` after a round
+    with hard failures)."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
     from tasks.concurrency import heal_dead_cycle
     from tasks.config_loading import resolve_config
     from tasks.cycle_lock import cycle_lock
-    from tasks.probe_steps import warm_up
-    from tasks.round_steps import flow_run_id
-    from tasks.round_steps import refresh_snapshot as refresh_analysts_snapshot
+    from tasks.round.probe_task import warm_up
+    from tasks.round.steps import flow_run_id
+    from tasks.round.steps import refresh_snapshot as refresh_analysts_snapshot
 
     logger = get_run_logger()
     cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path)
@@ -188,7 +189,7 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
                 confirmation: dict[str, Any]) -> list[dict[str, Any]]:
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
     whose round failed is reported, never allowed to cost the other models theirs."""
-    from tasks.round_steps import retry_on_orchestrator
+    from tasks.round.steps import retry_on_orchestrator
 
     slots = threading.BoundedSemaphore(max(1, in_flight))
 

@@ -2,7 +2,7 @@
 
     load prior -> discover -> probe.map -> settle (pure) -> save (one transaction) -> publish -> deliver
 
-The steps and their order are flows/round_sequence.py's `run_round` (the pipelined history runs the same
+The steps and their order are tasks/round/sequence.py's `run_round` (the pipelined history runs the same
 sequence with plain calls); this flow runs each step as a Prefect task run and probes every endpoint as a mapped
 task. A journal file next to the database follows the round from step to step, so a round whose process dies is
 marked `crashed` with the step it reached by the next round of its model; a round whose write window cannot
@@ -17,15 +17,13 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import confirm
-from flows.round_sequence import Engine, RoundProbes, as_task_run, planned_probes, run_round
-from tasks import probe_steps
-from tasks import round_steps as steps
 from tasks.clock import utcnow
 from tasks.config_loading import resolve_config
 from tasks.core.budget import Footprint
 from tasks.core.plan import by_endpoint
 from tasks.core.settle import Prior
+from tasks.round import confirmations, probe_task, steps
+from tasks.round.sequence import Engine, RoundProbes, as_task_run, planned_probes, run_round
 from tasks.secrets import preload_secrets
 
 #: Probe tasks (one per endpoint) in flight at once; the requests are bounded by the config's `concurrency`.
@@ -39,7 +37,7 @@ def _flow_run_name() -> str:
     model = params.get("model") or "default"
     ts = params.get("round_ts")
     stamp = ts.strftime("%Y-%m-%dT%H%M") if isinstance(ts, datetime) else utcnow().strftime("%Y-%m-%dT%H%M")
-    kind = "confirm" if params.get("confirms") else "round"  # a confirmation round (flows/confirm.py)
+    kind = "confirm" if params.get("confirms") else "round"  # a confirmation round (tasks/round/confirmations.py)
     return f"canary-{kind}-{model}-{stamp}"
 
 
@@ -57,31 +55,32 @@ def canary_round(
     round_ts: datetime | None = None,
     overrides: dict[str, Any] | None = None,
     refresh_snapshot: bool = True,
-    only: list[str] | None = None,  # confirmation round (flows/confirm.py): probe only these tags,
+    only: list[str] | None = None,  # confirmation round (tasks/round/confirmations.py): probe only these tags,
     contracts: dict[str, list[str]] | None = None,  # only these contracts per tag,
     confirms: str | None = None,  # confirming the hard failures model_id this round id
 ) -> dict[str, Any]:
     """Probe every endpoint model_id `model`, judge the contracts, apply the policy, publish the ignore list.
 
-    With `only`/`contracts` it is a confirmation round: a partial round probing just those (flows/confirm.py).
+    With `only`/`contracts` it is a confirmation round: a partial round probing just those
+    (tasks/round/confirmations.py).
     `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models).
     """
     logger = get_run_logger()
     cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
     preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model_id = model or cfg.models[0]
-    plan = confirm.parse_plan(only, contracts)  # None: a full round
+    plan = confirmations.parse_plan(only, contracts)  # None: a full round
 
     def probe_round(round_id: str, prior: Prior, footprint: Footprint) -> RoundProbes:
         endpoints = steps.discover.with_options(name=f"discover-{model_id}")(cfg, model_id)
-        probe_steps.warm_up_once()
+        probe_task.warm_up_once()
         probes = planned_probes(endpoints, cfg.languages, prior.previous_languages, footprint)
-        probes, endpoints = confirm.narrow(probes, endpoints, plan)
-        futures = probe_steps.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
+        probes, endpoints = confirmations.narrow(probes, endpoints, plan)
+        futures = probe_task.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
         return RoundProbes(endpoints, [a for f in futures for a in f.result()])
 
     engine = Engine(run=as_task_run, probe=probe_round, guard=lambda: steps.round_guard(model_id, logger, cfg.db_path),
-                    follow_up=confirm.follow_up, flow_run_id=steps.flow_run_id())
+                    follow_up=confirmations.follow_up, flow_run_id=steps.flow_run_id())
     summary = run_round(engine, cfg, model_id, round_ts or utcnow(), partial=plan is not None, confirms=confirms)
     if summary.status != "skipped":
         if refresh_snapshot:

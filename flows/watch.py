@@ -9,10 +9,10 @@ partial `canary-round`, so two consecutive failing rounds, the floor, observe/en
 hold; if it fails, the round's own follow-up confirmation (`confirm_after_min`) brings the second round.
 
 * **served** (`cycle_deployment` given, e.g. `canary-cycle/canary-cycle`): the round is a Scheduled run of
-  that deployment with `model`, `only`, `contracts` and `confirms` (like flows/confirm.py's confirmations);
+  that deployment with `model`, `only`, `contracts` and `confirms` (like tasks/round/confirmations.py's confirmations);
   its flow run id is written on the suspicion rows.
 * **in process** (tests, the benchmark): the summary's `confirmation` per model goes back to the caller,
-  which runs it with flows/confirm.py `run_confirmations` (on a StepClock, compressed time).
+  which runs it with tasks/round/confirmations.py `run_confirmations` (on a StepClock, compressed time).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A chat request is routed and planned here; simulator/player.py plays the planned
 
 A simulator-only extension: a request under `/at/<unix seconds>/api/v1/...` is served at that simulated time
 (fault windows, ids) instead of the clock's now, so a history can probe several simulated rounds at once
-(flows/history_pipeline.py). OpenRouter has no such path; the canary only meets it through a base_url.
+(demo/pipeline.py). OpenRouter has no such path; the canary only meets it through a base_url.
 """
 
 from __future__ import annotations

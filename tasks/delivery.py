@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tasks.alerts import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
 from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
 from tasks.core.render.text import name
 from tasks.core.types import Alert
@@ -38,6 +37,7 @@ from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 from tasks.liveness import ProcessId, claim_is_dead
+from tasks.slack_client import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
 
 _log = logging.getLogger("canary.delivery")
 #: How long delivery waits for the write window before leaving the alerts for the next delivery, seconds.

@@ -46,7 +46,7 @@ def _alarm_once(
     db_path: str, marker_name: str, error: CanaryError, now: datetime,
     render: Callable[[str, str, datetime], Alert], log: Any, log_line: str,
 ) -> bool:
-    from tasks.alerts import SlackSettings, deliver
+    from tasks.slack_client import SlackSettings, deliver
 
     day = now.date().isoformat()
     name = marker_name + ".json"

@@ -71,7 +71,7 @@ def over_budget(cfg: CanaryConfig, now: datetime) -> str | None:
     Read from the analysts' snapshot, like the round's budget step; no projection means no reduction."""
     if cfg.budget_usd_per_day <= 0:
         return None
-    from tasks.budget_step import projected_spend
+    from tasks.round.footprint import projected_spend
 
     projection = projected_spend(cfg, now, "suspicions are probed")
     if projection is None:

@@ -104,7 +104,7 @@ def alert_events(alerts: Iterable[Alert]) -> list[CanaryEvent]:
 
 
 def crashed_round_events(model: str, lines: Sequence[str], at: datetime) -> list[CanaryEvent]:
-    """`canary.round.crashed` for each round the next round marked crashed (tasks/prior.py `land_leftovers`
+    """`canary.round.crashed` for each round the next round marked crashed (tasks/round/write_window.py `land_leftovers`
     lines `round <id> crashed during step <step>`)."""
     out = []
     for line in lines:

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from flows.history_sim import SimulatorChild
+from demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
 from tests.support.rounds import child_simulator, default_fleet_slow_start

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from flows.confirm import run_confirmations
-from flows.history_sim import SimulatorChild
+from demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
 from tasks.core.plan import make_round_id
+from tasks.round.confirmations import run_confirmations
 from tests.support.rounds import SLOW_START_TTFT_S, child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
@@ -141,10 +141,10 @@ def test_export_then_replay_gives_the_live_decisions(history: dict[str, Any], tm
 def test_a_deployment_confirmation_is_a_scheduled_canary_round_run(prefect_harness: None) -> None:
     from prefect.client.schemas.objects import StateType
 
-    from flows.confirm import schedule_deployment_run
     from flows.round import canary_round
     from tasks.core.confirm import ConfirmationRequest
     from tasks.core.types import Contract
+    from tasks.round.confirmations import schedule_deployment_run
 
     deployment_id = canary_round.to_deployment(name="canary-round-confirm-test").apply()
     due = datetime.now(UTC) + timedelta(hours=1)

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from flows.history_sim import SimulatorChild
+from demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.core.plan import model_slug
 from tests.support.rounds import child_simulator, default_fleet_slow_start

@@ -54,7 +54,7 @@ def test_a_round_that_cannot_write_is_spooled_and_landed_by_the_next(
     prefect_harness: None, sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holder: str
 ) -> None:
     from flows.round import canary_round
-    from tasks import round_steps
+    from tasks.round import steps as round_steps
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     monkeypatch.setattr(round_steps, "PRIOR_LOCK_TIMEOUT_S", 1.0)

@@ -22,8 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flows.confirm import run_confirmations
-from flows.history_sim import SharedStepClock, SimulatorChild, simulator_process
+from demo.simulator_process import SharedStepClock, SimulatorChild, simulator_process
 from flows.watch import watch_once
 from router.events import flush_all
 from router.routes_loading import parse_routes
@@ -31,6 +30,7 @@ from router.server import start_router
 from tasks import store
 from tasks.config_loading import apply_overrides
 from tasks.core.plan import make_round_id
+from tasks.round.confirmations import run_confirmations
 from tests.support.rounds import round_overrides
 
 # Clean rounds rest on TTFT margins (ttft_s 1 s at time scale 0.1) that a loaded machine can eat: the timing lane.

@@ -1,4 +1,4 @@
-"""Both engines that run rounds run the same steps in the same order (flows/round_sequence.py): the `canary-round`
+"""Both engines that run rounds run the same steps in the same order (tasks/round/sequence.py): the `canary-round`
 flow (a Prefect task run per step) and the pipelined history (plain calls, probes from its pipeline). One round of
 each against the simulator, with the round's failpoints armed but turned into marks instead of SIGKILL: the
 journal's steps and the failpoints they pass, in order, must be the same, and so must the summary's keys."""
@@ -72,7 +72,7 @@ def test_the_flow_and_the_pipelined_history_run_the_same_steps(
 def one_round_each(sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: list[str]
                    ) -> dict[str, tuple[list[str], dict[str, Any]]]:
     """Engine -> (the trace of its round, its summary)."""
-    from flows.history_pipeline import no_prefect_api, pipelined_rounds
+    from demo.pipeline import no_prefect_api, pipelined_rounds
     from flows.round import canary_round
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)

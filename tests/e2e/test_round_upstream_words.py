@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from flows.history_sim import SimulatorChild
+from demo.simulator_process import SimulatorChild
 from tasks import store
 from tests.support.rounds import child_simulator, round_overrides
 

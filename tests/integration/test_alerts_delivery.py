@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tasks.alerts import SlackSettings, deliver
 from tasks.core.types import Alert
 from tasks.errors import ConfigError
+from tasks.slack_client import SlackSettings, deliver
 from tests.support.slack_server import WEBHOOK_PATH, SlackServer
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ from email.utils import format_datetime
 import pytest
 
 from tasks import store
-from tasks.alerts import SlackSettings
 from tasks.core.types import Alert
 from tasks.delivery import deliver_outbox
+from tasks.slack_client import SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

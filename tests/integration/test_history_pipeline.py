@@ -1,5 +1,5 @@
 """The history's probe pipeline against the simulator: rounds probed ahead at their own simulated time, and a
-round whose predicted languages turn out wrong gets the probes its real plan asks for (flows/history_pipeline.py).
+round whose predicted languages turn out wrong gets the probes its real plan asks for (demo/pipeline.py).
 tests/e2e/test_history.py shows the whole history it builds equals the one flow runs build."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.history_pipeline import ProbePipeline, language_outcomes
+from demo.pipeline import ProbePipeline, language_outcomes
 from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks.config import CanaryConfig

@@ -16,7 +16,7 @@ from tasks.core.judge import RoundFindings, RoundJudgement
 from tasks.core.plan import make_round_id
 from tasks.core.settle import Settlement
 from tasks.core.types import Contract, ContractResult, Endpoint, Mode, Outcome, RoundInfo
-from tasks.prior import settle_and_save
+from tasks.round.write_window import settle_and_save
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"
@@ -69,7 +69,7 @@ def test_the_flows_per_run_mode_is_not_the_stored_mode_without_an_admin_setting(
     """`canary run --mode` / the flow's `mode` parameter, as the round's config carries it (`resolve_config`):
     with no `canary mode` setting the stored mode is the file's, so the run's states stay in it."""
     from tasks.config_loading import resolve_config
-    from tasks.prior import read_prior
+    from tasks.round.write_window import read_prior
 
     path = tmp_path / "canary.toml"
     path.write_text(f'mode = "{stored}"\nmodels = ["{MODEL}"]\n', encoding="utf-8")

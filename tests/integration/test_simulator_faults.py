@@ -263,7 +263,7 @@ def test_set_fleet_and_windows_follow_the_injected_clock() -> None:
 
 
 def test_a_request_under_at_is_served_at_that_simulated_time() -> None:
-    """`/at/<unix>/api/v1/...` (flows/history_pipeline.py): the path's time, not the clock's, picks the faults,
+    """`/at/<unix>/api/v1/...` (demo/pipeline.py): the path's time, not the clock's, picks the faults,
     and the ids' `created`; the clock itself does not move."""
     clock = StepClock(datetime(2026, 11, 1, 10, tzinfo=UTC))
     window = {"start": "2026-11-01T12:00:00Z", "end": "2026-11-01T13:00:00Z"}

@@ -178,11 +178,11 @@ def test_a_version_5_file_gains_pricing_columns_and_its_old_rounds_are_unpriced(
 def test_the_budget_step_reads_the_snapshot_and_reduces_only_over_budget(
     tmp_db: str, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
 ) -> None:
-    from tasks.budget_step import plan_footprint
     from tasks.config import CanaryConfig
     from tasks.core.budget import FULL
     from tasks.core.settle import Prior
     from tasks.core.types import ContractResult, EndpointState, Outcome
+    from tasks.round.footprint import plan_footprint
 
     model = MODELS[0]
     info = rounds[len(rounds) // 2 - 1][0]  # the first model's last round

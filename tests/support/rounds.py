@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flows.history_sim import SimulatorChild, simulator_process
+from demo.simulator_process import SimulatorChild, simulator_process
 from simulator.fleet import DEFAULT_FLEET_PATH
 from simulator.server import SimulatorHandle
 

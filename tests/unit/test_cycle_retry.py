@@ -1,5 +1,5 @@
 """A model's round in a cycle is run again only when Prefect's API did not answer (flows/cycle.py,
-its condition in tasks/round_steps.py)."""
+its condition in tasks/round/steps.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from prefect.exceptions import PrefectHTTPStatusError
 from prefect.states import Completed, Failed
 
-from tasks.round_steps import retry_on_orchestrator as _retry_on_orchestrator
+from tasks.round.steps import retry_on_orchestrator as _retry_on_orchestrator
 
 
 def _api_error(code: int) -> PrefectHTTPStatusError:

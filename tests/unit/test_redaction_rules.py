@@ -167,9 +167,9 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 # --- the sinks call it ----------------------------------------------------------------------------
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
     from router.events import event_to_json
-    from tasks.alerts import SlackSettings
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
+    from tasks.slack_client import SlackSettings
     from tasks.store.rows import one_line
     from tasks.store.rows import redact as row_redact
 

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from router.tiers import failover_reason
 from router.upstream import _request_failure
-from tasks.alerts import _retry_after
 from tasks.core.classify import exchange_judgement
 from tasks.core.http_rules import is_redirect_status, is_try_again_status, parse_retry_after
 from tasks.core.types import Attempt, Contract, ErrorClass, Outcome
@@ -29,6 +28,7 @@ from tasks.http_errors import (
     is_orchestrator_blip,
     is_retryable_exception,
 )
+from tasks.slack_client import _retry_after
 
 pytestmark = pytest.mark.unit
 
@@ -75,7 +75,7 @@ def _http_attempt(code: int) -> Attempt:
 # --- Retry-After --------------------------------------------------------------------------------------------
 
 #: value -> seconds. Before the one parser, three read the header: the probe's (tasks/probe.py), the router's
-#: (router/tiers.py) and Slack's (tasks/alerts.py, delta-seconds only). The comment says where one differed.
+#: (router/tiers.py) and Slack's (tasks/slack_client.py, delta-seconds only). The comment says where one differed.
 RETRY_AFTER_GOLDEN: list[tuple[str | None, float | None, str]] = [
     ("7", 7.0, ""),
     ("0", 0.0, ""),

@@ -3,7 +3,7 @@
     load_prior -> discover -> probe.map -> settle (pure) -> save (one transaction, or spooled) -> publish
     -> deliver (Slack, no database lock held)
 
-warm_up and probe live in tasks/probe_steps.py.
+warm_up and probe live in tasks/round/probe_task.py.
 
 Retries only where they cannot hide a fault (`retry_on_transport`, `retry_on_orchestrator`): discovery retries
 network errors, a cycle reruns a model's round the orchestrator refused; a probe
@@ -86,7 +86,7 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime)
     from tasks import store, variable_sync
     from tasks.core.events import crashed_round_events
     from tasks.events import emit_canary_events
-    from tasks.prior import judge_spools, land_leftovers, read_prior
+    from tasks.round.write_window import judge_spools, land_leftovers, read_prior
     from tasks.store.settlement import mark_running
 
     logger = _run_logger()
@@ -141,7 +141,7 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
     from tasks import store, variable_sync
     from tasks.core.events import crashed_round_events
     from tasks.events import emit_canary_events
-    from tasks.prior import judge_spools, land_leftovers, settle_and_save
+    from tasks.round.write_window import judge_spools, land_leftovers, settle_and_save
 
     info = settled.info
     spools = judge_spools(cfg.db_path, cfg)
@@ -227,8 +227,8 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
 @task(name="deliver", cache_policy=NO_CACHE)
 def deliver(cfg: CanaryConfig, now: datetime) -> int:
     """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held."""
-    from tasks.alerts import SlackSettings
     from tasks.delivery import deliver_outbox
+    from tasks.slack_client import SlackSettings
 
     summary = deliver_outbox(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent

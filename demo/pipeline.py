@@ -1,6 +1,6 @@
 """A history's rounds probed ahead: `canary demo --days 7` in under 2.5 minutes instead of eleven.
 
-Each round runs the round's own steps (tasks/round_steps.py, the functions the `canary-round` flow wires: load the
+Each round runs the round's own steps (tasks/round/steps.py, the functions the `canary-round` flow wires: load the
 prior, discover, plan, probe, settle, save in one transaction, write the ignore list, deliver the outbox), in the
 flow's order, one round after another: the policy is a fold over a model's rounds. What is not sequential is
 probing. A round's requests depend on its simulated time, which the simulator reads from the request's path
@@ -37,7 +37,7 @@ from tasks.core.rotation import next_language
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
 
 if TYPE_CHECKING:
-    from flows.round_sequence import RoundProbes
+    from tasks.round.sequence import RoundProbes
 
 T = TypeVar("T")
 
@@ -144,7 +144,7 @@ class PipelineCounts:
 class ProbePipeline:
     """The probes of rounds `0..len(times)-1` of one model, up to `lookahead` rounds ahead of the one settling.
 
-    Its methods run on the history's thread; the pools' threads only run probes (tasks/probe_steps.py's
+    Its methods run on the history's thread; the pools' threads only run probes (tasks/round/probe_task.py's
     `probe`, one contract each, in the probe worker process). Two lanes, each its own pool: the endpoints that
     were slow last round (`SLOW_LANE` threads) and the others (`IN_FLIGHT`). The threads bound the requests in
     flight; the config's `concurrency` slots are set to their sum, so they never bind."""
@@ -186,7 +186,7 @@ class ProbePipeline:
         return self._endpoints[n]
 
     def _send(self, n: int, probe: Probe, footprint: Footprint = FULL) -> Future[list[Attempt]]:
-        from tasks.probe_steps import probe as probe_task
+        from tasks.round.probe_task import probe as probe_task
 
         self.counts.sent += 1
         plan, round_id, cfg = EndpointPlan(probe.endpoint, (probe,)), self._round_ids[n], self.round_cfg(n)
@@ -226,7 +226,7 @@ class ProbePipeline:
 
     def take(self, n: int, previous_languages: Known, footprint: Footprint = FULL) -> RoundProbes:
         """Round n's endpoints and attempts, planned from its real prior exactly as the flow plans it."""
-        from flows.round_sequence import RoundProbes, planned_probes
+        from tasks.round.sequence import RoundProbes, planned_probes
 
         self._known = dict(previous_languages)
         endpoints = self._discover(n)  # a failure is the round's, as in the flow
@@ -293,12 +293,13 @@ def language_outcomes(results: Sequence[Any]) -> dict[str, tuple[str, Outcome]]:
 def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[datetime], api_key: str
                      ) -> Iterator[Callable[[int, datetime], dict[str, Any]]]:
     """`run_round(n, round_ts)` for rounds 0..len(times)-1 of `model`, called in order: each is the round's
-    steps (flows/round_sequence.py) without a flow run, its probes taken from the pipeline."""
-    from tasks import probe_steps, store
+    steps (tasks/round/sequence.py) without a flow run, its probes taken from the pipeline."""
+    from tasks import store
     from tasks.config_loading import resolve_config
+    from tasks.round import probe_task
 
     cfg = resolve_config(None, dict(overrides))
-    probe_steps.warm_up.fn(build_now=True)  # the probe worker, and the detector before any reply is judged
+    probe_task.warm_up.fn(build_now=True)  # the probe worker, and the detector before any reply is judged
     pipe = ProbePipeline(cfg, model, times, api_key)
     try:
         pipe.start()
@@ -311,7 +312,7 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
 def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
     """Round n of the pipeline's model at `round_ts` (= times[n]): the round's steps as plain calls, its probes
     taken from the pipeline; returns the flow's summary (and `reprobed`)."""
-    from flows.round_sequence import Engine, as_plain_call, run_round
+    from tasks.round.sequence import Engine, as_plain_call, run_round
 
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")

@@ -1,5 +1,5 @@
 """The history's runtime: a simulator in a child process on a shared step clock, and Prefect settings for
-back-to-back flow runs (flows/history.py builds the history; this module only runs things fast).
+back-to-back flow runs (demo/history.py builds the history; this module only runs things fast).
 
 Why a child process: in the flow's process the simulator competes for the GIL with Prefect's threads, which
 inflated healthy TTFTs from milliseconds to ~0.8 s and made the TTFT contract fail at random. The child
@@ -94,7 +94,7 @@ def serve_simulator_child(fleet: str, time_scale: float, clock_file: str) -> Non
 def simulator_process(
     fleet: str | Path | Mapping[str, Any], *, time_scale: float, clock: SharedStepClock | None = None
 ) -> Iterator[SimulatorChild]:
-    """The simulator in a child process (`python -m flows.history_sim`), its fault windows on `clock` (None:
+    """The simulator in a child process (`python -m demo.simulator_process`), its fault windows on `clock` (None:
     real time). `fleet`: a fleet file, or a fleet spec (the dict `simulator.fleet_file.read_fleet` reads).
 
     In the process running rounds, the simulator would compete for the GIL with Prefect's threads: healthy
@@ -109,7 +109,7 @@ def simulator_process(
         spec_file.write_text(json.dumps(fleet), encoding="utf-8")
         fleet = spec_file
     clock_arg = str(clock.path) if clock is not None else "-"
-    cmd = [sys.executable, "-m", "flows.history_sim", str(fleet), repr(time_scale), clock_arg]
+    cmd = [sys.executable, "-m", "demo.simulator_process", str(fleet), repr(time_scale), clock_arg]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -1,6 +1,6 @@
 """The round's probing tasks: warm up once per process, then probe every contract of one endpoint.
 
-Part of the round's shell (tasks/round_steps.py has the other steps). A probe never retries: a transport outcome is
+Part of the round's shell (tasks/round/steps.py has the other steps). A probe never retries: a transport outcome is
 data that freezes the streak, not something to hide. One detector per process, and a process-wide bound on requests
 in flight (`concurrency`); the requests themselves run in the probe worker process (tasks/probe_worker.py), so this
 process's CPU work is never measured as latency.

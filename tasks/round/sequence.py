@@ -8,7 +8,7 @@
 
 `[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it. The
 `canary-round` flow (flows/round.py) runs each step as a Prefect task run; the history pipeline
-(flows/history_pipeline.py) runs the same steps as plain calls (`.fn`), its probes taken from its pipeline. An
+(demo/pipeline.py) runs the same steps as plain calls (`.fn`), its probes taken from its pipeline. An
 `Engine` says only what differs: how a step is run, where the probes come from, whether publishing makes
 artifacts, what guards the round and what follows it.
 """
@@ -24,8 +24,6 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 from prefect import Task
 from prefect.utilities.annotations import quote
 
-from tasks import round_steps as steps
-from tasks.budget_step import plan_footprint
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
 from tasks.config import CanaryConfig
@@ -34,6 +32,8 @@ from tasks.core.plan import Probe, make_round_id, plan_probes
 from tasks.core.settle import Prior, Settlement, resolve_mode
 from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo
 from tasks.failpoints import failpoint
+from tasks.round import steps
+from tasks.round.footprint import plan_footprint
 from tasks.spool import Journal
 
 P = ParamSpec("P")
@@ -52,7 +52,7 @@ class RoundSummary:
     attempts: int = 0
     decisions: tuple[str, ...] = ()  # "action:tag"
     ignore: tuple[str, ...] | str = ()  # a skipped round: the list in force, or why it cannot be read
-    partial: bool = False  # a confirmation round (flows/confirm.py)
+    partial: bool = False  # a confirmation round (tasks/round/confirmations.py)
     confirms: str | None = None  # the round id it confirms
     confirmation: Mapping[str, Any] | None = None  # the confirmation this round asks for
     reason: str | None = None  # why a round was skipped
@@ -129,7 +129,8 @@ class Engine:
     guard: Callable[[], AbstractContextManager[Any]] = nullcontext
     #: Told the settlement as soon as it is settled (the pipeline sends the next rounds' language probes).
     settled: Callable[[Settlement], None] = _nothing_learned
-    #: After the round, outside the guard: the confirmation round it asks for (flows/confirm.py `follow_up`).
+    #: After the round, outside the guard: the confirmation round it asks for
+    #: (tasks/round/confirmations.py `follow_up`).
     follow_up: Callable[[CanaryConfig, Settlement, str], Mapping[str, Any] | None] = _no_follow_up
     flow_run_id: str | None = None  # the Prefect flow run holding the round (its journal names it)
 

@@ -5,14 +5,14 @@ faults that come and go by simulated time) runs in a child process and serves ea
 simulated time, so fault windows follow the history, not the wall clock. Two engines build the same history
 (tests/e2e/test_history.py compares them round by round):
 
-* "pipeline" (the default; flows/history_pipeline.py): each round runs the steps the `canary-round` flow wires
+* "pipeline" (the default; demo/pipeline.py): each round runs the steps the `canary-round` flow wires
   (load the prior, plan, probe, settle, save in one transaction, publish the ignore list, deliver), in the
   flow's order, one round after another, without a flow run per round; while a round settles, the probes of
   the next rounds are already in flight (their languages predicted, and sent again when a round's outcome
   changes the prediction). No Prefect API is used: the artifacts are left out, the ignore-list files are kept.
 * "flow": every round is a real `canary-round` flow run (`flows.round.canary_round`, the code the scheduler
   runs) on a temporary Prefect server of this process (never PREFECT_API_URL: a real deployment's UI is no
-  place for hundreds of simulated runs), with `history_prefect()`'s lean settings (flows/history_sim.py).
+  place for hundreds of simulated runs), with `history_prefect()`'s lean settings (demo/simulator_process.py).
   About 4x slower (README "Quick start"); confirmation rounds (`confirmations=True`) need it.
 
 Rounds cannot run in parallel: the policy is a fold over one model's rounds (streaks, ladder), and the
@@ -22,7 +22,7 @@ the real defaults. Measured: benchmarks/bench_history.py.
 
 Layers exercised on purpose: a builtin exclusion (a generated exclusions file next to the database), an
 operational exclusion added and removed through `tasks.store`, another that runs out by its `until`, and
-the canary's own suspensions, expiries and restores (enforce mode). flows/history_scenario.py holds that
+the canary's own suspensions, expiries and restores (enforce mode). demo/scenario.py holds that
 scenario (the admin's story, the builtin layer, the round's config); this module runs it.
 """
 
@@ -38,9 +38,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from flows.demo import DEMO_MODEL, quiet_logs
-from flows.history_scenario import AdminEvent, admin_schedule, builtin_file_text, config_file_text, history_overrides
-from flows.history_sim import SharedStepClock, history_prefect, simulator_process
+from demo.scenario import AdminEvent, admin_schedule, builtin_file_text, config_file_text, history_overrides
+from demo.settings import DEMO_MODEL, quiet_logs
+from demo.simulator_process import SharedStepClock, history_prefect, simulator_process
 from tasks.config import DEFAULT_LADDER
 from tasks.config_loading import format_duration
 from tasks.errors import ConfigError
@@ -99,7 +99,7 @@ def _engine(engine: str, overrides: dict[str, Any], times: Sequence[datetime], a
             ) -> Iterator[RunRound]:
     """`run_round(n, round_ts)` of the chosen engine: round n (at times[n]) -> the flow's summary dict."""
     if engine == "pipeline":
-        from flows.history_pipeline import pipelined_rounds
+        from demo.pipeline import pipelined_rounds
 
         with pipelined_rounds(overrides, DEMO_MODEL, times, api_key) as run_round:
             yield run_round
@@ -115,8 +115,8 @@ def _engine(engine: str, overrides: dict[str, Any], times: Sequence[datetime], a
 def _confirm(summary: dict[str, Any], overrides: dict[str, Any], clock: SharedStepClock, before: datetime,
              ) -> list[dict[str, Any]]:
     """The confirmation rounds `summary` asks for, as flow runs at their simulated time (flow engine only)."""
-    from flows.confirm import run_confirmations
     from flows.round import canary_round
+    from tasks.round.confirmations import run_confirmations
 
     def confirm_round(**kw: Any) -> dict[str, Any]:
         return canary_round(model=DEMO_MODEL, overrides=overrides, **kw)
@@ -153,7 +153,7 @@ def build_history(
     history shorter than SHORT_HISTORY_DAYS. Writes `<stem>.exclusions.toml` and `<stem>.canary.toml` next
     to the database (the builtin layer and a config for `canary at/status --config`).
 
-    `confirmations`: run the confirmation rounds the rounds ask for (flows/confirm.py) at their simulated
+    `confirmations`: run the confirmation rounds the rounds ask for (tasks/round/confirmations.py) at their simulated
     time, between the 30-minute rounds (`on_round` sees them too, with the round number they follow).
     Off by default, so a history's rounds stay 30 minutes apart unless asked.
 
@@ -202,7 +202,7 @@ def build_history(
     t_all = time.monotonic()
     # Never alert a real Slack channel; the simulator's own key only while the history runs.
     saved_env = {k: os.environ.pop(k) for k in (*SLACK_ENV, "OPENROUTER_API_KEY") if k in os.environ}
-    from flows.history_pipeline import no_prefect_api
+    from demo.pipeline import no_prefect_api
 
     try:
         with (

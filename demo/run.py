@@ -11,10 +11,8 @@ time in tests/e2e/test_real_defaults.py.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,68 +20,21 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from demo.settings import DEFAULT_FLEET, DEMO_CONTROLS, DEMO_MODEL, DEMO_TIME_SCALE, demo_overrides, quiet_logs
 from tasks.core.contracts import names
 from tasks.core.render.markdown import OUTCOME_CODES
 
 if TYPE_CHECKING:
     from tasks.prefect_api.server import PrefectApi
 
-DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
-#: Simulated delays and the round's time budgets are multiplied by this in `canary demo` (rounds of seconds).
-DEMO_TIME_SCALE = 0.125
-DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "simulator" / "fleets" / "default.toml"
-#: The default fleet's positive control for the refusal probe (it always filters the roleplay).
-DEMO_CONTROLS = ["amazon-bedrock"]
 _OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
 _MARK = {str(outcome): code for outcome, code in OUTCOME_CODES.items()}  # the round artifact's codes
 _STATUS_STYLE = {"clean": "green", "fail": "bold red", "transport": "yellow", "inconclusive": "dim"}
 
 
-@contextlib.contextmanager
-def quiet_logs() -> Iterator[None]:
-    """Only errors on the console while the demo prints its own tables; levels are restored after."""
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
-    loggers = [logging.getLogger(n) for n in ("prefect", "httpx", "uvicorn", "canary")]
-    before = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, before, strict=True):
-            lg.setLevel(level)
-
-
-
-
-def scaled_timing(time_scale: float) -> dict[str, float]:
-    """The round's time budgets scaled like the simulator's delays (the defaults: 10 s TTFT threshold, 30 s
-    read timeout, 60 s probe budget), with floors under which loopback scheduling noise would decide."""
-    return {
-        "ttft_s": round(10.0 * time_scale, 4),
-        "read_timeout_s": max(30.0 * time_scale, 2.0),
-        "probe_budget_s": max(60.0 * time_scale, 5.0),
-        "connect_timeout_s": 5.0,
-    }
-
-
-def demo_overrides(base_url: str, db_path: str, publish_dir: str,
-                   time_scale: float = DEMO_TIME_SCALE) -> dict[str, Any]:
-    return {
-        "base_url": base_url,
-        "db_path": db_path,
-        "publish_dir": publish_dir,
-        "mode": "enforce",
-        "refusal_controls": DEMO_CONTROLS,
-        "models": [DEMO_MODEL],
-        **scaled_timing(time_scale),
-    }
-
-
 def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb", engine: str | None = None) -> None:
     if days:
-        from flows.history import build_history
+        from demo.history import build_history
 
         build_history(days=days, db_path=db_path, engine=engine)
         return
@@ -96,10 +47,10 @@ def run_demo(*, rounds: int = 4, days: float = 0, db_path: str = "demo.duckdb", 
 
 
 def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
-    from flows.history_sim import SharedStepClock, simulator_process
+    from demo.simulator_process import SharedStepClock, simulator_process
     from flows.round import canary_round
     from tasks import store
-    from tasks.probe_steps import warm_up
+    from tasks.round.probe_task import warm_up
 
     console = Console(width=max(Console().width, 160))
     for stale in (Path(db_path), Path(f"{db_path}.wal")):
