@@ -40,6 +40,10 @@ from tasks.errors import ConfigError
 from tasks.secrets import SecretStr, read_secret, redact
 
 DEFAULT_TIMEOUT_S = 10
+#: The longest wait a 429's Retry-After may impose on the outbox. Slack asks for seconds to minutes; a huge or
+#: far-future value (garbled, or a proxy's) would hold every alert for ever, or overflow the outbox's next-try
+#: time, so it is cut to an hour: the outbox asks again then, and a real limit answers 429 again.
+MAX_RETRY_AFTER_S = 3600.0
 #: Slack errors that no other alert of the batch can escape (bad token, unknown channel, dead webhook).
 BATCH_FATAL_ERRORS = frozenset({
     "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
@@ -182,7 +186,8 @@ def _retry_after(headers: Mapping[str, Any] | None, now: datetime) -> float | No
     for k, v in (headers or {}).items():
         if k.lower() == "retry-after":
             value = v[0] if isinstance(v, list) and v else v
-            return parse_retry_after(value if isinstance(value, str) else None, now)
+            wait = parse_retry_after(value if isinstance(value, str) else None, now)
+            return None if wait is None else min(wait, MAX_RETRY_AFTER_S)
     return None
 
 

@@ -14,7 +14,7 @@ import pytest
 from tasks import store
 from tasks.core.types import Alert
 from tasks.delivery import deliver_outbox
-from tasks.slack_client import SlackSettings
+from tasks.slack_client import MAX_RETRY_AFTER_S, SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration
@@ -133,6 +133,22 @@ def test_a_garbled_retry_after_is_no_wait_and_loses_nothing(
     limited = flush(tmp_db, settings)
     assert (limited.sent, limited.retry_after_s) == (0, None)
     assert flush(tmp_db, settings, NOW + timedelta(seconds=1)).sent == 2
+    assert sent_keys(slack) == Counter(a.key for a in alerts)
+
+
+@pytest.mark.parametrize("huge", ["99999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+def test_a_huge_retry_after_waits_an_hour_and_loses_nothing(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings, huge: str
+) -> None:
+    """A Retry-After past `timedelta`'s range overflowed the outbox's next-try time (OverflowError: the batch's
+    delivery failed); a far-future date held every alert for ever. Both wait MAX_RETRY_AFTER_S."""
+    alerts = make_alerts(2)
+    enqueue(tmp_db, alerts)
+    slack.rate_limit_next(1, retry_after=huge)
+    limited = flush(tmp_db, settings)
+    assert (limited.sent, limited.retry_after_s) == (0, MAX_RETRY_AFTER_S)
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=MAX_RETRY_AFTER_S - 1)).sent == 0
+    assert flush(tmp_db, settings, NOW + timedelta(seconds=MAX_RETRY_AFTER_S + 1)).sent == 2
     assert sent_keys(slack) == Counter(a.key for a in alerts)
 
 
