@@ -39,9 +39,23 @@ router sees and 6 it cannot, each variant:
     probe requests                  2318     2467    2469   (+6.4 %, +6.5 %)
     suspicions cleared/confirmed/unconfirmed  -  8/12/2  7/12/3;  97,440 live requests; wall 157/199/944 s
 
-A full week (`--days 7`) was not run on the shared machine: the live variant takes ~32 min per simulated day
-there (the router's traffic and a watcher look every simulated minute). Faults a router cannot see (a wrong
-JSON, a hidden filter) are caught by the probes alone, as before; `--tick 30` is the served watcher's interval.
+The week, seed 13, 2 cores (2026-12-03; the live variant shared the machine with the others, and was stopped
+after 2.54 simulated days: ~1 simulated hour per minute of wall there, as the router's traffic and a watcher look
+every simulated minute), `--days 7 --tick 60 --rpm 10 --variants X --keep DIR` each; the live row was read from
+its kept database up to its last complete round (`python benchmarks/exposure_from_db.py DIR/live/canary.duckdb`):
+
+                                 confirm (7 d)  uptime (7 d)  live (2.54 d)
+    seen by live traffic median       19.7          9.2          7.8      (n 168 / 168 / 60)
+                         p95          34.0          9.9          9.7
+    not seen             median       18.1         18.1         16.8      (n 84 / 84 / 30)
+                         p95          33.2         33.2         32.7
+    false suspensions                    0            0            0      (112 uptime dips, 168 live blips a week)
+    probe requests                   32396        34614 (+6.8 %)          (+7.1 % over the same 2.54 days)
+    suspicions cleared/confirmed/unconfirmed   -   82/168/43    26/63/24;  416,100 live requests; wall 665/1522 s
+
+Faults no signal sees (a wrong JSON, a hidden filter) wait for the next scheduled round and its confirmation: a
+30-minute interval bounds their exposure at ~35 minutes, whatever the watcher does. Faults a router cannot see are
+caught by the probes alone, as before; `--tick 30` is the served watcher's interval.
 """
 
 from __future__ import annotations
