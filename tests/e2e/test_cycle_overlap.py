@@ -56,7 +56,6 @@ def env_for(sim: SimulatorHandle, tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.timing  # the second run's save races the first process's exit: on a loaded CPU it defers (alone here)
 def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHandle, tmp_path: Path) -> None:
     db = tmp_path / "c.duckdb"
     cfg = write_config(sim, tmp_path, db)
