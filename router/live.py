@@ -81,14 +81,15 @@ def provider_in(text: bytes | str) -> str | None:
 
 
 def aggregate(records: Sequence[LiveCount]) -> list[LiveCount]:
-    """One record per (minute, model, route, tier, tag, provider, outcome), requests summed; first-seen order."""
+    """One record per (minute, model, route, tier, tag, provider, outcome, quality, reason), requests summed;
+    first-seen order."""
     sums: dict[tuple[Any, ...], LiveCount] = {}
     for r in records:
         minute = r.minute_at.replace(second=0, microsecond=0)
-        key = (minute, r.model, r.route_key, r.tier, r.tag, r.provider_name, r.outcome)
+        key = (minute, r.model, r.route_key, r.tier, r.tag, r.provider_name, r.outcome, r.quality, r.reason)
         seen = sums.get(key)
         sums[key] = LiveCount(minute, r.model, r.route_key, r.tier, r.tag, r.provider_name, r.outcome,
-                              r.requests + (seen.requests if seen else 0))
+                              r.requests + (seen.requests if seen else 0), r.quality, r.reason)
     return list(sums.values())
 
 

@@ -27,6 +27,8 @@ class LiveOutcome(StrEnum):
     HTTP_429 = "http_429"  # rate limited: counted, never a failure (OpenRouter's uptime excludes it too)
     HTTP_5XX = "http_5xx"  # 408, 5xx, 524, 529 before any byte
     TRANSPORT = "transport"  # connect error or timeout before a response
+    # judged answers (rows with a `quality` class): what the router's check of a passed answer said
+    QUALITY_FAIL = "quality_fail"  # the answer broke its check (the `reason` says how); `ok` when it held
 
     @property
     def is_failure(self) -> bool:
@@ -39,9 +41,26 @@ class LiveOutcome(StrEnum):
         return self is not LiveOutcome.HTTP_429
 
 
+class LiveQuality(StrEnum):
+    """The class of a check the router applies to an answer it passed (`live_requests.quality`).
+
+    A row with a quality class counts *judged answers*, not attempts: `outcome` is `ok` (the check held) or
+    `quality_fail`, and `reason` is the canary's `Reason` value (`ok` for a pass). The same request also has
+    its attempt row (quality NULL), so attempt tallies read only rows without a class."""
+
+    TOOLS = "tools"  # tool calls against the request's own `tools`
+    STRUCTURED = "structured"  # the reply against the request's `response_format`
+    EMPTY = "empty"  # no content and no tool call
+    ENCODING = "encoding"  # broken decoding in the text (leading garbage, mojibake, BPE symbols)
+
+
 @dataclass(frozen=True, slots=True)
 class LiveCount:
-    """`requests` attempts of one minute on one endpoint that ended as `outcome` (a row of `live_requests`)."""
+    """`requests` attempts of one minute on one endpoint that ended as `outcome` (a row of `live_requests`).
+
+    `quality` None: an attempt row; `reason` then holds the upstream's own word when it gave one (a
+    `native_finish_reason` such as `network_error`, an error code), else None. `quality` set: a count of
+    judged answers of that class, `reason` the canary's `Reason` value (`ok` when the check held)."""
 
     minute_at: datetime
     model: str  # the OpenRouter model id the tier asked for (its canary_model when set)
@@ -51,3 +70,5 @@ class LiveCount:
     provider_name: str | None
     outcome: LiveOutcome
     requests: int = 1
+    quality: LiveQuality | None = None
+    reason: str | None = None

@@ -125,8 +125,8 @@ def tally(counts: Iterable[LiveCount], endpoints: Sequence[Endpoint], *, since: 
         by_provider.setdefault(e.provider_name, []).append(e.tag)
     sums: dict[str, dict[str, int]] = {}
     for c in counts:
-        if not c.outcome.is_counted or c.minute_at >= until:
-            continue
+        if c.quality is not None or not c.outcome.is_counted or c.minute_at >= until:
+            continue  # judged-answer rows are not attempts
         tags = [c.tag] if c.tag in listed else [] if c.tag else by_provider.get(c.provider_name or "", [])
         for tag in tags:
             start = since.get(tag)

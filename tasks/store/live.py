@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from tasks.core.live_records import LiveCount, LiveOutcome
+from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.suspicion import Suspicion, SuspicionStatus
 from tasks.core.types import Endpoint, RoundStatus
 from tasks.store.connection import open_store
@@ -24,7 +24,8 @@ def append_live_counts(db_path_or_con: str | os.PathLike[str] | Connection, coun
         return 0
     rows = [
         {"minute_at": utc(c.minute_at), "model": c.model, "route_key": redact(c.route_key) or "", "tier": c.tier,
-         "tag": c.tag, "provider_name": c.provider_name, "outcome": str(c.outcome), "requests": c.requests}
+         "tag": c.tag, "provider_name": c.provider_name, "outcome": str(c.outcome), "requests": c.requests,
+         "quality": str(c.quality) if c.quality is not None else None, "reason": one_line(c.reason)}
         for c in counts
     ]
     if isinstance(db_path_or_con, str | os.PathLike):
@@ -34,16 +35,19 @@ def append_live_counts(db_path_or_con: str | os.PathLike[str] | Connection, coun
 
 
 def live_counts(con: Connection, model: str, since: datetime) -> list[LiveCount]:
-    """The model's live counts from `since` on (minute buckets starting at or after its minute)."""
+    """The model's live counts from `since` on (minute buckets starting at or after its minute): attempt rows
+    and judged-answer rows (`quality` set) alike."""
     rows = con.execute(
-        "SELECT minute_at, model, route_key, tier, tag, provider_name, outcome, sum(requests)::INTEGER "
+        "SELECT minute_at, model, route_key, tier, tag, provider_name, outcome, quality, reason, "
+        "sum(requests)::INTEGER "
         "FROM live_requests WHERE model = ? AND minute_at >= date_trunc('minute', ?::TIMESTAMPTZ) "
         "GROUP BY ALL ORDER BY minute_at", [model, utc(since)]).fetchall()
     out = []
-    for minute, m, key, tier, tag, provider, outcome, n in rows:
+    for minute, m, key, tier, tag, provider, outcome, quality, reason, n in rows:
         try:
-            out.append(LiveCount(minute, m, key, int(tier), tag, provider, LiveOutcome(outcome), int(n)))
-        except ValueError:  # an outcome this code does not know (a newer router): not counted
+            out.append(LiveCount(minute, m, key, int(tier), tag, provider, LiveOutcome(outcome), int(n),
+                                 LiveQuality(quality) if quality is not None else None, reason))
+        except ValueError:  # an outcome or class this code does not know (a newer router): not counted
             continue
     return out
 

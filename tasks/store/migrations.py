@@ -18,6 +18,7 @@ from tasks.store.schema import (
     ALERTS_FAILED_SQL,
     ATTEMPT_TOOL_CALLS_SQL,
     ENDPOINT_PRICING_SQL,
+    LIVE_QUALITY_SQL,
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
     SUSPICION_SQL,
@@ -45,6 +46,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "listing signals, live requests and suspicions", SUSPICION_SQL),
     Migration(10, "metrics rollup", METRIC_ROLLUP_SQL),
     Migration(11, "metrics exposition text per model", METRIC_TEXT_SQL),
+    Migration(12, "live judged answers", LIVE_QUALITY_SQL),
 )
 
 #: The version a fully migrated file reports.

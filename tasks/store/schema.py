@@ -280,3 +280,13 @@ CREATE TABLE suspicions (
     note             VARCHAR
 )
 """
+
+#: Migration 12: the router's judged answers beside its attempts (tasks/core/live_records.py `LiveQuality`):
+#: ``live_requests.quality`` (NULL: an attempt row; else the class of a check of a passed answer) and
+#: ``live_requests.reason`` (attempt rows: the upstream's own word, e.g. a ``native_finish_reason``; judged rows:
+#: the canary's ``Reason`` value, ``ok`` for a pass); ``suspicions.quality`` (the class of a quality suspicion).
+LIVE_QUALITY_SQL = """
+ALTER TABLE live_requests ADD COLUMN quality VARCHAR;
+ALTER TABLE live_requests ADD COLUMN reason VARCHAR;
+ALTER TABLE suspicions ADD COLUMN quality VARCHAR
+"""

@@ -58,3 +58,28 @@ def test_failovers_are_appended_to_route_events_and_the_file_stays_unlocked(tmp_
                     finally:
                         con.close()
     assert rows == [("model:chat", 1, "http_503", "chat")] * 2
+
+
+def test_live_counts_keep_their_class_and_reason_through_the_store(tmp_path: Path) -> None:
+    """Migration 12: attempt rows and judged-answer rows land side by side and read back apart."""
+    from datetime import UTC, datetime
+
+    from router.live import aggregate
+    from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
+    from tasks.store.live import append_live_counts, live_counts
+
+    minute = datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)
+    attempt = LiveCount(minute, "acme/m", "model:chat", 1, "alpha", "Alpha", LiveOutcome.UPSTREAM_ERROR,
+                        reason="network_error")
+    judged = LiveCount(minute, "acme/m", "model:chat", 1, "alpha", "Alpha", LiveOutcome.QUALITY_FAIL,
+                       quality=LiveQuality.TOOLS, reason="schema_violation")
+    passed = LiveCount(minute, "acme/m", "model:chat", 1, "alpha", "Alpha", LiveOutcome.OK,
+                       quality=LiveQuality.TOOLS, reason="ok")
+    db = tmp_path / "canary.duckdb"
+    assert append_live_counts(db, aggregate([attempt, judged, judged, passed])) == 3
+    with store.open_store(db, read_only=True) as con:
+        back = live_counts(con, "acme/m", minute.replace(second=0))
+    got = sorted((c.outcome, c.quality, c.reason, c.requests) for c in back)
+    assert got == sorted([(LiveOutcome.UPSTREAM_ERROR, None, "network_error", 1),
+                          (LiveOutcome.QUALITY_FAIL, LiveQuality.TOOLS, "schema_violation", 2),
+                          (LiveOutcome.OK, LiveQuality.TOOLS, "ok", 1)])

@@ -6,13 +6,14 @@ triggers, 429s are never failures, and what the probes then say is read by `reso
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.core.live_records import LiveCount, LiveOutcome
+from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.policy import PolicyConfig, RoundInput, decide
 from tasks.core.suspicion import (
     Signal,
@@ -63,6 +64,14 @@ def test_live_failure_rate(counts: list[LiveCount], expected: list[str]) -> None
     found = run(counts)
     assert [s.tag for s in found] == expected
     assert all(s.signal is Signal.LIVE_FAILURE_RATE for s in found)
+
+
+def test_judged_answer_rows_are_not_attempts() -> None:
+    """A row with a quality class counts judged answers of requests whose attempt row is already counted:
+    however many failed their check, the attempt rate does not see them (no double count, no suspicion)."""
+    judged = replace(count(LiveOutcome.QUALITY_FAIL, 40), quality=LiveQuality.TOOLS, reason="schema_violation")
+    assert run([count(LiveOutcome.OK, 40), judged]) == []
+    assert run([judged]) == []
 
 
 def test_the_evidence_names_the_signal_and_the_counts() -> None:
