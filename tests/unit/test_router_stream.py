@@ -86,7 +86,7 @@ def test_failures_before_the_first_content_chunk_fail_over_and_send_nothing(
     parts: list[bytes], end: str, expected_failover: str
 ) -> None:
     gate, actions = run(parts, end)
-    assert [a.reason for a in actions if isinstance(a, FailOver)] == [expected_failover]
+    assert [str(a.reason) for a in actions if isinstance(a, FailOver)] == [expected_failover]
     assert client_bytes(actions) == b""
     assert gate.phase is Phase.CLOSED
 
@@ -116,7 +116,7 @@ def test_failure_after_the_commit_keeps_the_partial_text_and_ends_with_one_error
     assert doc["error"]["code"] in (502, 504) and doc["choices"][0]["finish_reason"] == "error"
     assert doc["id"] == "gen-1" and doc["provider"] == "P"  # it continues the same generation
     assert [a for a in actions if isinstance(a, FailOver)] == []
-    assert isinstance(actions[-1], Abort) and actions[-1].reason.endswith("after_commit")
+    assert isinstance(actions[-1], Abort) and str(actions[-1].reason).endswith("after_commit")
 
 
 def test_an_upstream_error_chunk_after_the_commit_is_forwarded_not_duplicated() -> None:
@@ -148,7 +148,7 @@ def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
         (HELLO, Kind.CONTENT),
         (chunk({"reasoning": "thinking"}), Kind.CONTENT),
         (chunk({"content": None, "tool_calls": [{"index": 0, "function": {"name": "f"}}]}), Kind.CONTENT),
-        (STOP, Kind.CONTENT),
+        (STOP, Kind.FINISH),
         (DONE, Kind.DONE),
         (ERROR, Kind.ERROR),
         (b"data: [1, 2]\n\n", Kind.BAD),
