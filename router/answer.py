@@ -257,6 +257,9 @@ def check(a: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
     return tuple(verdicts)
 
 
+#: What the judge says of a stream the gate saw end empty before any output (it failed over, unjudged).
+EMPTY_REPLY = (Verdict(LiveQuality.EMPTY, Reason.EMPTY_REPLY),)
+
 #: The classes whose failure makes a non-streamed answer worth asking the next tier for (router/ROUTES.md).
 RETRIED = frozenset({LiveQuality.TOOLS, LiveQuality.STRUCTURED})
 

@@ -213,7 +213,8 @@ class RouterShell:
 
     def _failed_over(self, w: Walk, tier_no: int, failure: TierFailure, provider: str | None = None) -> None:
         self._attempt(w, Stage.FAILED_OVER, tier_no, reason=failure.reason, latency_ms=failure.latency_ms,
-                      provider=provider or provider_in(failure.detail), retry_after=failure.retry_after)
+                      provider=provider or failure.provider or provider_in(failure.detail),
+                      retry_after=failure.retry_after)
 
     async def _try_tier(self, w: Walk, tier_no: int, ignore: Sequence[str], another: bool) -> Response | None:
         """One tier: the answer for the client, or None to go on to the next tier."""
@@ -233,6 +234,8 @@ class RouterShell:
             result = await try_once(self.client, url, sent, headers, settings.request_timeout_s, self.clock.monotonic)
         if isinstance(result, TierFailure):
             self._failed_over(w, tier_no, result)
+            if result.reason.cause is Cause.EMPTY_ANSWER and settings.judge:  # the gate saw the answer end empty
+                self.judge.record(p.route, tier_no, result.provider, answers.EMPTY_REPLY)
             return None
         savings = await self._measure(baseline, sent)
         out_headers = records.response_headers(p.route, tier_no, savings, p.pipeline, result.headers)

@@ -36,6 +36,7 @@ class TierFailure:
     detail: str = ""
     latency_ms: float = 0.0
     retry_after: str | None = None  # the raw Retry-After header, if any
+    provider: str | None = None  # the provider a stream's chunks named before it failed
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ async def try_stream(
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:
                 if isinstance(action, FailOver):
-                    return TierFailure(action.reason, action.detail, elapsed_ms())
+                    return TierFailure(action.reason, action.detail, elapsed_ms(), provider=gate.provider)
                 if isinstance(action, Commit):
                     first = action.data + b"".join(a.data for a in actions if isinstance(a, Send))
                     committed = Committed(
