@@ -57,6 +57,8 @@ log = logging.getLogger("router")
 
 #: Seconds the judge may take at shutdown to finish the streamed answers still queued.
 DRAIN_S = 5.0
+#: Seconds the last flush waits for a busy DuckDB file before keeping its records on disk for the next start.
+SHUTDOWN_LOCK_TIMEOUT_S = 1.0
 #: The status of a request whose client left before the first chunk (nginx's "client closed request").
 CLIENT_GONE = 499
 
@@ -415,6 +417,9 @@ def create_app(shell: RouterShell) -> Starlette:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+                for batcher in shell.batchers:  # the last window is short: what a busy file refuses goes to disk
+                    if hasattr(batcher.sink, "lock_timeout_s"):
+                        batcher.sink.lock_timeout_s = SHUTDOWN_LOCK_TIMEOUT_S
                 await asyncio.to_thread(flush_all, shell.batchers)
                 for batcher in shell.batchers:
                     batcher.close()

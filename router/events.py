@@ -110,16 +110,30 @@ def read_events(path: str | Path) -> list[RouteEvent]:
     return events
 
 
+#: Seconds a DuckDB sink waits for the file (a notebook holding it) before keeping its batch for the next window.
+DUCKDB_LOCK_TIMEOUT_S = 5.0
+
+
+def in_duckdb_window(db_path: str, lock_timeout_s: float, write: Callable[[Any], object]) -> None:
+    """`write(connection)` in one short write window of `db_path` (the store is imported lazily: the router
+    runs without DuckDB loaded until it writes)."""
+    from tasks.store.connection import open_store
+
+    with open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
+        write(con)
+
+
 class DuckDBEventSink:
     def __init__(self, db_path: str | Path) -> None:
         self.db_path = str(db_path)
+        self.lock_timeout_s = DUCKDB_LOCK_TIMEOUT_S
 
     def write(self, events: Sequence[RouteEvent]) -> None:
         if not events:
             return
-        from tasks.store import append_route_events  # lazy: the router runs without DuckDB loaded
+        from tasks.store import append_route_events
 
-        append_route_events(self.db_path, list(events))
+        in_duckdb_window(self.db_path, self.lock_timeout_s, lambda con: append_route_events(con, list(events)))
 
 
 class Spill(Generic[T]):

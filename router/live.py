@@ -23,7 +23,7 @@ from typing import Any
 
 import router.reasons as reasons
 from router.attempts import JudgedAnswer, TierAttempt
-from router.events import Batcher, Spill, spill_dir
+from router.events import DUCKDB_LOCK_TIMEOUT_S, Batcher, Spill, in_duckdb_window, spill_dir
 from router.reasons import Cause, FailoverReason
 from router.routes import Tier
 from router.stream import Gate
@@ -74,17 +74,18 @@ def aggregate(records: Sequence[LiveCount]) -> list[LiveCount]:
 
 
 class DuckDBLiveSink:
-    """`tasks.store.append_live_counts(db_path, counts)` (imported lazily), aggregated per minute first."""
+    """`tasks.store.append_live_counts` (imported lazily) in one short write window, aggregated per minute first."""
 
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
+        self.lock_timeout_s = DUCKDB_LOCK_TIMEOUT_S
 
     def write(self, records: Sequence[LiveCount]) -> None:
         if not records:
             return
         from tasks.store.live import append_live_counts
 
-        append_live_counts(self.db_path, aggregate(records))
+        in_duckdb_window(self.db_path, self.lock_timeout_s, lambda con: append_live_counts(con, aggregate(records)))
 
 
 def live_batchers(events_db: str | None) -> list[Batcher[LiveCount]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from router.routes import Route, Routes
-from router.savings import PipelineResult, SaverContext, run_savers
+from router.savings import MAX_TEXT_CHARS, PipelineResult, SaverContext, run_savers
 
 #: Bodies at least this large are parsed, and their savers run, in a worker thread (the event loop keeps
 #: serving other clients meanwhile); smaller ones cost less than the thread hop.
@@ -60,6 +60,7 @@ def prepare(raw: bytes, routes: Routes, api_key: str | None) -> Prepared | Refus
     if route is None:
         return Refusal(404, f"no route for model {model!r}", "no_route")
     settings = routes.settings
-    pipeline = run_savers(body.get("messages"), settings.savers, SaverContext(settings.token_budget))
+    ctx = SaverContext(settings.token_budget, max_text_chars=MAX_TEXT_CHARS)
+    pipeline = run_savers(body.get("messages"), settings.savers, ctx)
     return Prepared(body, route, model, pipeline, body.get("stream") is True, body.get("tools"),
                     body.get("response_format"))
