@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,11 +19,10 @@ from router.events import read_events
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
+from tests.support.router_proc import ROOT, RUN, free_port, router_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-ROOT = Path(__file__).resolve().parents[2]
-RUN = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
 
 
 def published(directory: Path, model: str, ignore: list[str]) -> Path:
@@ -46,12 +43,6 @@ def routes_file(home: Path, base_url: str, extra: str = "") -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_started_from_another_directory_the_router_obeys_the_list_beside_its_routes_file(tmp_path: Path) -> None:
     """issue 30: from another directory, a missing file was "an empty list" and traffic went to the provider the
     canary had suspended; now the list beside the routes file is read, and the start log says so."""
@@ -59,26 +50,12 @@ def test_started_from_another_directory_the_router_obeys_the_list_beside_its_rou
     published(home / "published", "t1", ["t1"])  # the canary suspended tier 1's only provider
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    log = tmp_path / "router.log"
     with FakeUpstream({"t1": Script("ok", text="from the suspended one"), "t2": Script("ok", text="fine")}) as up:
-        port = free_port()
-        log = tmp_path / "router.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, "-c", RUN, "--routes", str(routes_file(home, up.base_url)),
-                                     "--port", str(port)], cwd=elsewhere, stdout=out, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
-        try:
-            for _ in range(300):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.05)
-            reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=30,
+        with router_process(routes_file(home, up.base_url), log, cwd=elsewhere) as base:
+            reply = httpx.post(f"{base}/v1/chat/completions", timeout=30,
                                json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]})
-            health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
-        finally:
-            os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(30)
+            health = httpx.get(f"{base}/healthz").json()
         assert [q.model for q in up.requests] == ["t2"]
     assert reply.json()["choices"][0]["message"]["content"] == "fine"
     text = log.read_text(encoding="utf-8")

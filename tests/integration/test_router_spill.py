@@ -4,54 +4,22 @@ process, stopped by SIGINT); another process holds the database the whole first 
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.fake_upstream import FakeUpstream, Script
+from tests.support.router_proc import router_process
 
 duckdb = pytest.importorskip("duckdb")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-ROOT = Path(__file__).resolve().parents[2]
-RUN = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
 HOLD = "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('holding', flush=True); time.sleep(600)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def router_process(routes: Path, log: Path) -> Iterator[str]:
-    port = free_port()
-    with log.open("ab") as out:
-        proc = subprocess.Popen([sys.executable, "-c", RUN, "--routes", str(routes), "--port", str(port)], cwd=ROOT,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(base + "/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        yield base
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)  # a graceful stop: the last flush, then the spill
-        proc.wait(60)
 
 
 def ask(base: str, n: int) -> None:
