@@ -144,3 +144,46 @@ def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
               LiveCount(t, "m", "model:chat", 2, None, None, LiveOutcome.QUALITY_FAIL, quality=LiveQuality.TOOLS,
                         reason="schema_violation")]
     assert [count_from_json(json.loads(json.dumps(count_to_json(c)))) for c in counts] == counts
+
+
+def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_verdicts() -> None:
+    """router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
+    import router.reasons as r
+    from router.answer import Verdict
+    from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
+    from router.events import Batcher
+    from router.live import LiveRecorder
+    from router.reasons import Cause
+    from router.routes import Route
+    from tasks.clock import StepClock
+
+    class Keep:
+        def __init__(self) -> None:
+            self.rows: list[LiveCount] = []
+
+        def write(self, records: list[LiveCount]) -> None:
+            self.rows += records
+
+    sink = Keep()
+    batcher: Batcher[LiveCount] = Batcher(sink, "test")
+    route = Route("model:chat", (Tier("http://a", "m", provider={"only": ["alpha"]}),), model="chat")
+    observer = AttemptObserver([LiveRecorder(StepClock(datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)), [batcher])])
+    for attempt in (
+        TierAttempt(Stage.FAILED_OVER, route, 1, reason=r.native("network_error"), provider="Alpha"),
+        TierAttempt(Stage.SKIPPED, route, 1, reason=r.fixed(Cause.PINNED_EXCLUDED)),
+        TierAttempt(Stage.FAILED_OVER, route, 1, reason=r.fixed(Cause.NO_ENDPOINTS)),
+        TierAttempt(Stage.ANSWERED, route, 1, status=400),  # the request's own problem
+        TierAttempt(Stage.COMMITTED, route, 1, latency_ms=80.0),  # counted when it ends
+        TierAttempt(Stage.ENDED, route, 1, provider="Alpha"),
+        TierAttempt(Stage.HANDED_LATER, route, 1, status=200),  # counted when it failed over
+    ):
+        observer.attempt(attempt)
+    observer.judged(JudgedAnswer(route, 1, "Alpha", (Verdict(LiveQuality.EMPTY, "ok"),
+                                                     Verdict(LiveQuality.TOOLS, "unknown_tool"))))
+    batcher.flush()
+    assert [(c.tag, c.provider_name, c.outcome, c.quality, c.reason) for c in sink.rows] == [
+        ("alpha", "Alpha", LiveOutcome.UPSTREAM_ERROR, None, "network_error"),
+        ("alpha", "Alpha", LiveOutcome.OK, None, None),
+        ("alpha", "Alpha", LiveOutcome.OK, LiveQuality.EMPTY, "ok"),
+        ("alpha", "Alpha", LiveOutcome.QUALITY_FAIL, LiveQuality.TOOLS, "unknown_tool"),
+    ]
