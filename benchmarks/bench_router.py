@@ -299,7 +299,7 @@ def judge_cpu_per_answer(sim: Any, n: int = 2000) -> float:
     return (time.process_time() - started) / n * 1000
 
 
-def judging_phase(rate: float, seconds: float, tmp: str, blocks: int = 4) -> None:
+def judging_phase(rate: float, seconds: float, tmp: str, blocks: int = 8) -> None:
     names = ("plain", "judged")
     lat: dict[str, list[float]] = {name: [] for name in names}
     cpu = dict.fromkeys(names, 0.0)
@@ -319,7 +319,8 @@ def judging_phase(rate: float, seconds: float, tmp: str, blocks: int = 4) -> Non
     n = len(lat["plain"])
     p = {name: [x * 1000 for x in values] for name, values in lat.items()}
     print(f"judging phase: {rate:g} streamed tool-call requests/s, open loop, {seconds:g} s per router in {blocks} "
-          f"alternating blocks ({n} requests each); simulator time_scale 1 (ttft 50 ms, 5 ms/chunk)")
+          f"alternating blocks ({n} requests each); simulator time_scale 1 (ttft 50 ms, 5 ms/chunk); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for q in (50, 99):
         a, b = pct(p["plain"], q), pct(p["judged"], q)
         print(f"  first chunk p{q}   no judge {a:7.2f} ms   judge {b:7.2f} ms   added {b - a:+6.2f} ms   "
@@ -330,7 +331,8 @@ def judging_phase(rate: float, seconds: float, tmp: str, blocks: int = 4) -> Non
     print(f"  judge alone (this process): {per_answer_ms:.3f} ms CPU per streamed tool-call answer "
           "(fold + tools/empty/encoding checks)")
     print(f"  the judging router judged {health['judged']} answers, dropped {health['dropped']}, "
-          f"errors {health['errors']}")
+          f"errors {health['errors']}; its judge's own CPU (thread time around its work): "
+          f"{health['cpu_ms_per_answer']:.3f} ms per answer")
 
 
 @contextmanager

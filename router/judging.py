@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ class Judge:
         self.judged = 0
         self.dropped = 0
         self.errors = 0
+        self.cpu_s = 0.0  # CPU the judge spent (its thread's time, measured around its own work)
         self._schemas: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
 
     def intern(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -74,6 +76,7 @@ class Judge:
 
     def verdicts(self, attempt: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
         """The answer's verdicts; none (counted as an error) when a check raises."""
+        started = time.thread_time()
         try:
             found = check(attempt, expected)
         except Exception as exc:  # a client's schema jsonschema cannot use, a $ref it cannot resolve, ...
@@ -81,6 +84,8 @@ class Judge:
             self.metrics.unjudged.labels("error").inc()
             log.info("an answer was not judged: %s", type(exc).__name__)
             return ()
+        finally:
+            self.cpu_s += time.thread_time() - started
         self.judged += 1
         return found
 
@@ -103,15 +108,20 @@ class Judge:
         reader.cut = answer.cut
         raw = answer.raw
         for start in range(0, len(raw), SLICE_BYTES):
+            started = time.thread_time()
             reader.feed(raw[start : start + SLICE_BYTES])
+            self.cpu_s += time.thread_time() - started
             await asyncio.sleep(0)
+        started = time.thread_time()
         if not answer.cut:
             reader.close()
         try:
             expected = self.expectations(answer.tools, answer.response_format)
         except (ValueError, TypeError, RecursionError):
             expected = Expectations()
-        self.record(answer.route, answer.tier_no, reader.provider, self.verdicts(reader.attempt(), expected))
+        attempt = reader.attempt()
+        self.cpu_s += time.thread_time() - started
+        self.record(answer.route, answer.tier_no, reader.provider, self.verdicts(attempt, expected))
 
     async def run(self) -> None:
         """Judge queued answers, one at a time, for ever (cancelled at shutdown, after `drain`)."""
@@ -137,5 +147,7 @@ class Judge:
             self.metrics.unjudged.labels("queue_full").inc(left)
             log.warning("%d streamed answers were not judged before the router stopped", left)
 
-    def health(self) -> dict[str, int]:
-        return {"queued": self.queue.qsize(), "judged": self.judged, "dropped": self.dropped, "errors": self.errors}
+    def health(self) -> dict[str, float]:
+        per_answer = self.cpu_s / self.judged * 1000 if self.judged else 0.0
+        return {"queued": self.queue.qsize(), "judged": self.judged, "dropped": self.dropped, "errors": self.errors,
+                "cpu_ms_per_answer": round(per_answer, 3)}
