@@ -1,6 +1,7 @@
-"""Router overhead vs streaming straight from the simulator (not a timed test; run it by hand).
+"""Router overhead vs streaming straight from the simulator, and what judging costs (not a timed test; run it by hand).
 
     python benchmarks/bench_router.py [--requests 40] [--concurrency 8] [--streams 64] [--in-thread]
+    python benchmarks/bench_router.py --judging-only [--rate 50] [--seconds 20]
 
 The router runs as its own process (`canary router`), as deployed; `--in-thread` runs it inside the
 benchmark's process instead, where it shares one GIL with the client and the simulator.
@@ -13,6 +14,14 @@ client code (httpx, SSE parsed line by line):
    added milliseconds.
 2. throughput: `--concurrency` parallel streams from a simulator with every delay at zero
    (time_scale 0), so the bound is CPU: aggregate content chunks/s and bytes/s, proxy / direct.
+
+3. judging: two router processes side by side on one simulator (time_scale 1: ttft 50 ms, 5 ms/chunk), one
+   judging every answer (`judge = true`, the default) and one not (`judge = false`); each gets `--rate`
+   streamed tool-call requests per second, open loop (sent on the clock, never waiting for the previous one),
+   interleaved, for `--seconds`. Client first-chunk latency (sent -> first chunk carrying a tool call or text)
+   p50/p99 for each, the difference and the ratio; each router's CPU (/proc, user+system) per request, and the
+   difference per judged answer; and the judge alone in this process (fold the same streamed answer and check
+   it against the request's tools: CPU per answer, `time.process_time`).
 
 Everything runs on 127.0.0.1; on a shared 2-core machine expect noise of a few percent.
 """
@@ -40,6 +49,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from router.answer import AnswerReader, check, expectations  # noqa: E402
 from router.routes_loading import parse_routes  # noqa: E402
 from router.server import start_router  # noqa: E402
 from router.tokens import TOKENIZER  # noqa: E402
@@ -179,20 +189,28 @@ async def throughput_phase(
 
 
 @contextmanager
-def router_process(sim: Any, tmp: str) -> Iterator[str]:
+def router_process(sim: Any, tmp: str, judge: bool = True, name: str = "routes") -> Iterator[str]:
     """The router as its own process (`canary router`), as deployed: it does not share the GIL."""
+    with running_router(sim, tmp, judge, name) as (url, _):
+        yield url
+
+
+@contextmanager
+def running_router(sim: Any, tmp: str, judge: bool, name: str) -> Iterator[tuple[str, int]]:
+    """(base URL, pid) of a router process judging (or not) every answer."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    routes = Path(tmp) / "routes.toml"
+    routes = Path(tmp) / f"{name}.toml"
     routes.write_text(
-        f'[router]\nsavers = []\nevents_path = "{tmp}/e.jsonl"\nsavings_path = "{tmp}/s.jsonl"\n'
+        f'[router]\nsavers = []\nevents_path = "{tmp}/{name}-e.jsonl"\nsavings_path = "{tmp}/{name}-s.jsonl"\n'
+        f'judge = {"true" if judge else "false"}\n'
         f'[[route]]\nmodel = "chat"\n[[route.tier]]\nbase_url = "{sim.base_url}"\nmodel = "{MODEL}"\n'
         'api_key_env = "SIM_KEY"\n'
     )
     code = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "error"],
         cwd=ROOT,
         env={**os.environ, "SIM_KEY": sim.api_key},
     )
@@ -203,16 +221,156 @@ def router_process(sim: Any, tmp: str) -> Iterator[str]:
                 break
             except httpx.HTTPError:
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}/v1", proc.pid
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
+
+
+# -- judging ----------------------------------------------------------------------------------------------------
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]},
+                                            "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+           "required": ["city", "unit"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                                           "parameters": WEATHER}}]
+ASK_TOOL = [{"role": "user", "content": "What is the weather in Lisbon for the next days?"}]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (/proc/<pid>/stat, clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def tool_stream(client: httpx.AsyncClient, url: str, seed: int) -> float:
+    """Seconds from sending to the first chunk carrying a tool call or text (the client's first chunk)."""
+    body = {"model": "chat", "messages": ASK_TOOL, "tools": TOOLS, "stream": True, "seed": seed}
+    started = time.perf_counter()
+    first = float("nan")
+    async with client.stream("POST", url, json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if first != first and line.startswith("data: ") and line != "data: [DONE]":
+                delta = (json.loads(line[6:]).get("choices") or [{}])[0].get("delta") or {}
+                if delta.get("tool_calls") or delta.get("content"):
+                    first = time.perf_counter() - started
+    return first
+
+
+async def judging_load(url: str, rate: float, seconds: float) -> list[float]:
+    """`rate` streamed tool-call requests per second to one router, open loop: each is sent on the clock,
+    never waiting for the previous one. Returns each request's first-chunk latency (s)."""
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+    async with httpx.AsyncClient(timeout=60, trust_env=False, limits=limits) as client:
+        async def one(seed: int) -> None:
+            latencies.append(await tool_stream(client, url + "/chat/completions", seed))
+
+        tasks = []
+        start = time.perf_counter()
+        for i in range(int(rate * seconds)):
+            await asyncio.sleep(max(0.0, start + i / rate - time.perf_counter()))
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+    return latencies
+
+
+def judge_cpu_per_answer(sim: Any, n: int = 2000) -> float:
+    """CPU ms to fold one streamed tool-call answer (as the simulator sends it) and check it, in this process."""
+    body = {"model": MODEL, "messages": ASK_TOOL, "tools": TOOLS, "stream": True}
+    raw = httpx.post(sim.base_url + "/chat/completions", json=body, timeout=30,
+                     headers={"authorization": f"Bearer {sim.api_key}"}).content
+    kept: dict[str, Any] = {}
+
+    def intern(schema: Any) -> Any:
+        return kept.setdefault(json.dumps(schema, sort_keys=True), schema)
+
+    def once() -> tuple[Any, ...]:
+        reader = AnswerReader()
+        reader.feed(raw)
+        reader.close()
+        return check(reader.attempt(), expectations(TOOLS, None, intern))
+
+    verdicts = once()
+    assert any(str(v.quality) == "tools" and v.reason == "ok" for v in verdicts), verdicts
+    started = time.process_time()
+    for _ in range(n):
+        once()
+    return (time.process_time() - started) / n * 1000
+
+
+def judging_phase(rate: float, seconds: float, tmp: str, blocks: int = 8) -> None:
+    names = ("plain", "judged")
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    cpu = dict.fromkeys(names, 0.0)
+    with simulator_process(tmp) as sim:
+        per_answer_ms = judge_cpu_per_answer(sim)
+        with running_router(sim, tmp, False, "plain") as plain, running_router(sim, tmp, True, "judged") as judged:
+            routers = {"plain": plain, "judged": judged}
+            for url, _ in routers.values():
+                asyncio.run(judging_load(url, rate, 1.0))  # warm up
+            for _ in range(blocks):  # each router alone at `rate`, in alternating blocks: the same conditions
+                for name, (url, pid) in routers.items():
+                    before = cpu_seconds(pid)
+                    lat[name] += asyncio.run(judging_load(url, rate, seconds / blocks))
+                    time.sleep(0.3)  # the judge's queue drains: its CPU is counted in the block
+                    cpu[name] += cpu_seconds(pid) - before
+            health = httpx.get(judged[0].removesuffix("/v1") + "/healthz").json()["judge"]
+    n = len(lat["plain"])
+    p = {name: [x * 1000 for x in values] for name, values in lat.items()}
+    print(f"judging phase: {rate:g} streamed tool-call requests/s, open loop, {seconds:g} s per router in {blocks} "
+          f"alternating blocks ({n} requests each); simulator time_scale 1 (ttft 50 ms, 5 ms/chunk); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for q in (50, 99):
+        a, b = pct(p["plain"], q), pct(p["judged"], q)
+        print(f"  first chunk p{q}   no judge {a:7.2f} ms   judge {b:7.2f} ms   added {b - a:+6.2f} ms   "
+              f"ratio {b / a:.3f}")
+    per = {name: cpu[name] / n * 1000 for name in names}
+    print(f"  router CPU per request   no judge {per['plain']:.3f} ms   judge {per['judged']:.3f} ms   "
+          f"judging {per['judged'] - per['plain']:+.3f} ms per answer   ratio {per['judged'] / per['plain']:.3f}")
+    print(f"  judge alone (this process): {per_answer_ms:.3f} ms CPU per streamed tool-call answer "
+          "(fold + tools/empty/encoding checks)")
+    print(f"  the judging router judged {health['judged']} answers, dropped {health['dropped']}, "
+          f"errors {health['errors']}; its judge's own CPU (thread time around its work): "
+          f"{health['cpu_ms_per_answer']:.3f} ms per answer")
 
 
 @contextmanager
 def router_thread(sim: Any, tmp: str) -> Iterator[str]:
     with start_router(routes_for(sim, tmp), env={"SIM_KEY": sim.api_key}) as router:
         yield router.base_url
+
+
+@dataclass
+class SimulatorProcess:
+    base_url: str
+    api_key: str
+
+
+@contextmanager
+def simulator_process(tmp: str) -> Iterator[SimulatorProcess]:
+    """`canary simulator` as its own process (the judging load must not share the benchmark client's GIL)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fleet = Path(tmp) / "fleet.toml"
+    fleet.write_text(f'[[models]]\nid = "{MODEL}"\n[[models.endpoints]]\ntag = "bench"\nprovider_name = "Bench"\n'
+                     'ttft_s = 0.05\nchunk_interval_s = 0.005\nsupported_parameters = ["tools", "max_tokens"]\n')
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("canary")), "simulator", "--port", str(port),
+                             "--fleet", str(fleet)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        base = f"http://127.0.0.1:{port}/api/v1"
+        for _ in range(300):
+            try:
+                httpx.get(base + "/models", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        yield SimulatorProcess(base, "sk-or-v1-simulator")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main() -> None:
@@ -223,7 +381,14 @@ def main() -> None:
     parser.add_argument(
         "--in-thread", action="store_true", help="run the router in this process (shares the GIL)"
     )
+    parser.add_argument("--rate", type=float, default=50.0, help="requests/s to each router (judging)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of the judging load")
+    parser.add_argument("--judging-only", action="store_true", help="run only the judging phase")
     args = parser.parse_args()
+    if args.judging_only:
+        with TemporaryDirectory() as tmp:
+            judging_phase(args.rate, args.seconds, tmp)
+        return
     runner = router_thread if args.in_thread else router_process
     print(f"router: {'in-process thread' if args.in_thread else 'separate process'}; tokenizer {TOKENIZER}")
     with TemporaryDirectory() as tmp:
@@ -236,6 +401,7 @@ def main() -> None:
                         asyncio.run(latency_phase(direct, proxy, args.requests))
                     else:
                         asyncio.run(throughput_phase(direct, proxy, args.concurrency, args.streams))
+        judging_phase(args.rate, args.seconds, tmp)
 
 
 if __name__ == "__main__":

@@ -1,56 +1,36 @@
-"""Live traffic per endpoint: what happened to every attempt the router made on a tier, counted per minute.
+"""Live traffic per endpoint: what happened to every attempt the router made on a tier, and what the router's
+judge said of every answer it passed, counted per minute (tasks/core/live_records.py holds the record).
 
-    recorder = LiveRecorder(clock, batchers)        # the shell holds one
-    recorder.attempt(route, tier_no, outcome, provider_name)
+    recorder = LiveRecorder(clock, batchers)        # the shell's attempt observer hangs it on (router/attempts.py)
+    recorder.attempt(tier_attempt)                  # an attempt row: its outcome, the upstream's own word
+    recorder.judged(judged_answer)                  # one row per quality class: ok or quality_fail, the Reason
 
-Pure parts: `pinned_tag` (the tier's endpoint when its provider preferences name exactly one), `outcome_of`
-(a failover or abort reason -> `LiveOutcome`), `provider_in` (the `provider` of a JSON answer or the
-`metadata.provider_name` of an error body). `aggregate` sums records of one minute, endpoint and outcome, so
-the store gets one row per (minute, endpoint, outcome), not one per request. The watcher reads them back as
-a failure rate per endpoint (tasks/core/suspicion.py): a suspicion, never a verdict.
+Pure parts: `pinned_tag` (the tier's endpoint when its provider preferences name exactly one), `provider_in`
+(the `provider` of a JSON answer or the `metadata.provider_name` of an error body), `stream_end` (how a
+committed stream ended). What a failover reason counts as is router/reasons.py's. `aggregate` sums records of
+one minute, endpoint, outcome, class and reason, so the store gets one row per such group, not one per request.
+The watcher reads them back as failure rates per endpoint (tasks/core/suspicion.py): suspicions, never verdicts.
+`count_to_json` / `count_from_json` keep counts on disk while the database is busy (router/events.py `Spill`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from router.events import Batcher
-from router.routes import Route, Tier
+import router.reasons as reasons
+from router.attempts import JudgedAnswer, TierAttempt
+from router.events import DUCKDB_LOCK_TIMEOUT_S, Batcher, Spill, in_duckdb_window, spill_dir
+from router.reasons import Cause, FailoverReason
+from router.routes import Tier
 from router.stream import Gate
 from tasks.clock import Clock
-from tasks.core.live_records import LiveCount, LiveOutcome
+from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 
 _PROVIDER_NAME = re.compile(r'"provider_name"\s*:\s*"([^"\\]{1,80})"')
-
-#: Failover / abort reasons of router/upstream.py and router/stream.py -> what they mean for the endpoint.
-_REASONS: Mapping[str, LiveOutcome] = {
-    "connect": LiveOutcome.TRANSPORT,
-    "timeout": LiveOutcome.TRANSPORT,
-    "transport_error": LiveOutcome.TRANSPORT,
-    "first_chunk_timeout": LiveOutcome.FIRST_CHUNK_TIMEOUT,
-    "stream_error_before_commit": LiveOutcome.CUT_STREAM,
-    "stream_ended_before_commit": LiveOutcome.UPSTREAM_ERROR,  # a 200 whose stream ended with nothing in it
-    "error_chunk_before_commit": LiveOutcome.UPSTREAM_ERROR,
-    "bad_frame_before_commit": LiveOutcome.PROTOCOL_VIOLATION,
-    "stream_cut_after_commit": LiveOutcome.CUT_STREAM,
-    "stream_error_after_commit": LiveOutcome.CUT_STREAM,
-    "idle_timeout_after_commit": LiveOutcome.CUT_STREAM,
-}
-
-
-def outcome_of(reason: str) -> LiveOutcome:
-    """The live outcome of a failover or abort reason (unknown reasons are transport: never quality)."""
-    if reason == "http_429":
-        return LiveOutcome.HTTP_429
-    if reason.startswith("http_"):
-        return LiveOutcome.HTTP_5XX
-    if reason.startswith("error_in_200_"):
-        return LiveOutcome.UPSTREAM_ERROR
-    return _REASONS.get(reason, LiveOutcome.TRANSPORT)
-
 
 def pinned_tag(tier: Tier) -> str | None:
     """The endpoint tag a tier is pinned to: `provider.only` (or, without it, `provider.order`) naming one."""
@@ -94,47 +74,85 @@ def aggregate(records: Sequence[LiveCount]) -> list[LiveCount]:
 
 
 class DuckDBLiveSink:
-    """`tasks.store.append_live_counts(db_path, counts)` (imported lazily), aggregated per minute first."""
+    """`tasks.store.append_live_counts` (imported lazily) in one short write window, aggregated per minute first."""
 
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
+        self.lock_timeout_s = DUCKDB_LOCK_TIMEOUT_S
 
     def write(self, records: Sequence[LiveCount]) -> None:
         if not records:
             return
         from tasks.store.live import append_live_counts
 
-        append_live_counts(self.db_path, aggregate(records))
+        in_duckdb_window(self.db_path, self.lock_timeout_s, lambda con: append_live_counts(con, aggregate(records)))
 
 
 def live_batchers(events_db: str | None) -> list[Batcher[LiveCount]]:
-    """Live counts go to the database the route events go to (`events_db`); none without one."""
-    return [Batcher(DuckDBLiveSink(events_db), "live-requests-duckdb")] if events_db else []
+    """Live counts go to the database the route events go to (`events_db`); none without one. What the file
+    could not take when the router stopped is kept beside it for the next start (router/events.py `Spill`)."""
+    if not events_db:
+        return []
+    spill = Spill(spill_dir(events_db), "live_requests", count_to_json, count_from_json)
+    return [Batcher(DuckDBLiveSink(events_db), "live-requests-duckdb", spill=spill)]
 
 
 class LiveRecorder:
-    """Counts every attempt on a tier; `add` never blocks (the batchers flush from the router's thread)."""
+    """Counts every attempt on a tier and every judged answer; never blocks (the batchers flush from the
+    router's thread)."""
 
     def __init__(self, clock: Clock, batchers: Sequence[Batcher[LiveCount]]) -> None:
         self.clock = clock
         self.batchers = list(batchers)
 
-    def attempt(self, route: Route, tier_no: int, outcome: LiveOutcome, provider_name: str | None) -> None:
-        if not self.batchers:
-            return
-        tier = route.tiers[tier_no - 1]
-        model = tier.canary_model or tier.model
-        record = LiveCount(self.clock.now().replace(second=0, microsecond=0), model, route.key, tier_no,
-                           pinned_tag(tier), provider_name, outcome)
+    def _row(self, attempt: TierAttempt | JudgedAnswer) -> LiveCount:
+        tier = attempt.tier
+        return LiveCount(self.clock.now().replace(second=0, microsecond=0), tier.canary_model or tier.model,
+                         attempt.route.key, attempt.tier_no, pinned_tag(tier), attempt.provider, LiveOutcome.OK)
+
+    def _add(self, records: list[LiveCount]) -> None:
         for batcher in self.batchers:
-            batcher.add([record])
+            batcher.add(records)
+
+    def attempt(self, attempt: TierAttempt) -> None:
+        outcome = attempt.live_outcome
+        if not self.batchers or outcome is None:
+            return
+        word = attempt.reason.upstream_word if attempt.reason is not None else None
+        row = self._row(attempt)
+        self._add([LiveCount(row.minute_at, row.model, row.route_key, row.tier, row.tag, row.provider_name, outcome,
+                             reason=word)])
+
+    def judged(self, answer: JudgedAnswer) -> None:
+        if not self.batchers or not answer.verdicts:
+            return
+        row = self._row(answer)
+        self._add([
+            LiveCount(row.minute_at, row.model, row.route_key, row.tier, row.tag, row.provider_name,
+                      LiveOutcome.OK if v.passed else LiveOutcome.QUALITY_FAIL, quality=v.quality, reason=v.reason)
+            for v in answer.verdicts
+        ])
 
 
-def stream_outcome(gate: Gate, aborted: str | None) -> LiveOutcome:
-    """How a committed stream ended: cut (the router aborted it), an upstream error (its own error chunk, or
-    a `native_finish_reason` naming an error), else ok."""
+def stream_end(gate: Gate, aborted: FailoverReason | None) -> FailoverReason | None:
+    """Why a committed stream did not end cleanly, or None: the router aborted it (cut, stalled, broken), or
+    the upstream ended it with its own error (an error chunk, a `native_finish_reason` naming an error)."""
     if aborted is not None:
-        return outcome_of(aborted)
+        return aborted
     if gate.errored or gate.native_error:
-        return LiveOutcome.UPSTREAM_ERROR
-    return LiveOutcome.OK
+        word = gate.native_error if gate.native_error else gate.error_code
+        return reasons.fixed(Cause.UPSTREAM_ERROR_AFTER_COMMIT, word)
+    return None
+
+
+def count_to_json(c: LiveCount) -> dict[str, Any]:
+    return {"minute_at": c.minute_at.isoformat(), "model": c.model, "route_key": c.route_key, "tier": c.tier,
+            "tag": c.tag, "provider_name": c.provider_name, "outcome": str(c.outcome), "requests": c.requests,
+            "quality": str(c.quality) if c.quality is not None else None, "reason": c.reason}
+
+
+def count_from_json(doc: dict[str, Any]) -> LiveCount:
+    quality = doc.get("quality")
+    return LiveCount(datetime.fromisoformat(doc["minute_at"]), doc["model"], doc["route_key"], int(doc["tier"]),
+                     doc.get("tag"), doc.get("provider_name"), LiveOutcome(doc["outcome"]), int(doc["requests"]),
+                     LiveQuality(quality) if quality is not None else None, doc.get("reason"))

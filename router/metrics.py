@@ -10,18 +10,33 @@ Labels are bounded: `route` is the routes-file key (`model:<name>` or `key:<sha2
     canary_router_first_chunk_seconds{route, upstream}          histogram: request sent -> first content chunk
     canary_router_stream_failures_after_commit_total{route, upstream, reason}
     canary_router_ignore_reloads_total                          ignore-list files parsed after a change
+
+Added for the judge and the lists (labels `tier` the tier's number, `server` its base URL's host[:port], `model`
+the model it asks for, `quality` the class, `reason` the canary's Reason value or why):
+
+    canary_router_answers_judged_total{route, tier, server, model, quality, reason}    reason ok = the check held
+    canary_router_answers_unjudged_total{reason}             queue_full (dropped, never waited for) | error
+    canary_router_clients_gone_total{route}                  clients that left before the first content chunk
+    canary_router_requests_refused_total{reason}             body_too_large, not_json, too_deep, not_object, no_route
+    canary_router_pending_on_disk                            live counts and route events kept on disk for DuckDB
+    canary_router_ignore_list_present{route, tier, model}    1 when the tier's canary list exists, else 0
+    canary_router_ignore_list_entries{route, tier, model}    tags in it
+    canary_router_ignore_list_age_seconds{route, tier, model}   since the canary last wrote it (absent: missing)
+    canary_router_ignore_list_stale{route, tier, model}      1 when older than two canary intervals
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from router.attempts import JudgedAnswer, Stage, TierAttempt
+from router.ignore import ListStatus
 from tasks.core.metric_rollup import GENAI_BUCKETS_S
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -37,8 +52,42 @@ class _Reloads(Collector):
                                   "changed on disk", value=self._reads())
 
 
+class _Lists(Collector):
+    """The tiers' ignore lists, read at each scrape (one stat() per list)."""
+
+    def __init__(self, lists: Callable[[], Sequence[ListStatus]], pending: Callable[[], int]) -> None:
+        self._lists = lists
+        self._pending = pending
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["route", "tier", "model"]
+        present = GaugeMetricFamily("canary_router_ignore_list_present", "1 when the tier's canary ignore list "
+                                    "exists (0: the tier sends traffic without the canary's exclusions)", labels=labels)
+        entries = GaugeMetricFamily("canary_router_ignore_list_entries", "Tags in the tier's canary ignore list",
+                                    labels=labels)
+        age = GaugeMetricFamily("canary_router_ignore_list_age_seconds", "Seconds since the canary last wrote the "
+                                "tier's ignore list (it rewrites it after every round)", labels=labels)
+        stale = GaugeMetricFamily("canary_router_ignore_list_stale", "1 when the tier's ignore list is older than "
+                                  "two canary intervals (router.canary_interval_s)", labels=labels)
+        for status in self._lists():
+            values = [status.route, str(status.tier), status.model]
+            present.add_metric(values, 1.0 if status.exists else 0.0)
+            if status.exists:
+                entries.add_metric(values, float(status.entries))
+                age.add_metric(values, float(status.age_s or 0.0))
+                stale.add_metric(values, 1.0 if status.stale else 0.0)
+        yield from (present, entries, age, stale)
+        yield GaugeMetricFamily("canary_router_pending_on_disk", "Live counts and route events kept on disk while "
+                                "the database was busy, written at the next start", value=float(self._pending()))
+
+
 class RouterMetrics:
-    def __init__(self, ignore_reads: Callable[[], int] = lambda: 0) -> None:
+    def __init__(
+        self,
+        ignore_reads: Callable[[], int] = lambda: 0,
+        lists: Callable[[], Sequence[ListStatus]] = lambda: (),
+        pending_on_disk: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("canary_router_requests", "Chat requests by the upstream that served them "
                                 "(outcome served) or all_failed", ("route", "upstream", "outcome"),
@@ -53,6 +102,34 @@ class RouterMetrics:
                                     "the first content chunk was relayed (no failover is possible then)",
                                     ("route", "upstream", "reason"), registry=self.registry)
         self.registry.register(_Reloads(ignore_reads))
+        self.registry.register(_Lists(lists, pending_on_disk))
+        self.judged_answers = Counter("canary_router_answers_judged", "Answers the router passed, judged with the "
+                                      "canary's own checks per quality class (reason ok: the check held)",
+                                      ("route", "tier", "server", "model", "quality", "reason"), registry=self.registry)
+        self.unjudged = Counter("canary_router_answers_unjudged", "Streamed answers not judged: the judge's queue "
+                                "was full (queue_full) or judging raised (error)", ("reason",), registry=self.registry)
+        self.clients_gone = Counter("canary_router_clients_gone", "Clients that left before the first content chunk "
+                                    "(the walk over tiers was cancelled)", ("route",), registry=self.registry)
+        self.refused = Counter("canary_router_requests_refused", "Requests refused before any tier was asked",
+                               ("reason",), registry=self.registry)
+
+    # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
+    def attempt(self, a: TierAttempt) -> None:
+        label = a.tier.label
+        if a.stage is Stage.FAILED_OVER and a.reason is not None:
+            self.failover(a.route.key, a.tier_no, label, str(a.reason))
+        elif a.stage in (Stage.ANSWERED, Stage.HANDED_LATER):
+            self.served(a.route.key, label, None)
+        elif a.stage is Stage.COMMITTED:
+            self.served(a.route.key, label, a.latency_ms)
+        elif a.stage is Stage.ABORTED and a.reason is not None:
+            self.failed_after_commit(a.route.key, label, str(a.reason))
+
+    def judged(self, answer: JudgedAnswer) -> None:
+        tier = answer.tier
+        for v in answer.verdicts:
+            self.judged_answers.labels(answer.route.key, str(answer.tier_no), tier.server, tier.model, str(v.quality),
+                                       v.reason).inc()
 
     def served(self, route: str, upstream: str, first_chunk_ms: float | None) -> None:
         self.requests.labels(route, upstream, "served").inc()

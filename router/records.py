@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from router.routes import Route, Tier
 from router.savings import PipelineResult, Savings
@@ -54,12 +55,19 @@ def upstream_headers(
     return headers
 
 
+def header_value(text: str) -> str:
+    """`text` fit for an HTTP header: printable ASCII kept, anything else (and `%`) percent-encoded as UTF-8."""
+    if text.isascii() and text.isprintable() and "%" not in text:
+        return text
+    return "".join(c if c.isascii() and c.isprintable() and c != "%" else quote(c, safe="") for c in text)
+
+
 def response_headers(
     route: Route, tier_no: int, savings: Savings, pipeline: PipelineResult, passed: Mapping[str, str]
 ) -> dict[str, str]:
     headers = {
         **passed,
-        "x-canary-route": route.key,
+        "x-canary-route": header_value(route.key),
         "x-canary-tier": str(tier_no),
         "x-canary-tokens-saved": str(savings.tokens_saved),
         "x-canary-tokens-sent": str(savings.tokens_sent),

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 #: How long a tier may take, from sending the request, to produce its first content-bearing chunk.
 #: Past it the tier is abandoned (nothing reached the client) and the next tier is tried. 5 s: half the
@@ -39,6 +40,20 @@ DEFAULT_FLUSH_INTERVAL_S = 1.0
 DEFAULT_SAVERS: tuple[str, ...] = ("collapse_whitespace", "drop_duplicate_system")
 #: Prompt budget for `trim_old_turns` in tokens; 0 disables trimming even when the saver is listed.
 DEFAULT_TOKEN_BUDGET = 0
+#: Largest request body accepted, in bytes; a larger one is refused with 413 before it is read whole.
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Judge every answer passed (router/answer.py): counted per endpoint and class in `live_requests`.
+DEFAULT_JUDGE = True
+#: Streamed answers waiting for the judge; past it new ones are dropped (and counted), never waited for.
+DEFAULT_JUDGE_QUEUE = 256
+#: Bytes of a streamed answer kept for the judge (the rest is forwarded, not kept: the answer is judged as cut).
+DEFAULT_JUDGE_KEEP_BYTES = 256 * 1024
+#: Refuse to start when a tier's canary ignore list is missing (false: start, and say so loudly).
+DEFAULT_REQUIRE_IGNORE_LISTS = False
+#: The canary's round interval (canary.toml `interval_s`): a list older than two of them is stale.
+DEFAULT_CANARY_INTERVAL_S = 1800.0
+#: Per route: a non-streamed answer that fails its tools or structured check is asked of the next tier.
+DEFAULT_RETRY_FAILED_CHECKS = True
 
 def key_id(api_key: str) -> str:
     """The id under which a client API key appears in events and logs: never the key itself."""
@@ -63,6 +78,11 @@ class Tier:
         return f"{self.base_url}|{self.model}|{prefs}|{self.api_key_env or ''}"
 
     @property
+    def server(self) -> str:
+        """The base URL's host[:port]: the `server` label of the router's metrics."""
+        return urlsplit(self.base_url).netloc.rpartition("@")[2]
+
+    @property
     def label(self) -> str:
         """`base_url model [order=a,b]`: what events show as `upstream` (no secret in it)."""
         order = self.provider.get("order") or self.provider.get("only")
@@ -76,6 +96,7 @@ class Route:
     tiers: tuple[Tier, ...]
     model: str | None = None
     api_key_sha256: str | None = None
+    retry_failed_checks: bool = DEFAULT_RETRY_FAILED_CHECKS  # non-streamed answers failing tools/structured
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,12 @@ class RouterSettings:
     flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S
     savers: tuple[str, ...] = DEFAULT_SAVERS
     token_budget: int = DEFAULT_TOKEN_BUDGET
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    judge: bool = DEFAULT_JUDGE
+    judge_queue: int = DEFAULT_JUDGE_QUEUE
+    judge_keep_bytes: int = DEFAULT_JUDGE_KEEP_BYTES
+    require_ignore_lists: bool = DEFAULT_REQUIRE_IGNORE_LISTS
+    canary_interval_s: float = DEFAULT_CANARY_INTERVAL_S
 
 
 @dataclass(frozen=True)

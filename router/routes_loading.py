@@ -2,8 +2,11 @@
 
 Pure parsing: `parse_routes(mapping)` validates a TOML-shaped mapping into frozen records and raises
 `RoutesError` (one line, naming the key and the bad value) on anything malformed. `load_routes(path)` reads
-the file. `resolve_api_keys(routes, env)` turns each tier's `api_key_env` into a `SecretStr` at start-up, so a
-missing variable fails fast instead of on the first request. Secrets never live in the file itself: a route
+the file and resolves the paths it names (`publish_dir`, `events_path`, `events_db`, `savings_path`, each
+tier's `ignore_file`) against the file's own directory: the router reads the same lists whatever directory it
+is started from (`parse_routes(mapping, base_dir=...)` does the same for a mapping).
+`resolve_api_keys(routes, env)` turns each tier's `api_key_env` into a `SecretStr` at start-up, so a missing
+variable fails fast instead of on the first request. Secrets never live in the file itself: a route
 keyed by a client API key names the SHA-256 of that key, never the key.
 """
 
@@ -13,19 +16,29 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from router.routes import Route, RouterSettings, Routes, Tier
+from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Route, RouterSettings, Routes, Tier
+from tasks.core.redaction import strip_userinfo
 from tasks.errors import RoutesError, read_text_file
-from tasks.secrets import SecretStr
+from tasks.secrets import SecretStr, redact, register_url
 from tasks.wire import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
 
 #: Keys OpenRouter accepts in `provider` (ProviderPreferences has additionalProperties: false).
 PROVIDER_KEYS = frozenset(WIRE_PROVIDER_KEYS)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Control characters (CR and LF among them): a route name is sent back in a response header.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Settings that name a file or a directory (resolved against the routes file's directory).
+PATH_SETTINGS = ("publish_dir", "events_path", "events_db", "savings_path")
+#: Integer settings and their bounds.
+_INTEGERS = {"token_budget": (0, 1 << 40), "max_body_bytes": (1024, 1 << 34), "judge_queue": (1, 1 << 20),
+             "judge_keep_bytes": (1024, 1 << 30)}
+_BOOLEANS = ("judge", "require_ignore_lists")
 
 def _fail(msg: str) -> RoutesError:
     return RoutesError(f"routes: {msg}")
@@ -54,6 +67,7 @@ def _settings(raw: Any, known_savers: frozenset[str] | None) -> RouterSettings:
         "idle_timeout_s",
         "request_timeout_s",
         "flush_interval_s",
+        "canary_interval_s",
     ):
         if key in raw:
             values[key] = _number(raw, key, 0.0, minimum=0.001)
@@ -78,12 +92,40 @@ def _settings(raw: Any, known_savers: frozenset[str] | None) -> RouterSettings:
                 f"router.savers: unknown saver {bad[0]!r} (known: {', '.join(sorted(known_savers or ()))})"
             )
         values["savers"] = tuple(savers)
-    if "token_budget" in raw:
-        budget = raw["token_budget"]
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise _fail(f"router.token_budget must be an integer >= 0 (got {budget!r})")
-        values["token_budget"] = budget
+    for key, (low, high) in _INTEGERS.items():
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise _fail(f"router.{key} must be an integer between {low} and {high} (got {value!r})")
+            values[key] = value
+    for key in _BOOLEANS:
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise _fail(f"router.{key} must be true or false (got {raw[key]!r})")
+            values[key] = raw[key]
     return RouterSettings(**values)
+
+
+def _base_url(raw: Any, where: str) -> str:
+    """An http(s) URL without credentials (one line, the password never shown): httpx would send `user:password@`
+    as Basic auth in place of the tier's key, and the label carrying the URL would put it into /metrics."""
+    if isinstance(raw, str):
+        register_url(raw)
+    try:
+        parsed = urlparse(raw) if isinstance(raw, str) else None
+        ok = parsed is not None and parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        userinfo = parsed is not None and "@" in parsed.netloc
+    except ValueError:
+        ok, userinfo = False, False
+    if not ok:
+        shown = redact(raw) if isinstance(raw, str) else raw
+        raise _fail(f"{where}.base_url must be an http(s) URL (got {shown!r})")
+    if userinfo:
+        raise _fail(
+            f"{where}.base_url must not hold credentials (got {strip_userinfo(raw)!r} with a user:password@ part): "
+            "httpx would send them as Basic auth instead of the tier's key; name the key's variable in api_key_env"
+        )
+    return str(raw).rstrip("/")
 
 
 def _tier(raw: Any, where: str) -> Tier:
@@ -93,10 +135,7 @@ def _tier(raw: Any, where: str) -> Tier:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
-    base_url = raw.get("base_url")
-    parsed = urlparse(base_url) if isinstance(base_url, str) else None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise _fail(f"{where}.base_url must be an http(s) URL (got {base_url!r})")
+    base_url = _base_url(raw.get("base_url"), where)
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _fail(f"{where}.model must be a model id (got {model!r})")
@@ -117,7 +156,7 @@ def _tier(raw: Any, where: str) -> Tier:
         if value is not None and not isinstance(value, str):
             raise _fail(f"{where}.{key} must be a string (got {value!r})")
     return Tier(
-        base_url=base_url.rstrip("/"),  # type: ignore[union-attr]
+        base_url=base_url,
         model=model,
         api_key_env=env_name,
         provider=json.loads(json.dumps(dict(provider))),  # plain, detached copy of the TOML table
@@ -130,14 +169,21 @@ def _route(raw: Any, index: int) -> Route:
     where = f"route[{index}]"
     if not isinstance(raw, Mapping):
         raise _fail(f"{where} must be a table (got {raw!r})")
-    unknown = sorted(set(raw) - {"model", "api_key_sha256", "tier"})
+    known = {"model", "api_key_sha256", "tier", "retry_failed_checks"}
+    unknown = sorted(set(raw) - known)
     if unknown:
-        raise _fail(f"{where}: unknown key {unknown[0]!r} (known: api_key_sha256, model, tier)")
+        raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
     model, digest = raw.get("model"), raw.get("api_key_sha256")
     if (model is None) == (digest is None):
         raise _fail(f"{where} needs exactly one of model or api_key_sha256")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise _fail(f"{where}.model must be a model name (got {model!r})")
+    if model is not None and _CONTROL.search(model):
+        raise _fail(f"{where}.model must not hold control characters such as CR or LF (got {model!r}): "
+                    "it is sent back in the x-canary-route header")
+    retry = raw.get("retry_failed_checks", DEFAULT_RETRY_FAILED_CHECKS)
+    if not isinstance(retry, bool):
+        raise _fail(f"{where}.retry_failed_checks must be true or false (got {retry!r})")
     if digest is not None and (not isinstance(digest, str) or not _SHA256.match(digest)):
         raise _fail(f"{where}.api_key_sha256 must be 64 lower-case hex digits (sha256 of the client key)")
     tiers_raw = raw.get("tier")
@@ -145,11 +191,30 @@ def _route(raw: Any, index: int) -> Route:
         raise _fail(f"{where} needs at least one [[route.tier]]")
     tiers = tuple(_tier(t, f"{where}.tier[{i}]") for i, t in enumerate(tiers_raw))
     key = f"model:{model}" if model is not None else f"key:{digest[:12]}"  # type: ignore[index]
-    return Route(key=key, tiers=tiers, model=model, api_key_sha256=digest)
+    return Route(key=key, tiers=tiers, model=model, api_key_sha256=digest, retry_failed_checks=retry)
 
 
-def parse_routes(raw: Mapping[str, Any], known_savers: frozenset[str] | None = None) -> Routes:
-    """Validate a TOML-shaped mapping; `known_savers` (if given) checks `router.savers` names."""
+def _resolve(path: str, base_dir: Path | None) -> str:
+    expanded = Path(path).expanduser()
+    return str(expanded if base_dir is None or expanded.is_absolute() else base_dir / expanded)
+
+
+def _resolved(routes: Routes, base_dir: Path | None) -> Routes:
+    """Every path setting (and tier `ignore_file`) made absolute against `base_dir` (`~` expanded)."""
+    s = routes.settings
+    paths: dict[str, Any] = {k: _resolve(getattr(s, k), base_dir) for k in PATH_SETTINGS if getattr(s, k)}
+    tiers_of = [
+        tuple(replace(t, ignore_file=_resolve(t.ignore_file, base_dir)) if t.ignore_file else t for t in r.tiers)
+        for r in routes.routes
+    ]
+    return Routes(replace(s, **paths), tuple(replace(r, tiers=t) for r, t in zip(routes.routes, tiers_of, strict=True)))
+
+
+def parse_routes(
+    raw: Mapping[str, Any], known_savers: frozenset[str] | None = None, base_dir: Path | None = None
+) -> Routes:
+    """Validate a TOML-shaped mapping; `known_savers` (if given) checks `router.savers` names; `base_dir`
+    (if given) is the directory relative paths are resolved against (the routes file's)."""
     unknown = sorted(set(raw) - {"router", "route"})
     if unknown:
         raise _fail(f"unknown top-level key {unknown[0]!r} (known: router, route)")
@@ -163,7 +228,7 @@ def parse_routes(raw: Mapping[str, Any], known_savers: frozenset[str] | None = N
         if route.key in seen:
             raise _fail(f"two routes share the key {route.key!r}")
         seen.add(route.key)
-    return Routes(settings=settings, routes=routes)
+    return _resolved(Routes(settings=settings, routes=routes), base_dir)
 
 
 def load_routes(path: str | Path, known_savers: frozenset[str] | None = None) -> Routes:
@@ -173,7 +238,7 @@ def load_routes(path: str | Path, known_savers: frozenset[str] | None = None) ->
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fail(f"{p} is not valid TOML ({exc})") from None
-    return parse_routes(raw, known_savers)
+    return parse_routes(raw, known_savers, base_dir=p.expanduser().resolve().parent)
 
 
 def resolve_api_keys(routes: Routes, env: Mapping[str, str]) -> dict[str, SecretStr]:

@@ -27,15 +27,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from router.tokens import count_body, count_messages
+from router.tokens import content_texts, count_body, count_messages
 
 Messages = list[dict[str, Any]]
+
+
+#: Characters of message text past which the router skips the savers (fail open, named): each megabyte of
+#: text costs the savers ~60 ms of CPU in C regex calls that hold the GIL, so the event loop (every other
+#: client) would wait that long; a prompt that large is far beyond any model's context anyway.
+MAX_TEXT_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
 class SaverContext:
     token_budget: int = 0
     count: Callable[[Sequence[Any]], int] = count_messages
+    max_text_chars: int = 0  # 0: no limit
 
 
 Saver = Callable[[Messages, SaverContext], Messages]
@@ -148,6 +155,11 @@ def run_savers(
         return PipelineResult(messages)
     if not _is_messages(messages):
         return PipelineResult(messages, failed="pipeline: messages is not a list of objects")
+    if ctx.max_text_chars:
+        chars = sum(len(t) for m in messages for t in content_texts(m.get("content")))
+        if chars > ctx.max_text_chars:
+            return PipelineResult(messages, failed=f"pipeline: {chars} characters of text, over the savers' "
+                                                   f"limit of {ctx.max_text_chars}")
     current: Messages = messages
     for name in names:
         try:

@@ -6,6 +6,13 @@ count. The first **content-bearing** chunk (non-empty `content` or `reasoning`, 
 `finish_reason`) is the commit point: the held events plus that chunk go to the client in one `Commit`,
 and from then on every complete event is forwarded byte for byte (`Send`).
 
+A `finish_reason` before any output is an answer that finished empty. When its `native_finish_reason` names
+an upstream failure (tasks/core/classify.py `names_upstream_failure`: OpenRouter's `network_error`), it is
+no answer: `FailOver(native_<word>)`, on every tier. A plain empty `stop` (no failure named) fails over as
+`empty_answer` while another tier could answer (`Gate.fail_over_empty`, set by the caller), and is the
+commit point on the last tier (the client gets that tier's empty answer). `length` and `content_filter` say
+why the answer is empty and are the commit point.
+
 Before the commit, any trouble yields `FailOver(reason)`: the caller closes the upstream and tries the
 next tier; the client has seen nothing. After the commit, trouble yields `Abort(data)`: one SSE `data:`
 chunk with a top-level `error` object (OpenRouter's mid-stream error shape), after which the client stream
@@ -15,6 +22,8 @@ chunk always starts on an event boundary.
     state   input                          -> actions
     waiting comment / empty chunk          -> (held)
     waiting content chunk                  -> Commit(held + chunk)            -> committed
+    waiting finish, no output, native fail -> FailOver(native_<word>)
+    waiting finish stop, no output         -> FailOver(empty_answer) if fail_over_empty, else Commit
     waiting [DONE] / EOF / read error      -> FailOver(stream_ended|stream_error_before_commit)
     waiting top-level error / bad frame    -> FailOver(error_chunk|bad_frame_before_commit)
     waiting budget exhausted               -> FailOver(first_chunk_timeout)
@@ -34,17 +43,21 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+import router.reasons as reasons
+from router.reasons import Cause, FailoverReason
 from router.stream_events import (
     Kind,
     classify,
+    error_code,
     error_summary,
+    finish_reason,
     last_boundary,
     may_change_state,
     plain_text_only,
     split_events,
     usage_prompt_tokens,
 )
-from tasks.core.classify import names_upstream_failure
+from tasks.core.classify import MASKING_FINISH_REASONS, names_upstream_failure
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
@@ -70,7 +83,7 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class FailOver:
-    reason: str  # first_chunk_timeout, stream_ended_before_commit, stream_error_before_commit, ...
+    reason: FailoverReason  # first_chunk_timeout, stream_ended_before_commit, native_network_error, ...
     detail: str = ""
 
 
@@ -82,7 +95,7 @@ class Finish:
 @dataclass(frozen=True, slots=True)
 class Abort:
     data: bytes  # the error chunk to send before ending the client stream
-    reason: str  # stream_cut_after_commit, stream_error_after_commit, idle_timeout_after_commit
+    reason: FailoverReason  # stream_cut_after_commit, stream_error_after_commit, idle_timeout_after_commit
 
 
 Action = Commit | Send | FailOver | Finish | Abort
@@ -102,12 +115,14 @@ class Gate:
     model: str | None = None
     provider: str | None = None
     native_error: str | None = None  # a native_finish_reason naming an upstream error (e.g. network_error)
+    error_code: int | None = None  # the code of the upstream's own error chunk after the commit
+    fail_over_empty: bool = False  # another tier could answer: an empty `stop` before any output fails over
 
 
 def native_error(chunk: dict[str, Any] | None) -> str | None:
     """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
-    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"` (live suspicion only;
-    the bytes are forwarded as they are). The rule is the probe's (tasks/core/classify.py)."""
+    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"`. The rule is the
+    probe's (tasks/core/classify.py)."""
     for choice in (chunk or {}).get("choices") or []:
         native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
         if isinstance(native, str) and names_upstream_failure(native):
@@ -129,28 +144,49 @@ def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
     )
 
 
+def _fail(cause: Cause, detail: str, word: object = None) -> FailOver:
+    return FailOver(reasons.fixed(cause, word), detail)
+
+
+#: Finish reasons that say why an answer is empty (the client asked for the limit, or a filter ended it).
+EXPLAINED_EMPTY = frozenset({"length", "content_filter"})
+
+
+def _empty_finish(gate: Gate, chunk: dict[str, Any], raw: bytes) -> tuple[Gate, list[Action]]:
+    """A finish before any output (module docstring): an upstream failure, an empty answer, or the commit."""
+    native = native_error(chunk)
+    finish = finish_reason(chunk)
+    closed = replace(_meta(gate, chunk), phase=Phase.CLOSED)
+    if native is not None and finish in MASKING_FINISH_REASONS:
+        return closed, [FailOver(reasons.native(native), f"native_finish_reason ({native}), no content")]
+    if gate.fail_over_empty and finish not in EXPLAINED_EMPTY:
+        return closed, [_fail(Cause.EMPTY_ANSWER, f"finish_reason ({finish}), no content or tool call")]
+    return replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", finished=True), [Commit(gate.held + raw)]
+
+
 def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
     kind, chunk = classify(raw)
     if kind in (Kind.KEEPALIVE, Kind.EMPTY):
         gate = replace(_meta(gate, chunk), held=gate.held + raw)
         if len(gate.held) > MAX_HELD_BYTES:
-            return replace(gate, phase=Phase.CLOSED), [
-                FailOver("bad_frame_before_commit", "too much preamble")
-            ]
+            return replace(gate, phase=Phase.CLOSED), [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, "too much preamble")]
         return gate, []
     if kind is Kind.CONTENT:
         assert chunk is not None
-        finished = any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or [])
+        finished = finish_reason(chunk) is not None
         first = gate.held + raw
         return replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", finished=finished), [
             Commit(first)
         ]
+    if kind is Kind.FINISH:
+        assert chunk is not None
+        return _empty_finish(gate, chunk, raw)
     closed = replace(gate, phase=Phase.CLOSED)
     if kind is Kind.DONE:
-        return closed, [FailOver("stream_ended_before_commit", "[DONE] before any content")]
+        return closed, [_fail(Cause.STREAM_ENDED_BEFORE_COMMIT, "[DONE] before any content")]
     if kind is Kind.ERROR:
-        return closed, [FailOver("error_chunk_before_commit", error_summary(chunk))]
-    return closed, [FailOver("bad_frame_before_commit", raw[:80].decode("utf-8", "replace"))]
+        return closed, [_fail(Cause.ERROR_CHUNK_BEFORE_COMMIT, error_summary(chunk), error_code(chunk))]
+    return closed, [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, raw[:80].decode("utf-8", "replace"))]
 
 
 def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
@@ -165,7 +201,7 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
         if tokens is not None:
             gate = replace(gate, prompt_tokens=tokens)
         if kind is Kind.ERROR:
-            return replace(gate, errored=True), kind
+            return replace(gate, errored=True, error_code=error_code(chunk)), kind
         if chunk is not None and any(
             isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
         ):
@@ -211,9 +247,10 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
     return gate, actions
 
 
-def error_chunk(gate: Gate, reason: str, now_s: int) -> bytes:
+def error_chunk(gate: Gate, reason: FailoverReason, now_s: int) -> bytes:
     """OpenRouter's mid-stream error shape (docs/openrouter-api.md 3e), as one SSE event."""
-    code, error_type = (504, "timeout") if "timeout" in reason else (502, "provider_unavailable")
+    timeout = reason.cause is Cause.IDLE_TIMEOUT_AFTER_COMMIT
+    code, error_type = (504, "timeout") if timeout else (502, "provider_unavailable")
     chunk = {
         "id": gate.chunk_id or f"gen-router-{now_s}",
         "object": "chat.completion.chunk",
@@ -223,7 +260,7 @@ def error_chunk(gate: Gate, reason: str, now_s: int) -> bytes:
         "error": {
             "code": code,
             "message": f"upstream stream failed after the reply began ({reason}); the reply is incomplete",
-            "metadata": {"error_type": error_type, "router_reason": reason},
+            "metadata": {"error_type": error_type, "router_reason": str(reason)},
         },
         "choices": [
             {"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}
@@ -239,7 +276,7 @@ def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
     kind, _ = classify(gate.pending)
     if kind is Kind.BAD and gate.phase is Phase.WAITING:  # a 200 that is no event stream (an HTML page)
         detail = gate.pending[:80].decode("utf-8", "replace")
-        return replace(gate, phase=Phase.CLOSED, pending=b""), [FailOver("bad_frame_before_commit", detail)]
+        return replace(gate, phase=Phase.CLOSED, pending=b""), [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, detail)]
     if kind is Kind.BAD:
         return replace(gate, pending=b""), []
     return feed(replace(gate, pending=b""), gate.pending + b"\n\n")
@@ -254,14 +291,17 @@ def eof(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
         return gate, actions
     if gate.phase is Phase.WAITING:
         return replace(gate, phase=Phase.CLOSED), actions + [
-            FailOver("stream_ended_before_commit", "stream closed before any content")
+            _fail(Cause.STREAM_ENDED_BEFORE_COMMIT, "stream closed before any content")
         ]
     closed = replace(gate, phase=Phase.CLOSED)
     if gate.done or gate.finished or gate.errored:
         return closed, actions + [Finish()]
-    return closed, actions + [
-        Abort(error_chunk(gate, "stream_cut_after_commit", now_s), "stream_cut_after_commit")
-    ]
+    return closed, actions + [_abort(gate, Cause.STREAM_CUT_AFTER_COMMIT, now_s)]
+
+
+def _abort(gate: Gate, cause: Cause, now_s: int) -> Abort:
+    reason = reasons.fixed(cause)
+    return Abort(error_chunk(gate, reason, now_s), reason)
 
 
 def broken(gate: Gate, detail: str, now_s: int = 0) -> tuple[Gate, list[Action]]:
@@ -270,10 +310,10 @@ def broken(gate: Gate, detail: str, now_s: int = 0) -> tuple[Gate, list[Action]]
         return gate, []
     closed = replace(gate, phase=Phase.CLOSED)
     if gate.phase is Phase.WAITING:
-        return closed, [FailOver("stream_error_before_commit", detail)]
+        return closed, [_fail(Cause.STREAM_ERROR_BEFORE_COMMIT, detail)]
     if gate.done or gate.errored:
         return closed, [Finish()]
-    return closed, [Abort(error_chunk(gate, "stream_error_after_commit", now_s), "stream_error_after_commit")]
+    return closed, [_abort(gate, Cause.STREAM_ERROR_AFTER_COMMIT, now_s)]
 
 
 def timed_out(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
@@ -282,5 +322,5 @@ def timed_out(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
         return gate, []
     closed = replace(gate, phase=Phase.CLOSED)
     if gate.phase is Phase.WAITING:
-        return closed, [FailOver("first_chunk_timeout", "no content chunk within the budget")]
-    return closed, [Abort(error_chunk(gate, "idle_timeout_after_commit", now_s), "idle_timeout_after_commit")]
+        return closed, [_fail(Cause.FIRST_CHUNK_TIMEOUT, "no content chunk within the budget")]
+    return closed, [_abort(gate, Cause.IDLE_TIMEOUT_AFTER_COMMIT, now_s)]

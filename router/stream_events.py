@@ -21,7 +21,8 @@ class Kind(StrEnum):
 
     KEEPALIVE = "keepalive"  # comments only, or no data line
     EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
-    CONTENT = "content"  # the commit point
+    CONTENT = "content"  # the commit point: content, reasoning or a tool call
+    FINISH = "finish"  # a finish_reason (not "error") and no output in it: the commit point, or an empty answer
     DONE = "done"  # data: [DONE]
     ERROR = "error"  # a top-level "error" object (or finish_reason "error")
     BAD = "bad"  # a data line that is not a JSON object
@@ -54,7 +55,11 @@ def _has_output(choice: Any) -> bool:
                 return True
         if delta.get("tool_calls") or delta.get("reasoning_details"):
             return True
-    return choice.get("finish_reason") not in (None, "error")
+    return False
+
+
+def _finishes(choice: Any) -> bool:
+    return isinstance(choice, dict) and choice.get("finish_reason") not in (None, "error")
 
 def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
     """Kind of one complete event, and its parsed chunk when it has one."""
@@ -79,6 +84,8 @@ def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
         return Kind.ERROR, chunk
     if any(_has_output(c) for c in choices):
         return Kind.CONTENT, chunk
+    if any(_finishes(c) for c in choices):
+        return Kind.FINISH, chunk
     return Kind.EMPTY, chunk
 
 def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
@@ -89,6 +96,22 @@ def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
         events.append(buffer[start : match.end()])
         start = match.end()
     return events, buffer[start:]
+
+def error_code(chunk: dict[str, Any] | None) -> int | None:
+    """The numeric `error.code` of an error chunk, if it has one."""
+    error = chunk.get("error") if chunk else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def finish_reason(chunk: dict[str, Any] | None) -> str | None:
+    """The first `finish_reason` a chunk's choices carry."""
+    for choice in (chunk or {}).get("choices") or []:
+        value = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
+
 
 def error_summary(chunk: dict[str, Any] | None) -> str:
     error = chunk.get("error") if chunk else None

@@ -13,7 +13,9 @@ Rules (router/ROUTES.md "Failover"):
    error or silence before the first content chunk, and OpenRouter's 404 "No allowed providers are available
    for the selected model." (reason `no_allowed_providers`): that one is about the tier (its provider
    preferences plus the ignore list left nothing), not the request, and another tier may well have a
-   provider left. Any other status (400, 401, 402, 403, other 404s, 413, 422) is about the request itself:
+   provider left. So does its 404 "No endpoints found that can handle the requested parameters" (or "...
+   that support tool use"; reason `no_endpoints_for_parameters`): another tier's model may take them. Any
+   other status (400, 401, 402, 403, other 404s, 413, 422) is about the request itself:
    it goes back to the client as is, because every tier would refuse it. The status classes are
    tasks/core/http_rules.py's (`is_try_again_status`, shared with the probe), and so is the Retry-After
    parser (`parse_retry_after`, which router/app.py applies before `cool_down`).
@@ -28,13 +30,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
+import router.reasons as reasons
+from router.reasons import Cause, FailoverReason
 from tasks.core.http_rules import is_try_again_status
 
 #: The reason recorded for a tier skipped because the ignore list excludes every provider it pins (rule 4).
-SKIP_PINNED_EXCLUDED = "pinned_providers_excluded"
-#: The reason recorded for OpenRouter's 404 "No allowed providers are available for the selected model."
-NO_ALLOWED_PROVIDERS = "no_allowed_providers"
-_NO_ALLOWED_TEXT = b"no allowed providers"
+SKIP_PINNED_EXCLUDED = reasons.fixed(Cause.PINNED_EXCLUDED)
+#: OpenRouter's 404 bodies that are about the tier, not the request (rule 3), and the reason of each.
+_TIER_404: tuple[tuple[bytes, FailoverReason], ...] = (
+    (b"no allowed providers", reasons.fixed(Cause.NO_ALLOWED_PROVIDERS)),
+    (b"no endpoints found that", reasons.fixed(Cause.NO_ENDPOINTS)),
+)
 
 #: upstream_id -> monotonic time (s) until which that upstream is cooling down.
 Cooldowns = Mapping[str, float]
@@ -42,17 +48,14 @@ Cooldowns = Mapping[str, float]
 EMPTY_COOLDOWNS: Cooldowns = MappingProxyType({})
 
 
-def status_reason(status: int) -> str:
-    return f"http_{status}"
-
-
-def failover_reason(status: int, body: bytes) -> str | None:
+def failover_reason(status: int, body: bytes) -> FailoverReason | None:
     """Why an upstream's non-200 answer moves the request to the next tier, or None if it is the request's:
-    408, 429 and every 5xx (524, 529 included: `is_try_again_status`), or the 404 of rule 3."""
+    408, 429 and every 5xx (524, 529 included: `is_try_again_status`), or a 404 of rule 3."""
     if is_try_again_status(status):
-        return status_reason(status)
-    if status == 404 and _NO_ALLOWED_TEXT in body[:4096].lower():
-        return NO_ALLOWED_PROVIDERS
+        return reasons.http(status)
+    if status == 404:
+        head = body[:4096].lower()
+        return next((reason for text, reason in _TIER_404 if text in head), None)
     return None
 
 

@@ -61,7 +61,8 @@ def _load_counter() -> tuple[str, Callable[[str], int]]:
 TOKENIZER, count_text = _load_counter()
 
 
-def _content_texts(content: Any) -> list[str]:
+def content_texts(content: Any) -> list[str]:
+    """The text parts of a message's `content` (a string, or the `text` of each part of a list)."""
     if isinstance(content, str):
         return [content]
     texts: list[str] = []
@@ -83,7 +84,7 @@ def count_messages(messages: Sequence[Any], counter: Callable[[str], int] | None
         role = message.get("role")
         if isinstance(role, str):
             total += count(role)
-        for text in _content_texts(message.get("content")):
+        for text in content_texts(message.get("content")):
             total += count(text)
         name = message.get("name")
         if isinstance(name, str):
@@ -98,12 +99,16 @@ def count_messages(messages: Sequence[Any], counter: Callable[[str], int] | None
 
 
 def count_body(body: bytes, counter: Callable[[str], int] | None = None) -> int | None:
-    """Prompt tokens of a serialized chat request body (None if it is not one)."""
+    """Prompt tokens of a serialized chat request body (None if it is not one, or cannot be counted: bpe-openai
+    refuses a text of a megabyte or so with "Input too long to encode safely", which is no client's fault)."""
     try:
         parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     messages = parsed.get("messages") if isinstance(parsed, dict) else None
     if not isinstance(messages, list):
         return None
-    return count_messages(messages, counter)
+    try:
+        return count_messages(messages, counter)
+    except ValueError:
+        return None

@@ -1,9 +1,10 @@
 """One attempt against one tier (I/O): send, then either fail over, pass the answer through, or commit.
 
 `try_stream` drives the pure `router.stream.Gate` with the upstream's bytes until the first content chunk
-(commit) or a failure within the first-chunk budget; `relay` forwards the rest after the commit.
-`try_once` is the non-streaming attempt. Neither raises for anything an upstream can do: failures are
-returned as `TierFailure` data.
+(commit) or a failure within the first-chunk budget; `relay` forwards the rest after the commit and keeps
+the bytes it forwarded (up to a cap) for the judge. `try_once` is the non-streaming attempt; what its answer
+is worth is the shell's business (router/answer.py). Neither raises for anything an upstream can do:
+failures are returned as `TierFailure` data.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+import router.reasons as reasons
 from router import stream as gate_fsm
+from router.reasons import Cause, FailoverReason
 from router.stream import Abort, Commit, FailOver, Gate, Send
 from router.tiers import failover_reason
-from tasks.core.http_rules import is_try_again_status
 from tasks.core.types import ErrorClass
 from tasks.http_errors import classify_exception
 
@@ -30,10 +32,11 @@ PASS_HEADERS = ("content-type", "x-generation-id")
 
 @dataclass(frozen=True)
 class TierFailure:
-    reason: str  # connect, timeout, http_429, first_chunk_timeout, stream_error_before_commit, ...
+    reason: FailoverReason  # connect, timeout, http_429, first_chunk_timeout, native_network_error, ...
     detail: str = ""
     latency_ms: float = 0.0
     retry_after: str | None = None  # the raw Retry-After header, if any
+    provider: str | None = None  # the provider a stream's chunks named before it failed
 
 
 @dataclass(frozen=True)
@@ -61,25 +64,32 @@ def _pass_headers(response: httpx.Response) -> dict[str, str]:
 
 
 #: The failover reason of a request that raised, by the probe's class of its httpx exception (tasks/http_errors.py).
-_REQUEST_FAILURE_REASONS: Mapping[ErrorClass, str] = {ErrorClass.CONNECT: "connect", ErrorClass.TIMEOUT: "timeout"}
+_REQUEST_FAILURE_REASONS: Mapping[ErrorClass, Cause] = {ErrorClass.CONNECT: Cause.CONNECT,
+                                                        ErrorClass.TIMEOUT: Cause.TIMEOUT}
 
 
 def _request_failure(exc: httpx.HTTPError, latency_ms: float) -> TierFailure:
-    reason = _REQUEST_FAILURE_REASONS.get(classify_exception(exc), "transport_error")
-    return TierFailure(reason, type(exc).__name__, latency_ms)
+    cause = _REQUEST_FAILURE_REASONS.get(classify_exception(exc), Cause.TRANSPORT_ERROR)
+    return TierFailure(reasons.fixed(cause), type(exc).__name__, latency_ms)
 
 
-def error_in_body(body: bytes) -> int | None:
-    """The `error.code` of an OpenRouter error document (also sent inside an HTTP 200), else None."""
+def _error_failure(reason: FailoverReason, body: bytes, latency_ms: float, retry_after: str | None) -> TierFailure:
+    """A failover on an HTTP error: its reason carries the error object's code when the body has one."""
+    code = error_code_in(body)
+    if reason.word is None and code is not None:
+        reason = reasons.fixed(reason.cause, code)
+    return TierFailure(reason, body[:200].decode("utf-8", "replace"), latency_ms, retry_after)
+
+
+def error_code_in(body: bytes) -> int | None:
+    """The numeric `error.code` of an OpenRouter error document, else None."""
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = json.loads(body[:MAX_ERROR_BODY])
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     error = doc.get("error") if isinstance(doc, dict) else None
-    if not isinstance(error, dict):
-        return None
-    code = error.get("code")
-    return code if isinstance(code, int) else 500
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 async def try_once(
@@ -95,22 +105,14 @@ async def try_once(
         async with asyncio.timeout(timeout_s):
             response = await client.post(url, content=body, headers=dict(headers))
     except TimeoutError:
-        return TierFailure("timeout", f"no answer within {timeout_s:g} s", (monotonic() - started) * 1000)
+        elapsed = (monotonic() - started) * 1000
+        return TierFailure(reasons.fixed(Cause.TIMEOUT), f"no answer within {timeout_s:g} s", elapsed)
     except httpx.HTTPError as exc:
         return _request_failure(exc, (monotonic() - started) * 1000)
     latency_ms = (monotonic() - started) * 1000
     reason = failover_reason(response.status_code, response.content)
     if reason is not None:
-        return TierFailure(
-            reason,
-            response.text[:200],
-            latency_ms,
-            response.headers.get("retry-after"),
-        )
-    if response.status_code == 200:
-        code = error_in_body(response.content)
-        if is_try_again_status(code):
-            return TierFailure(f"error_in_200_{code}", response.text[:200], latency_ms)
+        return _error_failure(reason, response.content, latency_ms, response.headers.get("retry-after"))
     return Passthrough(response.status_code, response.content, _pass_headers(response), latency_ms)
 
 
@@ -131,8 +133,10 @@ async def try_stream(
     budget_s: float,
     monotonic: Callable[[], float],
     idle_timeout_s: float = 30.0,
+    fail_over_empty: bool = False,
 ) -> TierFailure | Passthrough | Committed:
-    """Open the upstream stream and wait for exactly one content chunk within `budget_s` (from sending)."""
+    """Open the upstream stream and wait for exactly one content chunk within `budget_s` (from sending).
+    `fail_over_empty`: another tier could answer, so an empty `stop` is a failover (router/stream.py)."""
     started = monotonic()
     deadline = started + budget_s
 
@@ -147,7 +151,8 @@ async def try_stream(
         async with asyncio.timeout(budget_s):
             response = await client.send(request, stream=True)
     except TimeoutError:
-        return TierFailure("first_chunk_timeout", "no response headers within the budget", elapsed_ms())
+        stalled = reasons.fixed(Cause.FIRST_CHUNK_TIMEOUT)
+        return TierFailure(stalled, "no response headers within the budget", elapsed_ms())
     except httpx.HTTPError as exc:
         return _request_failure(exc, elapsed_ms())
     try:
@@ -159,15 +164,10 @@ async def try_stream(
                 error_body = b""
             reason = failover_reason(response.status_code, error_body)
             if reason is not None:
-                return TierFailure(
-                    reason,
-                    error_body[:200].decode("utf-8", "replace"),
-                    elapsed_ms(),
-                    response.headers.get("retry-after"),
-                )
+                return _error_failure(reason, error_body, elapsed_ms(), response.headers.get("retry-after"))
             return Passthrough(response.status_code, error_body, _pass_headers(response), elapsed_ms())
         chunks = response.aiter_raw().__aiter__()
-        gate = Gate()
+        gate = Gate(fail_over_empty=fail_over_empty)
         while True:
             try:
                 async with asyncio.timeout(deadline - monotonic()):
@@ -182,7 +182,7 @@ async def try_stream(
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:
                 if isinstance(action, FailOver):
-                    return TierFailure(action.reason, action.detail, elapsed_ms())
+                    return TierFailure(action.reason, action.detail, elapsed_ms(), provider=gate.provider)
                 if isinstance(action, Commit):
                     first = action.data + b"".join(a.data for a in actions if isinstance(a, Send))
                     committed = Committed(
@@ -195,22 +195,37 @@ async def try_stream(
             await response.aclose()
 
 
+@dataclass(frozen=True)
+class Relayed:
+    """How a relayed stream ended: its gate, why the router aborted it (if it did), the bytes the client got
+    (up to the cap: `cut` when more went by), and whether the client took it to the end."""
+
+    gate: Gate
+    aborted: FailoverReason | None
+    kept: bytes
+    cut: bool
+    completed: bool
+
+
 async def relay(
     committed: Committed,
     now_s: Callable[[], int],
-    on_abort: Callable[[str], None],
-    on_end: Callable[[int | None], None] | None = None,
-    on_close: Callable[[Gate], None] | None = None,
+    on_abort: Callable[[FailoverReason], None],
+    on_end: Callable[[Relayed], None],
+    keep_bytes: int = 0,
 ) -> AsyncIterator[bytes]:
-    """Everything after the commit, byte for byte; an upstream failure ends with one error chunk.
+    """Everything after the commit, byte for byte; an upstream failure ends with one error chunk. The bytes
+    sent are kept up to `keep_bytes` for `on_end` (one bytearray append per read: the hot path stays a copy).
 
     The idle budget is the request's httpx read timeout (set in `try_stream`).
     """
     gate = committed.gate
+    kept = bytearray(committed.first[:keep_bytes])
+    cut = len(committed.first) > keep_bytes
+    aborted: FailoverReason | None = None
+    completed = False
     try:
         yield committed.first
-        if gate.phase is not gate_fsm.Phase.COMMITTED:
-            return  # the first read already carried [DONE]
         while gate.phase is gate_fsm.Phase.COMMITTED:
             try:
                 data = await committed.chunks.__anext__()
@@ -225,13 +240,16 @@ async def relay(
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:
                 if isinstance(action, Send):
+                    if not cut:
+                        room = keep_bytes - len(kept)
+                        kept += action.data[:room]
+                        cut = len(action.data) > room
                     yield action.data
                 elif isinstance(action, Abort):
+                    aborted = action.reason
                     on_abort(action.reason)
                     yield action.data
+        completed = True
     finally:
         await committed.response.aclose()
-        if on_end is not None:
-            on_end(gate.prompt_tokens)
-        if on_close is not None:
-            on_close(gate)
+        on_end(Relayed(gate, aborted, bytes(kept), cut, completed))

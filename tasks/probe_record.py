@@ -35,8 +35,8 @@ from tasks.core.sse import (
     escape_bytes,
 )
 from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
-from tasks.core.sse_tools import delta_tool_calls
-from tasks.core.types import Attempt, Endpoint, ErrorClass, ToolCall, Usage
+from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
+from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
 from tasks.secrets import redact, redact_opt
 
 
@@ -59,9 +59,9 @@ class AttemptRecorder:
         self.error_detail: str | None = None
         self.retry_after_s: float | None = None
         self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
-        self._text = _CappedText(cap_bytes)
-        self._reasoning = _CappedText(cap_bytes)
-        self._tool_calls = _ToolCallAssembler(cap_bytes)
+        self._text = CappedText(cap_bytes)
+        self._reasoning = CappedText(cap_bytes)
+        self._tool_calls = ToolCallAssembler(cap_bytes)
 
     def elapsed_ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -152,61 +152,6 @@ class AttemptRecorder:
             reasoning=redact(self._reasoning.value()), error_class=self.error_class, error_code=self.error_code,
             error_detail=self.error_detail, retry_after_s=self.retry_after_s,
             tool_calls=self._tool_calls.value(),
-        )
-
-
-class _CappedText:
-    """Concatenated deltas, cut at `cap` bytes of UTF-8 on a character boundary; lone surrogates → U+FFFD."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.size, self.truncated = cap, 0, False
-        self._parts: list[str] = []
-
-    def add(self, piece: str) -> None:
-        if not piece or self.truncated:
-            return
-        try:
-            raw = piece.encode("utf-8")
-        except UnicodeEncodeError:
-            piece = piece.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-            raw = piece.encode("utf-8")
-        room = self.cap - self.size
-        if len(raw) > room:
-            piece = raw[:room].decode("utf-8", "ignore")
-            self.truncated = True
-        self._parts.append(piece)
-        self.size += len(piece.encode("utf-8"))
-
-    def value(self) -> str:
-        return "".join(self._parts)
-
-
-class _ToolCallAssembler:
-    """Tool-call fragments folded by index; arguments share one byte cap (`truncated` when it cut)."""
-
-    def __init__(self, cap: int) -> None:
-        self._ids: dict[int, str | None] = {}
-        self._names: dict[int, str] = {}
-        self._args: dict[int, _CappedText] = {}
-        self._cap = cap
-
-    @property
-    def truncated(self) -> bool:
-        return any(a.truncated for a in self._args.values())
-
-    def add(self, index: int, call_id: str | None, name: str | None, arguments: str) -> None:
-        if index not in self._args:
-            self._args[index] = _CappedText(self._cap)
-        if call_id and not self._ids.get(index):
-            self._ids[index] = call_id
-        if name and not self._names.get(index):
-            self._names[index] = name
-        self._args[index].add(arguments)
-
-    def value(self) -> tuple[ToolCall, ...]:
-        return tuple(
-            ToolCall(i, self._ids.get(i), self._names.get(i, ""), self._args[i].value())
-            for i in sorted(self._args)
         )
 
 

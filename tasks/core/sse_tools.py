@@ -1,7 +1,9 @@
 """Tool calls on the wire, sans I/O: the fragments one chunk carries (docs/openrouter-api.md 3c).
 
-The companion of tasks/core/sse.py for ``delta.tool_calls``; tasks/probe_record.py assembles the fragments by index
-into `tasks.core.types.ToolCall` records.
+The companion of tasks/core/sse.py for ``delta.tool_calls``. `ToolCallAssembler` folds the fragments by index into
+`tasks.core.types.ToolCall` records (the probe's tasks/probe_record.py and the router's router/answer.py both use it):
+the first non-empty ``id`` and ``name`` of an index win, its ``arguments`` fragments are concatenated in arrival
+order, capped like the text (`CappedText`; a cut sets ``truncated``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from tasks.core.round_records import ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +72,58 @@ def _choices(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(choices, list):
         return []
     return [c for c in choices if isinstance(c, Mapping)]
+
+
+class CappedText:
+    """Concatenated deltas, cut at `cap` bytes of UTF-8 on a character boundary; lone surrogates → U+FFFD."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.size, self.truncated = cap, 0, False
+        self._parts: list[str] = []
+
+    def add(self, piece: str) -> None:
+        if not piece or self.truncated:
+            return
+        try:
+            raw = piece.encode("utf-8")
+        except UnicodeEncodeError:
+            piece = piece.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            raw = piece.encode("utf-8")
+        room = self.cap - self.size
+        if len(raw) > room:
+            piece = raw[:room].decode("utf-8", "ignore")
+            self.truncated = True
+        self._parts.append(piece)
+        self.size += len(piece.encode("utf-8"))
+
+    def value(self) -> str:
+        return "".join(self._parts)
+
+
+class ToolCallAssembler:
+    """Tool-call fragments folded by index; arguments share one byte cap (`truncated` when it cut)."""
+
+    def __init__(self, cap: int) -> None:
+        self._ids: dict[int, str | None] = {}
+        self._names: dict[int, str] = {}
+        self._args: dict[int, CappedText] = {}
+        self._cap = cap
+
+    @property
+    def truncated(self) -> bool:
+        return any(a.truncated for a in self._args.values())
+
+    def add(self, index: int, call_id: str | None, name: str | None, arguments: str) -> None:
+        if index not in self._args:
+            self._args[index] = CappedText(self._cap)
+        if call_id and not self._ids.get(index):
+            self._ids[index] = call_id
+        if name and not self._names.get(index):
+            self._names[index] = name
+        self._args[index].add(arguments)
+
+    def value(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(i, self._ids.get(i), self._names.get(i, ""), self._args[i].value())
+            for i in sorted(self._args)
+        )

@@ -55,8 +55,10 @@ def test_the_router_streams_through_the_example_routes(tmp_path: Path, after_dem
         }))
     with start_simulator(None, port=0, time_scale=0.05) as sim:
         sim_port = sim.base_url.split(":")[2].split("/")[0]
-        # The same file, with only the simulator's port changed (8787 may be taken on a shared machine).
-        routes = tmp_path / "routes.toml"
+        # The same file, with only the simulator's port changed (8787 may be taken on a shared machine), in the
+        # same place relative to the lists (examples/ beside demo-published/): its paths are read against it.
+        (tmp_path / "examples").mkdir()
+        routes = tmp_path / "examples" / "routes.toml"
         shipped = EXAMPLE.read_text(encoding="utf-8")
         routes.write_text(shipped.replace(SIMULATOR_DEFAULT, f"127.0.0.1:{sim_port}"))
         exe = Path(sys.executable).with_name("canary")

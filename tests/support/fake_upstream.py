@@ -10,7 +10,9 @@ its body (the router sends each tier's own model), and every request is recorded
 Kinds: ok, slow_first (delay_s before the first content), stall_after_headers (a keep-alive, then
 silence for delay_s), die_before_content (headers and a role-only chunk, then a cut), die_after_first
 (one content chunk, then a cut), stall_after_first (one content chunk, then silence for delay_s),
-error_chunk_after_first, http_error (status, retry_after, no stream).
+error_chunk_after_first, http_error (status, retry_after, no stream), raw (`body` sent as is with `status`
+and `content_type`: a real capture, streamed in one chunk or as a whole body), empty_stop (no content, finish
+stop), tool_call (one call of `tool` with `arguments`, streamed in fragments or whole).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class Script:
     retry_after: str | None = None
     provider: str = "Fake"
     prompt_tokens: int = 42
+    body: bytes = b""  # raw: the bytes sent
+    content_type: str = "text/event-stream"  # raw
+    tool: str = "get_weather"  # tool_call
+    arguments: str = '{"city": "Paris"}'  # tool_call
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,46 @@ class FakeUpstream:
         finally:
             writer.close()
 
+    async def _raw(self, s: Script, w: asyncio.StreamWriter) -> None:
+        w.write(
+            f"HTTP/1.1 {s.status} X\r\nContent-Type: {s.content_type}\r\nContent-Length: {len(s.body)}\r\n"
+            "Connection: close\r\n\r\n".encode() + s.body
+        )
+        await w.drain()
+
+    async def _tool_call(self, s: Script, model: str, stream: bool, w: asyncio.StreamWriter) -> None:
+        call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": s.tool, "arguments": s.arguments}}
+        if not stream:
+            doc = {"id": "gen-1-fake", "object": "chat.completion", "created": 1, "model": model,
+                   "provider": s.provider,
+                   "choices": [{"index": 0, "finish_reason": "tool_calls", "native_finish_reason": "tool_calls",
+                                "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+            await self._raw(Script("raw", status=200, body=json.dumps(doc).encode(), content_type="application/json"),
+                            w)
+            return
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        head = {**call, "function": {"name": s.tool, "arguments": ""}}
+        w.write(_http_chunk(_chunk(model, s.provider, {"role": "assistant", "content": None, "tool_calls": [head]})))
+        half = len(s.arguments) // 2
+        for piece in (s.arguments[:half], s.arguments[half:]):
+            frag = {"index": 0, "function": {"arguments": piece}}
+            w.write(_http_chunk(_chunk(model, s.provider, {"tool_calls": [frag]})))
+        w.write(_http_chunk(_chunk(model, s.provider, {}, "tool_calls")))
+        w.write(_http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await w.drain()
+
     async def _respond(self, s: Script, model: str, stream: bool, w: asyncio.StreamWriter) -> None:
+        if s.kind == "raw":
+            await self._raw(s, w)
+            return
+        if s.kind == "tool_call":
+            await self._tool_call(s, model, stream, w)
+            return
+        if s.kind == "empty_stop":
+            s = Script("ok", text="", provider=s.provider)
         if s.kind == "http_error":
             payload = json.dumps({"error": {"message": "Provider returned error", "code": s.status}}).encode()
             extra = f"Retry-After: {s.retry_after}\r\n" if s.retry_after is not None else ""

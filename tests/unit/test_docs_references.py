@@ -96,7 +96,8 @@ def test_the_router_examples_sinks_are_ignored_by_git() -> None:
     import tomllib
 
     routes = tomllib.loads((ROOT / "examples" / "routes-simulator.toml").read_text(encoding="utf-8"))
-    sinks = [routes["router"]["events_path"], routes["router"]["savings_path"]]
+    examples = ROOT / "examples"  # the file's paths are read against its own directory
+    sinks = [str((examples / routes["router"][k]).resolve().relative_to(ROOT)) for k in ("events_path", "savings_path")]
     ignored = subprocess.run(["git", "check-ignore", *sinks], cwd=ROOT, capture_output=True, text=True)
     assert sorted(ignored.stdout.split()) == sorted(sinks), ignored
 

@@ -9,32 +9,19 @@ from datetime import UTC, datetime
 import pytest
 
 from router import stream as gate_fsm
-from router.live import aggregate, outcome_of, pinned_tag, provider_in, stream_outcome
+from router.live import aggregate, count_from_json, count_to_json, pinned_tag, provider_in, stream_end
+from router.reasons import FailoverReason
 from router.routes import Tier
 from router.stream import native_error
 from tasks.core.classify import names_upstream_failure
-from tasks.core.live_records import LiveCount, LiveOutcome
+from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("reason", "outcome"), [
-    ("http_429", LiveOutcome.HTTP_429),
-    ("http_503", LiveOutcome.HTTP_5XX),
-    ("http_408", LiveOutcome.HTTP_5XX),
-    ("error_in_200_502", LiveOutcome.UPSTREAM_ERROR),
-    ("first_chunk_timeout", LiveOutcome.FIRST_CHUNK_TIMEOUT),
-    ("bad_frame_before_commit", LiveOutcome.PROTOCOL_VIOLATION),
-    ("error_chunk_before_commit", LiveOutcome.UPSTREAM_ERROR),
-    ("stream_ended_before_commit", LiveOutcome.UPSTREAM_ERROR),
-    ("stream_error_before_commit", LiveOutcome.CUT_STREAM),
-    ("stream_cut_after_commit", LiveOutcome.CUT_STREAM),
-    ("idle_timeout_after_commit", LiveOutcome.CUT_STREAM),
-    ("connect", LiveOutcome.TRANSPORT),
-    ("something_new", LiveOutcome.TRANSPORT),
-])
-def test_outcome_of_every_router_reason(reason: str, outcome: LiveOutcome) -> None:
-    assert outcome_of(reason) is outcome
+def stream_outcome(gate: gate_fsm.Gate, aborted: FailoverReason | None) -> LiveOutcome | None:
+    ended = stream_end(gate, aborted)
+    return ended.live_outcome if ended is not None else LiveOutcome.OK
 
 
 def test_only_ok_and_429_are_not_failures() -> None:
@@ -79,17 +66,25 @@ def _feed(*chunks: dict[str, object]) -> gate_fsm.Gate:
 
 
 def test_a_masked_upstream_failure_is_an_upstream_error_live() -> None:
-    """OpenRouter reports a failed upstream hop as finish_reason stop + native_finish_reason network_error."""
+    """OpenRouter reports a failed upstream hop as finish_reason stop + native_finish_reason network_error: before
+    any content that is a failover with the upstream's word; after some content, the stream's end says it."""
     masked = {"id": "g", "provider": "Chutes", "choices": [
         {"index": 0, "delta": {"content": ""}, "finish_reason": "stop", "native_finish_reason": "network_error"}]}
-    gate = _feed(masked)
-    assert gate.phase is gate_fsm.Phase.COMMITTED and gate.native_error == "network_error"
-    assert stream_outcome(gate, None) is LiveOutcome.UPSTREAM_ERROR
+    gate, actions = gate_fsm.feed(gate_fsm.Gate(), b"data: " + json.dumps(masked).encode() + b"\n\n")
+    [failover] = [a for a in actions if isinstance(a, gate_fsm.FailOver)]
+    assert str(failover.reason) == "native_network_error"
+    assert failover.reason.live_outcome is LiveOutcome.UPSTREAM_ERROR
+    assert failover.reason.upstream_word == "network_error"
+    late = _feed({"id": "g", "provider": "Chutes", "choices": [{"index": 0, "delta": {"content": "Hi"}}]}, masked)
+    ended = stream_end(late, None)
+    assert late.native_error == "network_error" and ended is not None
+    assert ended.live_outcome is LiveOutcome.UPSTREAM_ERROR and ended.upstream_word == "network_error"
     fine = _feed({"id": "g", "provider": "Chutes", "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
                  {"id": "g", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop",
                                           "native_finish_reason": "stop"}]})
     assert stream_outcome(fine, None) is LiveOutcome.OK and fine.provider == "Chutes"
-    assert stream_outcome(fine, "stream_cut_after_commit") is LiveOutcome.CUT_STREAM
+    cut = gate_fsm.eof(late)[1]
+    assert stream_outcome(fine, cut[0].reason if isinstance(cut[0], gate_fsm.Abort) else None) is LiveOutcome.OK
 
 
 CAPTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"
@@ -99,7 +94,7 @@ STREAMED = {
     "opencode-openai-tool-call.sse": LiveOutcome.OK,
     "opencode-gpt55-tool-call.sse": LiveOutcome.OK,
     "fantasy-glm46-reasoning-tool.sse": LiveOutcome.OK,
-    "masked-network-error.sse": LiveOutcome.UPSTREAM_ERROR,  # finish stop + native_finish_reason network_error
+    "masked-network-error.sse": LiveOutcome.UPSTREAM_ERROR,  # finish stop + native network_error: a failover
     "midstream-502-atlascloud.sse": LiveOutcome.UPSTREAM_ERROR,  # an error chunk before any content: failover
 }
 
@@ -120,7 +115,7 @@ def test_real_captured_streams_split_anywhere_give_their_live_outcome(name: str,
         failover = next((x.reason for x in seen if isinstance(x, gate_fsm.FailOver)), None)
         aborted = next((x.reason for x in seen if isinstance(x, gate_fsm.Abort)), None)
         # before the commit the router fails over (the attempt's outcome is its reason's), after it the stream ends
-        outcome = outcome_of(failover) if failover else stream_outcome(gate, aborted)
+        outcome = failover.live_outcome if failover else stream_outcome(gate, aborted)
         assert outcome is expected, (name, seed)
 
 
@@ -140,3 +135,55 @@ def test_the_router_and_the_probe_read_a_native_finish_reason_alike(native: str,
     chunk = {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop",
                           "native_finish_reason": native}]}
     assert (native_error(chunk) is not None) is upstream is names_upstream_failure(native)
+
+
+def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
+    """What a busy database could not take at shutdown is kept as JSON lines (router/events.py Spill)."""
+    t = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    counts = [LiveCount(t, "m", "model:chat", 1, "a", "A", LiveOutcome.UPSTREAM_ERROR, 3, reason="network_error"),
+              LiveCount(t, "m", "model:chat", 2, None, None, LiveOutcome.QUALITY_FAIL, quality=LiveQuality.TOOLS,
+                        reason="schema_violation")]
+    assert [count_from_json(json.loads(json.dumps(count_to_json(c)))) for c in counts] == counts
+
+
+def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_verdicts() -> None:
+    """router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
+    import router.reasons as r
+    from router.answer import Verdict
+    from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
+    from router.events import Batcher
+    from router.live import LiveRecorder
+    from router.reasons import Cause
+    from router.routes import Route
+    from tasks.clock import StepClock
+
+    class Keep:
+        def __init__(self) -> None:
+            self.rows: list[LiveCount] = []
+
+        def write(self, records: list[LiveCount]) -> None:
+            self.rows += records
+
+    sink = Keep()
+    batcher: Batcher[LiveCount] = Batcher(sink, "test")
+    route = Route("model:chat", (Tier("http://a", "m", provider={"only": ["alpha"]}),), model="chat")
+    observer = AttemptObserver([LiveRecorder(StepClock(datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)), [batcher])])
+    for attempt in (
+        TierAttempt(Stage.FAILED_OVER, route, 1, reason=r.native("network_error"), provider="Alpha"),
+        TierAttempt(Stage.SKIPPED, route, 1, reason=r.fixed(Cause.PINNED_EXCLUDED)),
+        TierAttempt(Stage.FAILED_OVER, route, 1, reason=r.fixed(Cause.NO_ENDPOINTS)),
+        TierAttempt(Stage.ANSWERED, route, 1, status=400),  # the request's own problem
+        TierAttempt(Stage.COMMITTED, route, 1, latency_ms=80.0),  # counted when it ends
+        TierAttempt(Stage.ENDED, route, 1, provider="Alpha"),
+        TierAttempt(Stage.HANDED_LATER, route, 1, status=200),  # counted when it failed over
+    ):
+        observer.attempt(attempt)
+    observer.judged(JudgedAnswer(route, 1, "Alpha", (Verdict(LiveQuality.EMPTY, "ok"),
+                                                     Verdict(LiveQuality.TOOLS, "unknown_tool"))))
+    batcher.flush()
+    assert [(c.tag, c.provider_name, c.outcome, c.quality, c.reason) for c in sink.rows] == [
+        ("alpha", "Alpha", LiveOutcome.UPSTREAM_ERROR, None, "network_error"),
+        ("alpha", "Alpha", LiveOutcome.OK, None, None),
+        ("alpha", "Alpha", LiveOutcome.OK, LiveQuality.EMPTY, "ok"),
+        ("alpha", "Alpha", LiveOutcome.QUALITY_FAIL, LiveQuality.TOOLS, "unknown_tool"),
+    ]

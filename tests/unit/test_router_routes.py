@@ -86,6 +86,11 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         {"router": {"budget": 1}, "route": [{"model": "c", "tier": [TIER]}]},
         "router.budget",
     ),
+    ("newline-in-name", {"route": [{"model": "chat\r\nx-evil: 1", "tier": [TIER]}]}, "control characters"),
+    ("lf-in-name", {"route": [{"model": "chat\n", "tier": [TIER]}]}, "control characters"),
+    ("body-cap", {"router": {"max_body_bytes": 10}, "route": [{"model": "c", "tier": [TIER]}]}, "max_body_bytes"),
+    ("judge-flag", {"router": {"judge": "yes"}, "route": [{"model": "c", "tier": [TIER]}]}, "router.judge"),
+    ("retry-flag", {"route": [{"model": "c", "retry_failed_checks": 1, "tier": [TIER]}]}, "retry_failed_checks"),
 ]
 
 
@@ -121,3 +126,51 @@ def test_router_settings_defaults_and_overrides() -> None:
     assert routes.settings.first_chunk_budget_s == 2.0
     assert routes.settings.events_db is None and routes.settings.savers == ()
     assert routes.routes[0].tiers[0].api_key_env is None
+
+
+def test_a_base_url_with_credentials_is_refused_in_one_line_that_never_shows_the_password() -> None:
+    """httpx would send user:password as Basic auth instead of the tier's key, and the tier's label (with the
+    URL) would put the password into /metrics: refused at load, as the canary refuses its own base_url."""
+    raw = {"route": [{"model": "c", "tier": [{**TIER, "base_url": "https://bob:hunter2-secret@or.example/api/v1"}]}]}
+    with pytest.raises(RoutesError) as info:
+        parse_routes(raw)
+    message = str(info.value)
+    assert "must not hold credentials" in message and "\n" not in message
+    assert "hunter2-secret" not in message and "https://or.example/api/v1" in message
+
+
+def test_paths_resolve_against_the_routes_files_directory_not_the_cwd(tmp_path: Path, monkeypatch: Any) -> None:
+    """issue 30: started from another directory, the router read no list and routed to a suspended provider."""
+    home = tmp_path / "srv" / "router"
+    home.mkdir(parents=True)
+    (home / "routes.toml").write_text(
+        '[router]\npublish_dir = "../canary/published"\nevents_path = "events.jsonl"\n'
+        'events_db = "../canary/c.duckdb"\n'
+        'savings_path = "/var/tmp/s.jsonl"\n[[route]]\nmodel = "c"\n[[route.tier]]\nbase_url = "http://a"\n'
+        'model = "m"\nignore_file = "lists/m.json"\n', encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    routes = load_routes(Path("..") / "srv" / "router" / "routes.toml")
+    s = routes.settings
+    srv = (tmp_path / "srv").resolve()
+    assert Path(s.publish_dir).resolve() == srv / "canary" / "published"
+    assert Path(s.events_path).resolve() == srv / "router" / "events.jsonl"
+    assert Path(s.events_db or "").resolve() == srv / "canary" / "c.duckdb"
+    assert s.savings_path == "/var/tmp/s.jsonl"  # absolute paths stay as they are
+    assert Path(routes.routes[0].tiers[0].ignore_file or "").resolve() == srv / "router" / "lists" / "m.json"
+
+
+def test_the_new_settings_have_their_defaults() -> None:
+    routes = parse_routes({"route": [{"model": "c", "tier": [TIER]}]})
+    s = routes.settings
+    assert (s.max_body_bytes, s.judge, s.judge_queue, s.require_ignore_lists) == (16 * 1024 * 1024, True, 256, False)
+    assert routes.routes[0].retry_failed_checks is True
+
+
+def test_a_route_name_outside_ascii_is_escaped_in_its_header() -> None:
+    from router.records import header_value
+
+    assert header_value("model:chat") == "model:chat"
+    assert header_value("model:модель") == "model:%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C"
+    assert header_value("model:100%") == "model:100%25"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,7 +87,7 @@ def test_failures_before_the_first_content_chunk_fail_over_and_send_nothing(
     parts: list[bytes], end: str, expected_failover: str
 ) -> None:
     gate, actions = run(parts, end)
-    assert [a.reason for a in actions if isinstance(a, FailOver)] == [expected_failover]
+    assert [str(a.reason) for a in actions if isinstance(a, FailOver)] == [expected_failover]
     assert client_bytes(actions) == b""
     assert gate.phase is Phase.CLOSED
 
@@ -116,7 +117,7 @@ def test_failure_after_the_commit_keeps_the_partial_text_and_ends_with_one_error
     assert doc["error"]["code"] in (502, 504) and doc["choices"][0]["finish_reason"] == "error"
     assert doc["id"] == "gen-1" and doc["provider"] == "P"  # it continues the same generation
     assert [a for a in actions if isinstance(a, FailOver)] == []
-    assert isinstance(actions[-1], Abort) and actions[-1].reason.endswith("after_commit")
+    assert isinstance(actions[-1], Abort) and str(actions[-1].reason).endswith("after_commit")
 
 
 def test_an_upstream_error_chunk_after_the_commit_is_forwarded_not_duplicated() -> None:
@@ -148,7 +149,7 @@ def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
         (HELLO, Kind.CONTENT),
         (chunk({"reasoning": "thinking"}), Kind.CONTENT),
         (chunk({"content": None, "tool_calls": [{"index": 0, "function": {"name": "f"}}]}), Kind.CONTENT),
-        (STOP, Kind.CONTENT),
+        (STOP, Kind.FINISH),
         (DONE, Kind.DONE),
         (ERROR, Kind.ERROR),
         (b"data: [1, 2]\n\n", Kind.BAD),
@@ -185,3 +186,63 @@ def test_any_split_of_the_bytes_gives_the_same_client_output(name: str, cuts: li
     assert [type(a) for a in actions if isinstance(a, FailOver | Finish | Abort)] == [
         type(a) for a in reference if isinstance(a, FailOver | Finish | Abort)
     ]
+
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"
+MASKED = chunk(None, choices=[
+    {"index": 0, "delta": {"content": "", "role": "assistant"}, "finish_reason": "stop",
+     "native_finish_reason": "network_error"}])
+
+
+def run_gate(parts: list[bytes], fail_over_empty: bool) -> tuple[Gate, list[g.Action]]:
+    gate, actions = Gate(fail_over_empty=fail_over_empty), []
+    for part in parts:
+        gate, acts = g.feed(gate, part)
+        actions += acts
+    gate, acts = g.eof(gate)
+    return gate, actions + acts
+
+
+@pytest.mark.parametrize("fail_over_empty", [True, False], ids=["another-tier", "last-tier"])
+def test_a_masked_upstream_failure_before_any_content_always_fails_over(fail_over_empty: bool) -> None:
+    """OpenRouter's `finish_reason: stop` + `native_finish_reason: network_error` with no content: no answer,
+    even on the last tier (the client then gets the router's 503 naming it, not an empty "stop")."""
+    _, actions = run_gate([KEEPALIVE, ROLE, MASKED, DONE], fail_over_empty)
+    assert [str(a.reason) for a in actions if isinstance(a, FailOver)] == ["native_network_error"]
+    assert client_bytes(actions) == b""
+
+
+def test_the_real_masked_capture_split_anywhere_fails_over_with_the_upstreams_word() -> None:
+    import random
+
+    data = (CAPTURES / "masked-network-error.sse").read_bytes()
+    for seed in range(10):
+        cuts = sorted(random.Random(seed).sample(range(1, len(data)), 5))
+        parts = [data[x:y] for x, y in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        _, actions = run_gate(parts, False)
+        [failover] = [a for a in actions if isinstance(a, FailOver)]
+        assert str(failover.reason) == "native_network_error" and failover.reason.upstream_word == "network_error"
+        assert client_bytes(actions) == b""
+
+
+def test_a_plain_empty_stop_fails_over_while_another_tier_could_answer_and_is_the_last_tiers_answer() -> None:
+    empty = [KEEPALIVE, ROLE, STOP, USAGE, DONE]
+    _, actions = run_gate(empty, fail_over_empty=True)
+    assert [str(a.reason) for a in actions if isinstance(a, FailOver)] == ["empty_answer"]
+    assert client_bytes(actions) == b""
+    gate, actions = run_gate(empty, fail_over_empty=False)
+    assert client_bytes(actions) == b"".join(empty) and isinstance(actions[-1], Finish)
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+def test_an_empty_answer_that_says_why_is_the_answer(finish: str) -> None:
+    _, actions = run_gate([ROLE, chunk({"content": ""}, finish), DONE], fail_over_empty=True)
+    assert not [a for a in actions if isinstance(a, FailOver)] and isinstance(actions[0], Commit)
+
+
+def test_an_answer_with_content_then_a_plain_stop_is_never_an_empty_answer() -> None:
+    _, actions = run_gate([ROLE, HELLO, STOP, DONE], fail_over_empty=True)
+    assert client_bytes(actions) == ROLE + HELLO + STOP + DONE
+    _, actions = run_gate([chunk({"content": None, "tool_calls": [{"index": 0, "function": {"name": "f"}}]}),
+                           STOP, DONE], fail_over_empty=True)
+    assert not [a for a in actions if isinstance(a, FailOver)]

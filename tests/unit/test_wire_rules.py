@@ -190,7 +190,7 @@ def test_classification_picks_the_most_specific_entry_for_the_probe_and_the_rout
 ) -> None:
     assert classify_exception(exc) is expected
     failure = _request_failure(exc, 12.0)
-    assert (failure.reason, failure.detail, failure.latency_ms) == (router_reason, type(exc).__name__, 12.0)
+    assert (str(failure.reason), failure.detail, failure.latency_ms) == (router_reason, type(exc).__name__, 12.0)
 
 
 def test_an_unknown_subclass_falls_back_to_its_nearest_mapped_base() -> None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
+from referencing import Registry
 
 from tasks.config import CanaryConfig
 from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
@@ -48,17 +50,26 @@ def _one_line(s: str) -> str:
     return s if len(s) <= EVIDENCE_MAX_CHARS else s[: EVIDENCE_MAX_CHARS - 1] + "…"
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+#: Compiled validators kept (least recently used dropped first): the probe's few constant schemas, and the
+#: schemas of the router's live traffic (router/answer.py interns each distinct schema to one object).
+MAX_VALIDATORS = 256
+_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
+#: `$ref`s resolve inside the schema (and jsonschema adds the metaschemas) only: never fetched from a URL or a
+#: file (jsonschema's default registry would `urlopen` a remote `$ref`, and the router validates schemas its
+#: clients send). An unresolvable `$ref` raises, which the caller treats as "cannot judge".
+_NO_RETRIEVAL: Registry[Any] = Registry()
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:
-    """The validator of `schema`, built once per schema object (the contracts' schemas are constants; a
-    validator costs more to build than to run). Keyed by identity, so a schema must not change after use."""
-    kept = _VALIDATORS.get(id(schema))
+    """The validator of `schema`, built once per schema object (a validator costs more to build than to run).
+    Keyed by identity, so a schema must not change after use; at most `MAX_VALIDATORS` are kept."""
+    key = id(schema)
+    kept = _VALIDATORS.get(key)
     if kept is None or kept[0] is not schema:
-        if len(_VALIDATORS) > 64:
-            _VALIDATORS.clear()
-        kept = _VALIDATORS[id(schema)] = (schema, validator_for(schema)(schema))
+        kept = _VALIDATORS[key] = (schema, validator_for(schema)(schema, registry=_NO_RETRIEVAL))
+        while len(_VALIDATORS) > MAX_VALIDATORS:
+            _VALIDATORS.popitem(last=False)
+    _VALIDATORS.move_to_end(key)
     return kept[1]
 
 

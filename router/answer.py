@@ -1,0 +1,278 @@
+"""An answer the router passes, read and judged with the canary's own pure judges (sans I/O, no clock).
+
+`AnswerReader` folds what an upstream answered (the SSE bytes of a stream, fed in any slices, or the JSON body
+of a non-streamed answer) into the canary's own record of an exchange, `tasks.core.types.Attempt`, so the
+canary's judges apply to it unchanged. `expectations(body)` reads what the client's request asked for (its
+`tools`, its `response_format`). `check(attempt, expected)` then gives one `Verdict` per quality class that
+applies (`tasks.core.live_records.LiveQuality`), each with the canary's `Reason` value (`ok` for a pass):
+
+    class        judged when                                 fails with (the canary's judge)
+    empty        always                                      empty_reply: no content and no tool call, finished
+                                                             `stop` (or no reason); `length` and `content_filter`
+                                                             say why and are not judged
+    tools        the request offered `tools` and the answer  unknown_tool, bad_json_args, schema_violation
+                 calls one                                   (tasks/core/contracts/tools.py `call_problem`); a
+                                                             call cut by `length` or the cap is not judged
+    structured   `response_format` json_schema (valid        invalid_json, fenced_json, schema_violation
+                 against it) or json_object (parses), the    (tasks/core/contracts/structured.py `judge_attempt`)
+                 answer has text and no tool call
+    encoding     the answer has text or tool arguments       encoding_corruption (textscan: U+FFFD, C1 controls,
+                                                             mojibake, BPE symbols), then corrupted_opening
+                                                             (opening.py, free text only)
+
+An exchange that is no answer (an error object, a protocol violation, an upstream failure reported as success:
+`tasks.core.classify.exchange_verdict`) is not judged: it is the attempt's failure. `masked_failure` names
+that case for a non-streamed answer: the failover reason (`native_<word>`, `error_in_200_<code>`).
+
+Nothing here keeps, logs or returns answer text: verdicts are classes and reasons only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import router.reasons as reasons
+from router.reasons import FailoverReason
+from router.stream import EXPLAINED_EMPTY
+from tasks.core.classify import exchange_verdict, upstream_failure
+from tasks.core.contracts.common import encoding_judgement
+from tasks.core.contracts.opening import is_corrupted_opening
+from tasks.core.contracts.structured import judge_attempt as judge_structured
+from tasks.core.contracts.tools import call_problem
+from tasks.core.http_rules import is_try_again_status
+from tasks.core.live_records import LiveQuality
+from tasks.core.sse import BadFrame, Chunk, Done, SSEParser
+from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text
+from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
+from tasks.core.types import Attempt, ErrorClass, Outcome, Reason
+
+#: Text (and tool arguments) kept per answer for judging, in UTF-8 bytes.
+TEXT_CAP_BYTES = 256 * 1024
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The structured judge's failures that are about the JSON (others: encoding, filter, empty are other classes).
+STRUCTURED_REASONS = frozenset({Reason.INVALID_JSON, Reason.FENCED_JSON, Reason.SCHEMA_VIOLATION})
+_EMPTY_SCHEMA: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    quality: LiveQuality
+    reason: str  # the canary's Reason value: "ok" when the check held
+
+    @property
+    def passed(self) -> bool:
+        return self.reason == Reason.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """What the client's request asked for: its tools (name -> parameters schema) and its response format."""
+
+    tools: Mapping[str, Mapping[str, Any]] | None = None
+    response_format: str | None = None  # "json_schema" | "json_object"
+    schema: Mapping[str, Any] | None = None  # json_schema's schema
+
+
+NOTHING_EXPECTED = Expectations()
+
+
+def _identity(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    return schema
+
+
+def expectations(
+    tools: Any, response_format: Any, intern: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _identity
+) -> Expectations:
+    """The request's `tools` and `response_format` (as the client sent them) as `Expectations`. `intern` maps
+    each schema to one shared object per distinct schema (the validator cache is keyed by object)."""
+    offered: dict[str, Mapping[str, Any]] | None = None
+    if isinstance(tools, list):
+        offered = {}
+        for tool in tools:
+            fn = tool.get("function") if isinstance(tool, Mapping) else None
+            name = fn.get("name") if isinstance(fn, Mapping) else None
+            if isinstance(name, str) and name:
+                params = fn.get("parameters") if isinstance(fn, Mapping) else None
+                offered[name] = intern(params) if isinstance(params, Mapping) else _EMPTY_SCHEMA
+        offered = offered or None
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    schema: Mapping[str, Any] | None = None
+    if kind == "json_schema":
+        spec = response_format.get("json_schema") if isinstance(response_format, Mapping) else None
+        raw = spec.get("schema") if isinstance(spec, Mapping) else None
+        schema = intern(raw) if isinstance(raw, Mapping) else None
+        kind = kind if schema is not None else None
+    elif kind != "json_object":
+        kind = None
+    return Expectations(offered, kind, schema)
+
+
+class AnswerReader:
+    """Folds an answer into an `Attempt` (one per answer; not thread-safe). Feed SSE bytes with `feed` (then
+    `close`), or a whole JSON body with `chunk`."""
+
+    def __init__(self, cap_bytes: int = TEXT_CAP_BYTES) -> None:
+        self._parser = SSEParser()
+        self._text = CappedText(cap_bytes)
+        self._tools = ToolCallAssembler(cap_bytes)
+        self.finish_reason: str | None = None
+        self.native_finish_reason: str | None = None
+        self.provider: str | None = None
+        self.error_class: ErrorClass | None = None
+        self.error_code: int | None = None
+        self.chunks = 0
+        self.cut = False  # the bytes kept were cut by the router's cap
+
+    def feed(self, data: bytes) -> None:
+        for event in self._parser.feed(data):
+            self._event(event)
+
+    def close(self) -> None:
+        for event in self._parser.close():
+            self._event(event)
+
+    def _event(self, event: object) -> None:
+        if isinstance(event, Chunk):
+            self.chunk(event.data)
+        elif isinstance(event, BadFrame) and not self.cut:
+            self.error_class = self.error_class or ErrorClass.PROTOCOL
+        elif isinstance(event, Done):
+            pass
+
+    def chunk(self, doc: Mapping[str, Any]) -> None:
+        """One streamed chunk, or a whole non-streamed completion (or error) body."""
+        self.chunks += 1
+        self.provider = self.provider or chunk_provider(doc)
+        error = chunk_error(doc)
+        if error is not None and self.error_class is None:
+            self.error_class, self.error_code = ErrorClass.MIDSTREAM_ERROR, error[0]
+        content, _ = delta_text(doc)
+        self._text.add(content)
+        for fragment in delta_tool_calls(doc):
+            self._tools.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
+        finish, native = chunk_finish(doc)
+        self.finish_reason = finish or self.finish_reason
+        self.native_finish_reason = native or self.native_finish_reason
+
+    def attempt(self) -> Attempt:
+        """What the answer showed, as the canary's record of an exchange (its identity fields are blank)."""
+        return Attempt(
+            round_id="live", model="", tag="", provider_name="", contract="live", attempt_no=1,
+            started_at=_EPOCH, http_status=200, chunk_count=self.chunks, finish_reason=self.finish_reason,
+            native_finish_reason=self.native_finish_reason, served_provider=self.provider, text=self._text.value(),
+            text_truncated=self.cut or self._text.truncated or self._tools.truncated, error_class=self.error_class,
+            error_code=self.error_code, tool_calls=self._tools.value(),
+        )
+
+
+def read_json(doc: Mapping[str, Any]) -> Attempt:
+    reader = AnswerReader()
+    reader.chunk(doc)
+    return reader.attempt()
+
+
+def read_stream(raw: bytes, *, cut: bool = False) -> Attempt:
+    reader = AnswerReader()
+    reader.cut = cut
+    reader.feed(raw)
+    if not cut:
+        reader.close()
+    return reader.attempt()
+
+
+def has_output(a: Attempt) -> bool:
+    return bool(a.text.strip() or a.tool_calls)
+
+
+def masked_failure(a: Attempt) -> FailoverReason | None:
+    """Why a non-streamed HTTP 200 is no answer, or None: an error object (`error_in_200_<code>`; with content
+    only when its code is one to try again), or an upstream failure reported as success (`native_<word>`,
+    tasks/core/classify.py `upstream_failure`: the probe's own rule; a partial reply does not save it)."""
+    if a.error_class is ErrorClass.MIDSTREAM_ERROR:
+        code = a.error_code if a.error_code is not None else 500
+        if not has_output(a) or is_try_again_status(code):
+            return reasons.error_in_200(code)
+        return None
+    word = upstream_failure(a)
+    return reasons.native(word) if word is not None else None
+
+
+def is_empty(a: Attempt) -> bool:
+    """No content and no tool call, and no finish reason that says why (the `empty` class fails)."""
+    return not has_output(a) and a.finish_reason not in EXPLAINED_EMPTY
+
+
+def _tools_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+    if not a.tool_calls or expected.tools is None:
+        return None
+    for call in a.tool_calls:
+        problem = call_problem(call, expected.tools)
+        if problem is not None:
+            if problem.reason == "bad_json_args" and (a.finish_reason == "length" or a.text_truncated):
+                return None  # cut by the budget or the cap: the canary's `truncated`, not judged
+            return Verdict(LiveQuality.TOOLS, problem.reason)
+    return Verdict(LiveQuality.TOOLS, Reason.OK)
+
+
+def _structured_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+    if expected.response_format is None or a.tool_calls or not a.text.strip():
+        return None
+    schema = expected.schema if expected.schema is not None else _EMPTY_SCHEMA  # json_object: it parses
+    judgement = judge_structured(a, schema)
+    if judgement.outcome is Outcome.PASS:
+        return Verdict(LiveQuality.STRUCTURED, Reason.OK)
+    if judgement.outcome is Outcome.FAIL and judgement.reason in STRUCTURED_REASONS:
+        return Verdict(LiveQuality.STRUCTURED, judgement.reason)
+    return None  # truncated, capped, filtered or garbled: another class (or nobody) says it
+
+
+def _encoding_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+    args = [c.arguments for c in a.tool_calls]
+    if not a.text.strip() and not any(arg.strip() for arg in args):
+        return None
+    corrupted = encoding_judgement("\n".join([a.text, *args]) if args else a.text)
+    if corrupted is not None:
+        return Verdict(LiveQuality.ENCODING, corrupted.reason)
+    free_text = expected.response_format is None and not a.tool_calls
+    if free_text and is_corrupted_opening(a.text):
+        return Verdict(LiveQuality.ENCODING, Reason.CORRUPTED_OPENING)
+    return Verdict(LiveQuality.ENCODING, Reason.OK)
+
+
+def check(a: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
+    """One verdict per class that applies (module docstring); none for an exchange that is no answer."""
+    if a.error_class is not None or exchange_verdict(a) is not None:
+        return ()
+    verdicts: list[Verdict] = []
+    if a.finish_reason not in EXPLAINED_EMPTY or has_output(a):
+        verdicts.append(Verdict(LiveQuality.EMPTY, Reason.EMPTY_REPLY if is_empty(a) else Reason.OK))
+    for judge in (_tools_verdict, _structured_verdict, _encoding_verdict):
+        verdict = judge(a, expected)
+        if verdict is not None:
+            verdicts.append(verdict)
+    return tuple(verdicts)
+
+
+#: What the judge says of a stream the gate saw end empty before any output (it failed over, unjudged).
+EMPTY_REPLY = (Verdict(LiveQuality.EMPTY, Reason.EMPTY_REPLY),)
+
+#: The classes whose failure makes a non-streamed answer worth asking the next tier for (router/ROUTES.md).
+RETRIED = frozenset({LiveQuality.TOOLS, LiveQuality.STRUCTURED})
+
+
+def failed_check(verdicts: tuple[Verdict, ...]) -> Verdict | None:
+    """The first failed tools or structured verdict: a non-streamed answer the next tier is asked to redo."""
+    return next((v for v in verdicts if v.quality in RETRIED and not v.passed), None)
+
+
+def parse_json_answer(body: bytes) -> Mapping[str, Any] | None:
+    """A non-streamed answer body as a JSON object, or None (not JSON, too deep, not an object)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -1,0 +1,162 @@
+"""One place where an attempt is recorded: what happened on a tier, and the one observer every sink hangs on.
+
+The walk over tiers (router/app.py `chat`) says what happened, once, as data:
+
+    TierAttempt(stage, route, tier_no, reason, ...)   a tier skipped, given up, answered, committed, aborted, ended
+    JudgedAnswer(route, tier_no, provider, verdicts)  what the judge said of an answer (router/answer.py)
+
+and hands it to `AttemptObserver`, whose sinks each take what they need:
+
+    sink                        stages it reads
+    RouteEventLog (here)        skipped, failed_over, aborted           -> route events (JSONL, DuckDB) + a log line
+    RouterMetrics (metrics.py)  failed_over, answered, committed,       -> Prometheus counters and histograms
+                                aborted, judged answers
+    LiveRecorder (live.py)      failed_over, answered, ended,           -> live_requests (the canary's suspicion)
+                                judged answers
+    CooldownBook (here)         failed_over with a Retry-After          -> the tier's cooldown
+
+A stream is committed (its first content chunk went out), then either aborted by the router (cut, stalled) or
+not, then ended: its live count is taken at the end, with how it ended.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from router import records
+from router import tiers as tier_rules
+from router.events import Batcher
+from router.reasons import FailoverReason
+from router.routes import Route, Tier
+from tasks.clock import Clock
+from tasks.core.http_rules import parse_retry_after
+from tasks.core.live_records import LiveOutcome
+from tasks.core.types import RouteEvent
+
+if TYPE_CHECKING:
+    from router.answer import Verdict
+
+log = logging.getLogger("router")
+
+
+class Stage(StrEnum):
+    SKIPPED = "skipped"  # no request sent (the canary excluded every provider the tier pins)
+    FAILED_OVER = "failed_over"  # given up before anything reached the client
+    ANSWERED = "answered"  # a whole answer (or an error that is the request's) handed to the client
+    HANDED_LATER = "handed_later"  # a held answer handed over after every later tier failed (counted already)
+    COMMITTED = "committed"  # a stream's first content chunk went to the client
+    ABORTED = "aborted"  # a committed stream the router ended with an error chunk
+    ENDED = "ended"  # a committed stream ended (`reason`: why it did not end cleanly, else None)
+
+
+@dataclass(frozen=True, slots=True)
+class TierAttempt:
+    stage: Stage
+    route: Route
+    tier_no: int
+    reason: FailoverReason | None = None
+    latency_ms: float = 0.0  # from sending to the failure, the answer or the first content chunk
+    provider: str | None = None  # the provider the upstream reported
+    retry_after: str | None = None  # the raw Retry-After header of a failure
+    status: int | None = None  # HTTP status of an answer handed over
+    client_model: str | None = None  # the model name the client asked for
+
+    @property
+    def tier(self) -> Tier:
+        return self.route.tiers[self.tier_no - 1]
+
+    @property
+    def live_outcome(self) -> LiveOutcome | None:
+        """What this counts as in `live_requests`; None: not counted (a skip, a commit whose end is counted, an
+        answer that is about the request, a held answer counted when it failed over)."""
+        if self.stage is Stage.FAILED_OVER and self.reason is not None:
+            return self.reason.live_outcome
+        if self.stage is Stage.ANSWERED:
+            return LiveOutcome.OK if self.status == 200 else None
+        if self.stage is Stage.ENDED:
+            return self.reason.live_outcome if self.reason is not None else LiveOutcome.OK
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedAnswer:
+    route: Route
+    tier_no: int
+    provider: str | None
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def tier(self) -> Tier:
+        return self.route.tiers[self.tier_no - 1]
+
+
+class AttemptSink(Protocol):
+    def attempt(self, attempt: TierAttempt) -> None: ...
+
+    def judged(self, answer: JudgedAnswer) -> None: ...
+
+
+class AttemptObserver:
+    """Hands every attempt and judged answer to each sink, in order; a sink never blocks (they buffer)."""
+
+    def __init__(self, sinks: Sequence[AttemptSink]) -> None:
+        self.sinks = list(sinks)
+
+    def attempt(self, attempt: TierAttempt) -> None:
+        for sink in self.sinks:
+            sink.attempt(attempt)
+
+    def judged(self, answer: JudgedAnswer) -> None:
+        for sink in self.sinks:
+            sink.judged(answer)
+
+
+class RouteEventLog:
+    """Skips, failovers and aborts as route events (router/ROUTES.md "Route events"), with a warning line."""
+
+    _STAGES = frozenset({Stage.SKIPPED, Stage.FAILED_OVER, Stage.ABORTED})
+
+    def __init__(self, clock: Clock, batchers: Sequence[Batcher[RouteEvent]]) -> None:
+        self.clock = clock
+        self.batchers = list(batchers)
+
+    def attempt(self, attempt: TierAttempt) -> None:
+        if attempt.stage not in self._STAGES or attempt.reason is None:
+            return
+        reason = str(attempt.reason)
+        event = records.route_event(self.clock.now(), attempt.route, attempt.tier_no, reason, attempt.latency_ms,
+                                    attempt.client_model)
+        log.warning("route %s tier %d degraded: %s (%.0f ms)", attempt.route.key, attempt.tier_no, reason,
+                    attempt.latency_ms)
+        for batcher in self.batchers:
+            batcher.add([event])
+
+    def judged(self, answer: JudgedAnswer) -> None:
+        pass
+
+
+class CooldownBook:
+    """The upstreams cooling down after a Retry-After (router/tiers.py holds the rules)."""
+
+    def __init__(self, clock: Clock, max_cooldown_s: float) -> None:
+        self.clock = clock
+        self.max_cooldown_s = max_cooldown_s
+        self.cooldowns: tier_rules.Cooldowns = tier_rules.EMPTY_COOLDOWNS
+
+    def attempt(self, attempt: TierAttempt) -> None:
+        if attempt.stage is not Stage.FAILED_OVER or attempt.reason is None or not attempt.reason.cools_down:
+            return
+        seconds = parse_retry_after(attempt.retry_after, self.clock.now())
+        self.cooldowns = tier_rules.cool_down(self.cooldowns, attempt.tier.upstream_id, self.clock.monotonic(),
+                                              seconds, self.max_cooldown_s)
+
+    def judged(self, answer: JudgedAnswer) -> None:
+        pass
+
+    def prune(self) -> tier_rules.Cooldowns:
+        self.cooldowns = tier_rules.prune(self.cooldowns, self.clock.monotonic())
+        return self.cooldowns

@@ -1,0 +1,153 @@
+"""The router's judge: every answer it passes, checked with the canary's own judges (router/answer.py).
+
+A non-streamed answer is judged before it is sent (`verdicts`, on the request's path: the walk may ask the next
+tier for a better one). A streamed answer is judged after its last byte went to the client, off the client's
+path: the relay hands over the bytes it forwarded (up to `judge_keep_bytes`) through a bounded queue
+(`later`: never waits; a full queue drops the answer and counts it), and one task on the event loop folds and
+judges them in slices, yielding between slices, so no client waits behind a long answer. Each verdict goes to
+the attempt observer (live counts per endpoint and class, metrics).
+
+Schemas come from clients: each distinct one is interned to one object (bounded, least recently used dropped),
+so the canary's validator cache (tasks/core/contracts/structured.py, keyed by object) compiles it once. A
+`$ref` is never fetched; an answer whose check raises (a schema jsonschema cannot use, nesting too deep) is
+not judged and is counted (`errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from router.answer import AnswerReader, Expectations, Verdict, check, expectations
+from router.attempts import AttemptObserver, JudgedAnswer
+from router.metrics import RouterMetrics
+from router.routes import Route
+from tasks.core.contracts.structured import MAX_VALIDATORS
+from tasks.core.types import Attempt
+
+log = logging.getLogger("router.judge")
+
+#: Bytes of a streamed answer parsed between two yields to the event loop.
+SLICE_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedAnswer:
+    route: Route
+    tier_no: int
+    provider: str | None
+    raw: bytes  # what the client received (up to the cap)
+    cut: bool  # more went by than was kept
+    tools: Any  # the client's `tools` and `response_format`, as sent
+    response_format: Any
+
+
+class Judge:
+    def __init__(self, observer: AttemptObserver, metrics: RouterMetrics, queue_size: int) -> None:
+        self.observer = observer
+        self.metrics = metrics
+        self.queue: asyncio.Queue[StreamedAnswer] = asyncio.Queue(maxsize=queue_size)
+        self.judged = 0
+        self.dropped = 0
+        self.errors = 0
+        self.cpu_s = 0.0  # CPU the judge spent (its thread's time, measured around its own work)
+        self._schemas: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
+
+    def intern(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        """One object per distinct schema (its canonical JSON), the last `MAX_VALIDATORS` kept."""
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        kept = self._schemas.get(key)
+        if kept is None:
+            kept = self._schemas[key] = schema
+            while len(self._schemas) > MAX_VALIDATORS:
+                self._schemas.popitem(last=False)
+        self._schemas.move_to_end(key)
+        return kept
+
+    def expectations(self, tools: Any, response_format: Any) -> Expectations:
+        return expectations(tools, response_format, self.intern)
+
+    def verdicts(self, attempt: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
+        """The answer's verdicts; none (counted as an error) when a check raises."""
+        started = time.thread_time()
+        try:
+            found = check(attempt, expected)
+        except Exception as exc:  # a client's schema jsonschema cannot use, a $ref it cannot resolve, ...
+            self.errors += 1
+            self.metrics.unjudged.labels("error").inc()
+            log.info("an answer was not judged: %s", type(exc).__name__)
+            return ()
+        finally:
+            self.cpu_s += time.thread_time() - started
+        self.judged += 1
+        return found
+
+    def record(self, route: Route, tier_no: int, provider: str | None, verdicts: tuple[Verdict, ...]) -> None:
+        if verdicts:
+            self.observer.judged(JudgedAnswer(route, tier_no, provider, verdicts))
+
+    # -- streams: off the client's path -------------------------------------------------------------
+    def later(self, answer: StreamedAnswer) -> bool:
+        try:
+            self.queue.put_nowait(answer)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            self.metrics.unjudged.labels("queue_full").inc()
+            return False
+        return True
+
+    async def _judge_stream(self, answer: StreamedAnswer) -> None:
+        reader = AnswerReader()
+        reader.cut = answer.cut
+        raw = answer.raw
+        for start in range(0, len(raw), SLICE_BYTES):
+            started = time.thread_time()
+            reader.feed(raw[start : start + SLICE_BYTES])
+            self.cpu_s += time.thread_time() - started
+            await asyncio.sleep(0)
+        started = time.thread_time()
+        if not answer.cut:
+            reader.close()
+        try:
+            expected = self.expectations(answer.tools, answer.response_format)
+        except (ValueError, TypeError, RecursionError):
+            expected = Expectations()
+        attempt = reader.attempt()
+        self.cpu_s += time.thread_time() - started
+        self.record(answer.route, answer.tier_no, reader.provider, self.verdicts(attempt, expected))
+
+    async def run(self) -> None:
+        """Judge queued answers, one at a time, for ever (cancelled at shutdown, after `drain`)."""
+        while True:
+            answer = await self.queue.get()
+            try:
+                await self._judge_stream(answer)
+            except Exception as exc:  # the judge must outlive any answer
+                self.errors += 1
+                self.metrics.unjudged.labels("error").inc()
+                log.warning("judging a streamed answer failed: %s", type(exc).__name__)
+            finally:
+                self.queue.task_done()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait (bounded) until the queued answers are judged: at shutdown, nothing queued is lost silently."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self.queue.join()
+        left = self.queue.qsize()
+        if left:
+            self.dropped += left
+            self.metrics.unjudged.labels("queue_full").inc(left)
+            log.warning("%d streamed answers were not judged before the router stopped", left)
+
+    def health(self) -> dict[str, float]:
+        per_answer = self.cpu_s / self.judged * 1000 if self.judged else 0.0
+        return {"queued": self.queue.qsize(), "judged": self.judged, "dropped": self.dropped, "errors": self.errors,
+                "cpu_ms_per_answer": round(per_answer, 3)}

@@ -1,0 +1,207 @@
+"""The router's judge of an answer (router/answer.py): golden cases per class, the real captures, what is no
+answer at all, and the retry decision. The judges are the canary's own (tools `call_problem`, structured
+`judge_attempt`, textscan, opening): these tests pin what live traffic makes of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import router.answer as a
+from tasks.core.live_records import LiveQuality
+
+pytestmark = pytest.mark.unit
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"
+INDEX = {c["name"]: c for c in json.loads((CAPTURES / "index.json").read_text(encoding="utf-8"))["captures"]}
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+           "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}]
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "person", "strict": True, "schema": PERSON}}
+
+
+def answer(content: str | None = "Hello there.", finish: str | None = "stop", calls: list[tuple[str, str]] = (),
+           **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [{"index": i, "id": f"c{i}", "type": "function",
+                                  "function": {"name": n, "arguments": args}} for i, (n, args) in enumerate(calls)]
+    choice = {"index": 0, "finish_reason": finish, "native_finish_reason": finish, "message": message}
+    return {"id": "gen-1", "object": "chat.completion", "provider": "P", "choices": [choice], **extra}
+
+
+def verdicts(doc: dict[str, Any], tools: Any = None, response_format: Any = None) -> dict[str, str]:
+    found = a.check(a.read_json(doc), a.expectations(tools, response_format))
+    return {str(v.quality): v.reason for v in found}
+
+
+@pytest.mark.parametrize(("calls", "expected"), [
+    ([("get_weather", '{"city": "Paris"}')], "ok"),
+    ([("get_time", '{"city": "Paris"}')], "unknown_tool"),
+    ([("get_weather", '{"city": "Paris"')], "bad_json_args"),
+    ([("get_weather", '["Paris"]')], "bad_json_args"),
+    ([("get_weather", '{"town": "Paris"}')], "schema_violation"),
+    ([("get_weather", '{"city": 7}')], "schema_violation"),
+    ([("get_weather", '{"city": "Paris"}'), ("get_weather", "{}")], "schema_violation"),  # the second call
+], ids=["ok", "unknown", "bad-json", "not-object", "missing-key", "wrong-type", "second-call"])
+def test_tool_calls_are_judged_against_the_requests_own_tools(calls: list[tuple[str, str]], expected: str) -> None:
+    got = verdicts(answer(None, "tool_calls", calls), TOOLS)
+    assert got["tools"] == expected and got["empty"] == "ok" and got["encoding"] == "ok"
+
+
+def test_a_call_cut_by_the_budget_and_a_request_without_tools_are_not_judged_on_tools() -> None:
+    cut = verdicts(answer(None, "length", [("get_weather", '{"city": "Pa')]), TOOLS)
+    assert "tools" not in cut
+    assert "tools" not in verdicts(answer(None, "tool_calls", [("get_weather", "{}")]))  # no tools offered
+    assert "tools" not in verdicts(answer("Sunny.", "stop"), TOOLS)  # no call: the client may not need one
+
+
+@pytest.mark.parametrize(("content", "response_format", "expected"), [
+    ('{"name": "Ana", "age": 40}', JSON_SCHEMA, "ok"),
+    ('{"name": "Ana", "age": "40"}', JSON_SCHEMA, "schema_violation"),
+    ('{"name": "Ana"}', JSON_SCHEMA, "schema_violation"),
+    ('{"name": "Ana", "age": 40', JSON_SCHEMA, "invalid_json"),
+    ('Here it is: {"name": "Ana", "age": 40}', JSON_SCHEMA, "invalid_json"),
+    ('```json\n{"name": "Ana", "age": 40}\n```', JSON_SCHEMA, "fenced_json"),
+    ('{"anything": [1, 2]}', {"type": "json_object"}, "ok"),
+    ("{'single': 'quotes'}", {"type": "json_object"}, "invalid_json"),
+], ids=["valid", "wrong-type", "missing", "cut", "prose", "fenced", "object-ok", "object-bad"])
+def test_structured_output_is_judged_against_the_requests_response_format(
+    content: str, response_format: dict[str, Any], expected: str
+) -> None:
+    assert verdicts(answer(content), response_format=response_format)["structured"] == expected
+
+
+def test_structured_json_cut_by_length_is_not_judged_and_text_requests_have_no_structured_class() -> None:
+    assert "structured" not in verdicts(answer('{"name": "An', "length"), response_format=JSON_SCHEMA)
+    assert "structured" not in verdicts(answer('{"name": "Ana"}'))
+    assert "structured" not in verdicts(answer("", "stop"), response_format=JSON_SCHEMA)  # empty: one class says it
+
+
+@pytest.mark.parametrize(("content", "finish", "expected"), [
+    ("", "stop", "empty_reply"),
+    (None, "stop", "empty_reply"),
+    ("   \n", "stop", "empty_reply"),
+    ("Hi.", "stop", "ok"),
+    ("", "length", None),  # the budget says why: not judged
+    ("", "content_filter", None),
+])
+def test_an_empty_reply(content: str | None, finish: str, expected: str | None) -> None:
+    assert verdicts(answer(content, finish)).get("empty") == expected
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("A calm reply, in plain words.", "ok"),
+    ("CafÃ© au lait, sâ€™il vous plaÃ®t.", "encoding_corruption"),  # UTF-8 read as cp1252
+    ("HelloĠworld,ĠhowĠareĠyou?Ċ", "encoding_corruption"),  # byte-level BPE symbols left in
+    ("Broken \ufffd bytes", "encoding_corruption"),
+    ('",*She smiled.', "corrupted_opening"),
+    ("ing *He turned.", "corrupted_opening"),
+    ("*She smiled.*", "ok"),
+])
+def test_encoding(content: str, expected: str) -> None:
+    assert verdicts(answer(content))["encoding"] == expected
+
+
+def test_a_structured_reply_is_not_judged_on_its_opening() -> None:
+    assert verdicts(answer('{"name": "Ana", "age": 40}'), response_format=JSON_SCHEMA)["encoding"] == "ok"
+    assert verdicts(answer('[1, 2]'), response_format={"type": "json_object"})["encoding"] == "ok"
+
+
+@pytest.mark.parametrize(("doc", "reason"), [
+    (json.loads((CAPTURES / "masked-network-error.json").read_text()), "native_network_error"),
+    (answer("", "error"), "native_error"),
+    (answer("Partial repl", "stop") | {"choices": [{"index": 0, "finish_reason": "stop",
+                                                    "native_finish_reason": "upstream_unavailable",
+                                                    "message": {"content": "Partial repl"}}]},
+     "native_upstream_unavailable"),  # a partial reply does not save it (the probe's rule)
+    ({"error": {"code": 502, "message": "Provider returned error"}}, "error_in_200_502"),
+    ({"error": {"code": 400, "message": "bad"}}, "error_in_200_400"),
+    ({"error": {"message": "no code"}}, "error_in_200_500"),
+], ids=["capture", "finish-error", "partial", "error-502", "error-400-no-content", "error-no-code"])
+def test_an_answer_that_is_no_answer_fails_over_with_the_upstreams_word(doc: dict[str, Any], reason: str) -> None:
+    attempt = a.read_json(doc)
+    failure = a.masked_failure(attempt)
+    assert failure is not None and str(failure) == reason
+    assert a.check(attempt, a.expectations(TOOLS, JSON_SCHEMA)) == ()  # never judged as the model's answer
+
+
+def test_real_answers_are_answers() -> None:
+    for doc in (answer("Hi."), answer(None, "tool_calls", [("get_weather", "{}")]),
+                answer("Hi.") | {"error": {"code": 400, "message": "only a warning"}},  # content saves a 4xx
+                answer("", "content_filter"),
+                {"choices": [{"index": 0, "finish_reason": "error", "native_finish_reason": "MALFORMED_FUNCTION_CALL",
+                              "message": {"content": ""}}]}):  # the model's own failure, not the hop's
+        assert a.masked_failure(a.read_json(doc)) is None, doc
+
+
+def stream(name: str, slices: int = 7) -> a.Attempt:
+    data = (CAPTURES / name).read_bytes()
+    reader = a.AnswerReader()
+    step = max(1, len(data) // slices)
+    for start in range(0, len(data), step):
+        reader.feed(data[start:start + step])
+    reader.close()
+    return reader.attempt()
+
+
+@pytest.mark.parametrize("name", ["opencode-openai-tool-call", "opencode-gpt55-tool-call",
+                                  "fantasy-glm46-reasoning-tool"])
+def test_real_streamed_tool_calls_are_valid_against_their_own_schemas(name: str) -> None:
+    capture = INDEX[name]
+    tools = [{"type": "function", "function": {"name": n, "parameters": schema}}
+             for n, schema in capture["tools"]["schemas"].items()]
+    attempt = stream(capture["file"])
+    assert [[c.name, c.arguments] for c in attempt.tool_calls] == capture["attempt"]["tool_calls"]
+    found = {str(v.quality): v.reason for v in a.check(attempt, a.expectations(tools, None))}
+    assert found["tools"] == "ok" and found["empty"] == "ok"
+    broken = [{"type": "function", "function": {"name": n, "parameters": {**schema, "required": ["zip"]}}}
+              for n, schema in capture["tools"]["schemas"].items()]
+    found = {str(v.quality): v.reason for v in a.check(attempt, a.expectations(broken, None))}
+    assert found["tools"] == "schema_violation"
+
+
+def test_the_real_text_stream_is_a_clean_answer_and_the_masked_stream_none() -> None:
+    text = stream("opencode-azure-text.sse")
+    assert text.text == "Hello!" and {str(v.quality): v.reason for v in a.check(text, a.NOTHING_EXPECTED)} == {
+        "empty": "ok", "encoding": "ok"}
+    assert a.check(stream("masked-network-error.sse"), a.NOTHING_EXPECTED) == ()
+
+
+@pytest.mark.parametrize(("verdicts_", "retried"), [
+    ((a.Verdict(LiveQuality.EMPTY, "ok"), a.Verdict(LiveQuality.TOOLS, "schema_violation")), "schema_violation"),
+    ((a.Verdict(LiveQuality.STRUCTURED, "invalid_json"),), "invalid_json"),
+    ((a.Verdict(LiveQuality.ENCODING, "encoding_corruption"),), None),  # not a tools or structured check
+    ((a.Verdict(LiveQuality.EMPTY, "empty_reply"),), None),  # empty answers have their own rule
+    ((a.Verdict(LiveQuality.TOOLS, "ok"), a.Verdict(LiveQuality.ENCODING, "ok")), None),
+])
+def test_the_retry_decision(verdicts_: tuple[a.Verdict, ...], retried: str | None) -> None:
+    failed = a.failed_check(verdicts_)
+    assert (failed.reason if failed else None) == retried
+
+
+def test_schemas_are_interned_so_a_validator_is_compiled_once_per_distinct_schema() -> None:
+    from tasks.core.contracts import structured
+
+    seen: dict[str, Any] = {}
+
+    def intern(schema: Any) -> Any:
+        return seen.setdefault(json.dumps(schema, sort_keys=True), schema)
+
+    first = a.expectations(json.loads(json.dumps(TOOLS)), None, intern)
+    second = a.expectations(json.loads(json.dumps(TOOLS)), None, intern)
+    assert first.tools is not None and second.tools is not None
+    assert first.tools["get_weather"] is second.tools["get_weather"]
+    assert structured._validator(first.tools["get_weather"]) is structured._validator(second.tools["get_weather"])
+
+
+def test_a_remote_ref_in_a_clients_schema_is_never_fetched() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"$ref": "http://127.0.0.1:9/s.json"}}}]
+    with pytest.raises(Exception, match="Unresolvable"):
+        a.check(a.read_json(answer(None, "tool_calls", [("f", "{}")])), a.expectations(tools, None))
