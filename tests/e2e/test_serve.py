@@ -11,9 +11,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +21,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tests.support.processes import start_logged, stop_group
+from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
 
 pytestmark = pytest.mark.e2e
 
@@ -36,7 +36,6 @@ FLEET = parse_fleet({"models": [{"id": m, "endpoints": [
     {"tag": "gamma", "provider_name": "Gamma", "faults": [SLOW]},
     {"tag": "refuser", "provider_name": "Refuser", "faults": [{"kind": "refusal"}]},
 ]} for m in (MODEL, MODEL_2)]})
-T = TypeVar("T")
 
 
 def _free_port() -> int:
@@ -63,25 +62,8 @@ def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
 _stop = stop_group
 
 
-def _poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: list[subprocess.Popen[bytes]],
-          logs: list[Path]) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                pytest.fail(f"{p.args!r} exited ({p.returncode}) while waiting for {what}:\n" + _tails(logs))
-        try:
-            value = fn()
-        except httpx.HTTPError:
-            value = None
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}:\n" + _tails(logs))
-
-
-def _tails(logs: list[Path]) -> str:
-    return "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-3000:] for p in logs if p.exists())
+_poll = poll_while_running
+_tails = log_tails
 
 
 @pytest.fixture(scope="module")
