@@ -106,6 +106,19 @@ def serve(
 
 
 @app.command()
+def watch(
+    config: ConfigOpt = None,
+    once: Annotated[bool, typer.Option("--once", help="look once, print what was found, exit")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """The watcher as its own service (the work-pool path; `canary serve` runs it in-process): live traffic and
+    OpenRouter's uptime as suspicions, each confirmed by a Scheduled canary-cycle run (needs PREFECT_API_URL)."""
+    from cli.watch_cmd import watch_command
+
+    watch_command(config, once=once, json_out=json_out)
+
+
+@app.command()
 def simulator(
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8787,
     fleet: Annotated[

@@ -1,9 +1,11 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
-concurrently, in one process), the `canary-deadman` deployment and the `canary-watch` deployment (live
-traffic and OpenRouter's uptime as suspicions: flows/watch.py), served from one process. It deploys flows and
-is no flow itself, so it lives with the commands.
+concurrently, in one process) and the `canary-deadman` deployment, served from one process, and in the same
+process the watcher (live traffic and OpenRouter's uptime as suspicions: a loop in a thread, flows/watch.py; no
+flow run per look, its confirmation rounds are runs of `canary-cycle`). It deploys flows and is no flow
+itself, so it lives with the commands.
 
-prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
+prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker; the watcher then runs as
+`canary watch`, cli/watch_cmd.py). Serving needs a real
 Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
 `CANARY_SERVE_INTERVAL_S` overrides the round interval in seconds (tests, a quick look at a new setup).
 """
@@ -63,7 +65,7 @@ def _api_url() -> str | None:
     return get_current_settings().api.url or None
 
 
-def _check_reachable(api: str) -> None:
+def _check_reachable(api: str, command: str = "serve") -> None:
     import httpx
 
     try:
@@ -71,7 +73,7 @@ def _check_reachable(api: str) -> None:
     except httpx.HTTPError as e:
         where = httpx.URL(api).copy_with(username=None, password=None)  # no credentials in the message
         raise ConfigError(
-            f"serve: the Prefect API at {where} does not answer ({type(e).__name__}); "
+            f"{command}: the Prefect API at {where} does not answer ({type(e).__name__}); "
             "is `prefect server start` running, and is PREFECT_API_URL right?"
         ) from None
 
@@ -80,7 +82,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     from prefect import serve
 
     from flows.deadman import deadman_deployment
-    from flows.watch import watch_deployment
+    from flows.watch import serve_watcher
 
     cfg = load_config(config)
     every = interval or interval_override()
@@ -96,5 +98,5 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
         from tasks.metrics import serve_metrics
 
         serve_metrics([cfg.db_path], cfg, metrics_port)
-    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path),
-          watch_deployment(cfg, cfg_path, CYCLE_DEPLOYMENT))
+    serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
+    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))

@@ -82,6 +82,15 @@ DEFAULT_SUSPECT_MIN_REQUESTS = 20
 #: Share of the window's counted live requests that failed (no first chunk in budget, cut stream, a 200
 #: carrying an error, a protocol violation, 5xx, transport) at or above which the endpoint is suspected.
 DEFAULT_SUSPECT_FAILURE_RATE = 0.5
+#: How far above the same model's other endpoints ("peers") an endpoint's failure rate in a quality class of the
+#: router's judged answers (tools, structured, empty, encoding) must be to suspect it: rate >= peers' pooled
+#: rate + this margin (absolute, 0.3 = 30 points), besides `suspect_failure_rate`. A client's own bug (a schema
+#: no model can meet) fails on every endpoint alike and suspects no one. At the minimum of 20 judged answers a
+#: rate wobbles by about +/-0.11 (one standard deviation at 50 %), so 0.3 is about three of them: an endpoint of
+#: a class every provider fails half the time clears it in fewer than 1 look in 150 (Binomial(20, 0.5) >= 16),
+#: while a real fault (an endpoint failing most answers, its peers a few) clears it by far. docs/design.md
+#: "Suspicion" says what stands in for the peers when they have no evidence.
+DEFAULT_SUSPECT_PEER_MARGIN = 0.3
 #: Percentage points OpenRouter's most recent uptime (5 min, else 30 min) must be below its day's uptime to
 #: be a suspicion (0: the uptime never triggers). Healthy endpoints wobble by a few points; a dead one drops
 #: by tens.
@@ -124,6 +133,7 @@ class CanaryConfig:
     suspect_window_s: int = DEFAULT_SUSPECT_WINDOW_S
     suspect_min_requests: int = DEFAULT_SUSPECT_MIN_REQUESTS
     suspect_failure_rate: float = DEFAULT_SUSPECT_FAILURE_RATE
+    suspect_peer_margin: float = DEFAULT_SUSPECT_PEER_MARGIN
     suspect_uptime_drop: float = DEFAULT_SUSPECT_UPTIME_DROP
     suspect_cooldown_s: int = DEFAULT_SUSPECT_COOLDOWN_S
     #: Not a file key: a per-run mode (`canary run --mode`, a deployment run's `mode` parameter), set by

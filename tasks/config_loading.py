@@ -237,7 +237,7 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         values["budget_usd_per_day"] = v
     if "hard_contracts" in raw:
         values["hard_contracts"] = _hard_contracts(raw)
-    for key, top in (("suspect_failure_rate", 1.0), ("suspect_uptime_drop", 100.0)):
+    for key, top in (("suspect_failure_rate", 1.0), ("suspect_peer_margin", 1.0), ("suspect_uptime_drop", 100.0)):
         if key in raw:
             v = float(_expect(raw, key, (int, float), "a number"))
             if not math.isfinite(v) or not 0 <= v <= top or (key == "suspect_failure_rate" and v == 0):

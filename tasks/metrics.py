@@ -38,6 +38,7 @@ from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
 from tasks.core.types import Layer
 from tasks.errors import StoreError
+from tasks.quiet_log import QuietLog
 from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import (
     FAMILIES,
@@ -80,6 +81,7 @@ class CanaryCollector(Collector):
         self._lock = threading.Lock()
         self._duck: Any = None  # the DuckDB instance each new snapshot is attached to (one file)
         self._cache: tuple[tuple[tuple[int, int] | None, ...], list[bytes], ExclusionRows | None] | None = None
+        self._quiet = QuietLog(log)  # "no database yet" once, not at every refresh (every 5 s) until the first round
 
     def describe(self) -> list[Metric]:
         return []  # families depend on the data; no describe-time query
@@ -119,8 +121,9 @@ class CanaryCollector(Collector):
                 try:
                     con = self._open()
                 except StoreError as exc:
-                    log.warning("metrics: %s", exc)
+                    self._quiet.say("open", f"metrics: {exc}")
                     return [up.format(0).encode()]
+                self._quiet.end("open", "metrics: the snapshot reads again")
                 try:
                     chunks = _read_families(con)
                     self._cache = (signature, chunks, exclusion_rows(con))

@@ -1,13 +1,16 @@
-"""The watcher's shell: read the signals, record the suspicions, say which confirmation rounds to run.
+"""The watcher's look at one model: read the signals, record the suspicions, say which confirmation round to run.
 
     result = watch_model(cfg, model, now, listing)     # one short write window per model
     request = result.request                           # a ConfirmationRequest, or None
 
 Per model, in one write window: earlier suspicions whose confirmation round has landed are resolved (what
-the pinned probes said of the endpoint: tasks/core/suspicion.py `resolution`), then the live counts of the
-window and the listing's figures are read and `suspect` decides (pure). Each suspicion is stored with its
-evidence, `scheduled` (a confirmation round will probe it) or `skipped` (over the budget: the next full
-round decides, nothing changes). flows/watch.py runs the rounds or schedules them.
+the pinned probes said of the endpoint: tasks/core/suspicion.py `resolution`); then, once the model has a
+complete full round (before it, a confirmation round would spend on what the first full round probes anyway:
+`waiting` says so, nothing is suspected), the live counts of the window (attempts and judged answers), the
+listing's figures and the rates the probes last cleared are read and `suspect` decides (pure). Each suspicion
+is stored with its evidence, `scheduled` (a confirmation round will probe it) or `skipped` (over the budget:
+the next full round decides, nothing changes). tasks/watch_loop.py looks at every model, starts the rounds and
+announces the suspicions.
 """
 
 from __future__ import annotations
@@ -16,16 +19,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
-from tasks.core.contracts import probed
-from tasks.core.suspicion import Suspicion, SuspicionStatus, rules_of, suspect
-from tasks.core.types import Contract, Endpoint, Mode
-
-if TYPE_CHECKING:
-    pass
+from tasks.core.suspicion import Suspicion, SuspicionStatus, confirmation_request, rules_of, suspect
+from tasks.core.types import Endpoint, Mode
 
 log = logging.getLogger("canary.watch")
 
@@ -38,6 +36,7 @@ class WatchResult:
     skipped: str | None = None  # why no confirmation round runs for the suspicions (the budget)
     resolved: int = 0
     listing: tuple[Endpoint, ...] = field(default=(), repr=False)
+    waiting: str | None = None  # why nothing was suspected: the model has no complete full round yet
 
 
 def fetch_listing(cfg: CanaryConfig, model: str) -> list[Endpoint]:
@@ -50,20 +49,6 @@ def fetch_listing(cfg: CanaryConfig, model: str) -> list[Endpoint]:
     key = read_secret("OPENROUTER_API_KEY")
     with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
         return fetch_endpoints(client, cfg.base_url, key.get() if key else None, model)
-
-
-def confirmation_of(model: str, found: Sequence[Suspicion], listing: Sequence[Endpoint], controls: Sequence[str],
-                    now: datetime) -> ConfirmationRequest:
-    """A partial round probing every contract of the suspected endpoints (the refusal controls for refusal,
-    so a weak probe is still recognised), due now."""
-    plan: dict[str, tuple[str, ...]] = {s.tag: probed() for s in found}
-    listed = {e.tag for e in listing}
-    for control in controls:
-        if control in listed and control not in plan:
-            plan[control] = (Contract.REFUSAL,)
-    tags = "+".join(sorted({s.tag for s in found}))
-    return ConfirmationRequest(model=model, confirms=f"suspicion:{tags}@{now:%Y-%m-%dT%H:%M:%SZ}", due=now,
-                               contracts=dict(sorted(plan.items())))
 
 
 def over_budget(cfg: CanaryConfig, now: datetime) -> str | None:
@@ -84,8 +69,8 @@ def over_budget(cfg: CanaryConfig, now: datetime) -> str | None:
 
 def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[Endpoint]) -> WatchResult:
     """Resolve, suspect and record for one model in one write window (`listing`: its endpoints as OpenRouter
-    lists them now; empty when the listing could not be read: the live signal still works on the tags of
-    the model's latest round)."""
+    lists them now; empty when the listing could not be read: the live signals still work on the tags of
+    the model's latest full round)."""
     from tasks import store
     from tasks.publish import current_ignore_list
     from tasks.store import live
@@ -95,19 +80,25 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
     # of a large file would cost more than the look)
     with store.open_store(cfg.db_path, snapshot=False) as con:
         resolved = live.resolve_suspicions(con, now)
+        full_round = live.last_round_endpoints(con, model)
+        if not full_round:
+            return WatchResult(model, resolved=resolved, listing=tuple(listing),
+                               waiting=f"no complete full round of {model} yet: no suspicion-driven round "
+                                       "before the first full round")
         mode = Mode(store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value)
-        endpoints = list(listing) or live.last_round_endpoints(con, model)
+        endpoints = list(listing) or full_round
         states = store.load_states(con, model, mode)
         ignore = current_ignore_list(con, cfg, model, [e.tag for e in endpoints] or None, now)
         counts = live.live_counts(con, model, now - timedelta(seconds=rules.window_s))
-        found = suspect(model, counts, endpoints, states, ignore, live.last_suspected(con, model), rules, now)
+        found = suspect(model, counts, endpoints, states, ignore, live.last_suspected(con, model), rules, now,
+                        live.cleared_rates(con, model))
         skipped = over_budget(cfg, now) if found else None
         status = SuspicionStatus.SKIPPED if skipped else SuspicionStatus.SCHEDULED
         live.record_suspicions(con, found, status, skipped)
     for s in found:
         log.warning("Suspicion %s %s: %s (%s)", model, s.tag, s.evidence, skipped or "confirmation round now")
-    request = confirmation_of(model, found, endpoints, cfg.refusal_controls, now) if found and not skipped \
-        else None
+    request = confirmation_request(model, found, [e.tag for e in endpoints], cfg.refusal_controls, now) \
+        if found and not skipped else None
     return WatchResult(model, tuple(found), request, skipped, resolved, tuple(endpoints))
 
 

@@ -24,7 +24,7 @@ a weak probe is still recognised (tasks/core/judge.py rule 2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,7 @@ __all__ = [
     "needs_confirmation",
     "parse_contracts",
     "select_confirmation",
+    "with_refusal_controls",
 ]
 
 
@@ -112,15 +113,24 @@ def select_confirmation(settled: Settlement, cfg: CanaryConfig) -> ConfirmationR
     }
     if not plan:
         return None
-    if any(Contract.REFUSAL in cs for cs in plan.values()):
-        probed = {e.tag for e in settled.endpoints}
-        for control in cfg.refusal_controls:
-            if control in probed and Contract.REFUSAL not in plan.get(control, ()):
-                plan[control] = contracts_to_probe((*plan.get(control, ()), Contract.REFUSAL))
     info = settled.info
+    plan = with_refusal_controls(plan, cfg.refusal_controls, {e.tag for e in settled.endpoints})
     return ConfirmationRequest(model=info.model, confirms=info.round_id,
                                due=info.round_ts + timedelta(minutes=cfg.confirm_after_min),
                                contracts=dict(sorted(plan.items())))
+
+
+def with_refusal_controls(plan: Mapping[str, tuple[str, ...]], controls: Iterable[str], present: Collection[str]
+                          ) -> dict[str, tuple[str, ...]]:
+    """`plan` plus, when it probes refusal anywhere, refusal on each positive control among `present` (the
+    endpoints the model has), so a weak probe is still recognised (tasks/core/judge.py rule 2)."""
+    out = dict(plan)
+    if not any(Contract.REFUSAL in cs for cs in out.values()):
+        return out
+    for control in controls:
+        if control in present and Contract.REFUSAL not in out.get(control, ()):
+            out[control] = contracts_to_probe((*out.get(control, ()), Contract.REFUSAL))
+    return out
 
 
 def parse_contracts(only: Sequence[str] | None, contracts: Mapping[str, Sequence[str]] | None

@@ -21,6 +21,7 @@ from typing import Any
 
 from tasks.core.notice_records import Alert
 from tasks.core.policy_records import Decision
+from tasks.core.suspicion import Suspicion
 from tasks.core.vocabulary import Action
 
 #: Decision action -> event name (past tense, as Prefect's own `prefect.flow-run.Completed`).
@@ -46,6 +47,8 @@ ALERT_EVENTS: Mapping[str, str] = {
     "mode_switch": "canary.mode.switched",
 }
 ROUND_CRASHED = "canary.round.crashed"
+#: A suspicion the watcher recorded (tasks/core/suspicion.py): a request for probes, never a decision.
+SUSPECTED = "canary.endpoint.suspected"
 _NAMESPACE = uuid.UUID("6f1d4a52-8c1e-4f7a-9a57-2d3c0e9b7a10")
 _CRASHED_LINE = re.compile(r"^round (?P<round_id>.+) crashed during step (?P<step>\S+)$")
 
@@ -113,6 +116,27 @@ def crashed_round_events(model: str, lines: Sequence[str], at: datetime) -> list
             out.append(CanaryEvent(ROUND_CRASHED, model_resource(model), at,
                                    uuid.uuid5(_NAMESPACE, f"crashed|{m['round_id']}|{m['step']}"),
                                    {"round_id": m["round_id"], "step": m["step"]}))
+    return out
+
+
+def suspicion_events(found: Iterable[Suspicion], status: str, confirmation: Mapping[str, Any] | None = None
+                     ) -> list[CanaryEvent]:
+    """`canary.endpoint.suspected` per recorded suspicion: its signal, class and evidence, its status
+    (`scheduled` or `skipped`) and, when one was started, its confirmation round (`confirms`, `flow_run_id`)."""
+    out = []
+    for s in found:
+        payload: dict[str, Any] = {
+            "suspicion_id": s.suspicion_id, "signal": str(s.signal),
+            "quality": str(s.quality) if s.quality is not None else None, "evidence": s.evidence,
+            "requests": s.requests, "failures": s.failures, "failure_rate": s.failure_rate,
+            "reference_rate": s.reference_rate, "uptime_recent": s.uptime_recent,
+            "uptime_baseline": s.uptime_baseline, "status": status,
+        }
+        if confirmation is not None:
+            payload.update({k: confirmation[k] for k in ("confirms", "flow_run_id") if k in confirmation})
+        out.append(CanaryEvent(SUSPECTED, endpoint_resource(s.model, s.tag), s.detected_at,
+                               uuid.uuid5(_NAMESPACE, f"suspected|{s.suspicion_id}"), payload,
+                               _related_model(s.model)))
     return out
 
 

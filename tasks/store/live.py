@@ -1,5 +1,5 @@
-"""Live traffic and suspicions (migration 9): the router's per-minute counts, the watcher's triggers, and the
-listing's signals of each endpoint's latest round."""
+"""Live traffic and suspicions (migrations 9 and 12): the router's per-minute counts (attempts and judged
+answers), the watcher's triggers, and the listing's signals of each endpoint's latest round."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
-from tasks.core.suspicion import Suspicion, SuspicionStatus
+from tasks.core.suspicion import ClearedRate, Signal, Suspicion, SuspicionStatus
 from tasks.core.types import Endpoint, RoundStatus
 from tasks.store.connection import open_store
 from tasks.store.records import SIGNAL_COLUMNS
@@ -58,7 +58,8 @@ def record_suspicions(con: Connection, found: Sequence[Suspicion], status: Suspi
         {"suspicion_id": s.suspicion_id, "detected_at": utc(s.detected_at), "model": s.model, "tag": s.tag,
          "signal": str(s.signal), "evidence": one_line(s.evidence) or "", "requests": s.requests,
          "failures": s.failures, "failure_rate": s.failure_rate, "uptime_recent": s.uptime_recent,
-         "uptime_baseline": s.uptime_baseline, "status": str(status), "note": one_line(note)}
+         "uptime_baseline": s.uptime_baseline, "status": str(status), "note": one_line(note),
+         "quality": str(s.quality) if s.quality is not None else None}
         for s in found
     ]
     return insert_rows(con, "suspicions", rows, skip_existing=True) if rows else 0
@@ -69,6 +70,21 @@ def last_suspected(con: Connection, model: str) -> dict[str, datetime]:
     rows = con.execute("SELECT tag, max(detected_at) FROM suspicions WHERE model = ? GROUP BY tag",
                        [model]).fetchall()
     return {tag: at for tag, at in rows}
+
+
+def cleared_rates(con: Connection, model: str) -> dict[tuple[str, LiveQuality], ClearedRate]:
+    """Per (tag, quality class) of `model`: its latest resolved live quality suspicion, when the probes cleared
+    it (the rate they found to be the client's doing: tasks/core/suspicion.py)."""
+    rows = con.execute(
+        "SELECT tag, quality, status, detected_at, failure_rate FROM suspicions "
+        "WHERE model = ? AND signal = ? AND quality IS NOT NULL AND status NOT IN ('scheduled', 'skipped') "
+        "QUALIFY row_number() OVER (PARTITION BY tag, quality ORDER BY detected_at DESC) = 1",
+        [model, str(Signal.LIVE_QUALITY)]).fetchall()
+    out = {}
+    for tag, quality, status, at, rate in rows:
+        if status == SuspicionStatus.CLEARED and rate is not None and quality in set(LiveQuality):
+            out[(tag, LiveQuality(quality))] = ClearedRate(at, float(rate))
+    return out
 
 
 def mark_confirm_round(con: Connection, suspicion_ids: Sequence[str], round_id: str | None,

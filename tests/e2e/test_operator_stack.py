@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -26,6 +25,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
+from tests.support.prefect_runs import read_events
 from tests.support.processes import start_logged, stop_group
 from tests.support.prometheus import free_port, prometheus, require_binary
 from tests.support.slack_server import SlackServer
@@ -113,13 +113,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         _stop(server)
 
 
-def _events(api: str, name: str, since: datetime) -> list[dict[str, Any]]:
-    body = {"filter": {"event": {"name": [name]},
-                       "occurred": {"since": since.isoformat(), "until": (since + timedelta(hours=2)).isoformat()}},
-            "limit": 50}
-    response = httpx.post(f"{api}/events/filter", json=body, timeout=10)
-    response.raise_for_status()
-    return list(response.json()["events"])
+_events = read_events
 
 
 def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: Stack) -> None:

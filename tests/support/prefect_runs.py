@@ -1,9 +1,13 @@
-"""Reading a flow run a test scheduled on the session's Prefect API (then deleting it: nothing serves it)."""
+"""Reading a flow run a test scheduled on the session's Prefect API (then deleting it: nothing serves it), and the
+events a Prefect API holds."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from typing import Any
+
+import httpx
 
 
 def take_scheduled_run(run_id: str) -> Any:
@@ -17,3 +21,13 @@ def take_scheduled_run(run_id: str) -> Any:
             return run
 
     return asyncio.run(read())
+
+
+def read_events(api: str, name: str, since: datetime) -> list[dict[str, Any]]:
+    """The events named `name` the Prefect API at `api` received in the two hours from `since`."""
+    body = {"filter": {"event": {"name": [name]},
+                       "occurred": {"since": since.isoformat(), "until": (since + timedelta(hours=2)).isoformat()}},
+            "limit": 50}
+    response = httpx.post(f"{api}/events/filter", json=body, timeout=10)
+    response.raise_for_status()
+    return list(response.json()["events"])

@@ -1,12 +1,21 @@
 """Subprocesses a test starts (servers, exporters): each in its own session, logged to a file, stopped by its
-process group (SIGINT, then SIGKILL), never by name."""
+process group (SIGINT, then SIGKILL), never by name; `poll_while_running` waits for something they do and
+fails with their logs' tails when one of them exits first or the wait runs out."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import httpx
+import pytest
+
+T = TypeVar("T")
 
 
 def start_logged(argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
@@ -24,3 +33,26 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+def poll_while_running(what: str, fn: Callable[[], T | None], timeout_s: float,
+                       procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> T:
+    """`fn()` every 0.5 s until it gives something true (an HTTP error counts as nothing yet); the test fails,
+    showing the logs' tails, when a process of `procs` exits first or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                pytest.fail(f"{p.args!r} exited ({p.returncode}) while waiting for {what}:\n" + log_tails(logs))
+        try:
+            value = fn()
+        except httpx.HTTPError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}:\n" + log_tails(logs))
+
+
+def log_tails(logs: list[Path], chars: int = 3000) -> str:
+    return "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-chars:] for p in logs if p.exists())

@@ -16,15 +16,17 @@ def test_defaults_and_overrides_reach_the_rules() -> None:
     cfg = CanaryConfig()
     assert (cfg.suspect_confirm_after_s, cfg.suspect_window_s, cfg.suspect_min_requests) == (90, 300, 20)
     assert (cfg.suspect_failure_rate, cfg.suspect_uptime_drop, cfg.suspect_cooldown_s) == (0.5, 20.0, 900)
+    assert cfg.suspect_peer_margin == 0.3
     tuned = apply_overrides(cfg, {"suspect_failure_rate": "0.3", "suspect_min_requests": "50",
-                                "suspect_uptime_drop": "0"})
+                                "suspect_uptime_drop": "0", "suspect_peer_margin": "0.2"})
     rules = rules_of(tuned)
-    assert (rules.failure_rate, rules.min_requests, rules.uptime_drop) == (0.3, 50, 0.0)
+    assert (rules.failure_rate, rules.min_requests, rules.uptime_drop, rules.peer_margin) == (0.3, 50, 0.0, 0.2)
 
 
 @pytest.mark.parametrize(("key", "value"), [
     ("suspect_failure_rate", 0), ("suspect_failure_rate", 1.5), ("suspect_failure_rate", "half"),
     ("suspect_uptime_drop", -1), ("suspect_uptime_drop", 101), ("suspect_min_requests", 0),
+    ("suspect_peer_margin", -0.1), ("suspect_peer_margin", 1.5), ("suspect_peer_margin", "far"),
     ("suspect_confirm_after_s", 5), ("suspect_window_s", 10), ("suspect_cooldown_s", -1),
 ])
 def test_a_bad_value_is_one_line_naming_the_key(key: str, value: object) -> None:

@@ -1,0 +1,238 @@
+"""The watcher's loop: every model looked at every `watch_interval`, with no flow run per look.
+
+    engine = WatchEngine(listing=fetch_listing, start_round=..., announce=emit_canary_events)
+    looks = look_once(engine, cfg, now)                      # one look at every model (tests, the benchmark)
+    run_watcher(engine, load_config, stop=threading.Event()) # `canary serve`'s thread, `canary watch`
+
+A look that finds nothing leaves no trace: no flow run, no event, no log line (tasks/watch.py's short write
+window is all). A suspicion is recorded there; then its confirmation round is started (`start_round`: served,
+a Scheduled run of the cycle deployment, flows/watch.py; None in process: the caller runs the round from
+`ModelLook.result.request`, as tasks/round/confirmations.py `run_confirmations` does) and each suspicion is
+announced (`canary.endpoint.suspected`, tasks/core/events.py).
+
+The engine says only what differs between the served watcher and an in-process look, like the round's `Engine`
+(tasks/round/sequence.py): where the listing comes from, how a confirmation round is started, where the events
+go.
+
+Error policy, per model and look: the listing unreadable -> the live signals alone; the database busy or
+broken, or any other error -> that model is not looked at this time (the next look tries again). Each is said
+in one line when it begins (and when its words change), and once when it ends, never at every look
+(tasks/quiet_log.py); so is waiting for the first database and for a model's first full round. A round that
+cannot be started leaves its suspicions `skipped`, with why. The config is read again at every look (a broken
+edit: one line, and the last good config goes on). The loop stops only when told (`stop`).
+
+Schedule: a look every `watch_interval(cfg)` (a third of `suspect_confirm_after_s`, at least `MIN_INTERVAL_S`)
+from the loop's start; a look that overran its interval is followed by the next at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tasks.clock import utcnow
+from tasks.config import CanaryConfig
+from tasks.core.confirm import ConfirmationRequest
+from tasks.core.events import CanaryEvent, suspicion_events
+from tasks.core.suspicion import SuspicionStatus
+from tasks.core.types import Endpoint
+from tasks.errors import CanaryError
+from tasks.quiet_log import QuietLog
+from tasks.watch import WatchResult, fail_suspicions, fetch_listing, note_round, watch_model
+
+log = logging.getLogger("canary.watch")
+
+#: Shortest time between two looks, seconds: a look reads every model's listing (one GET each) and opens the
+#: database for a short write window; more often than this would cost more than it could bring forward.
+MIN_INTERVAL_S = 10.0
+
+__all__ = ["MIN_INTERVAL_S", "ModelLook", "WatchEngine", "look_once", "run_watcher", "start_watcher",
+           "watch_interval"]
+
+
+def watch_interval(cfg: CanaryConfig) -> timedelta:
+    """A third of `suspect_confirm_after_s`: a suspicion is seen, and its round started, well within it."""
+    return timedelta(seconds=max(MIN_INTERVAL_S, cfg.suspect_confirm_after_s / 3))
+
+
+def _no_events(events: Sequence[CanaryEvent]) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class WatchEngine:
+    """What one watcher looks and acts with."""
+
+    #: The model's endpoints with OpenRouter's current figures (tasks/watch.py `fetch_listing`: one GET).
+    listing: Callable[[CanaryConfig, str], Sequence[Endpoint]] = fetch_listing
+    #: Start the confirmation round a look asks for; returns what started it (a flow run id). None: in process,
+    #: the caller runs it (`ModelLook.result.request`).
+    start_round: Callable[[CanaryConfig, ConfirmationRequest], str] | None = None
+    #: Hand the suspicions' events on (tasks/events.py `emit_canary_events`; nothing by default).
+    announce: Callable[[Sequence[CanaryEvent]], object] = _no_events
+
+
+@dataclass(frozen=True)
+class ModelLook:
+    """What one look at one model did."""
+
+    model: str
+    result: WatchResult | None = None  # None: the model was not looked at (`error` says why)
+    started: str | None = None  # what started its confirmation round (a flow run id)
+    error: str | None = None
+
+    @property
+    def waiting(self) -> str | None:
+        return self.result.waiting if self.result is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The look as plain data: the suspicions, why no round runs, and the confirmation's parameters."""
+        r = self.result
+        out: dict[str, Any] = {
+            "model": self.model,
+            "suspicions": [{"tag": s.tag, "signal": str(s.signal), "quality": str(s.quality) if s.quality else None,
+                            "evidence": s.evidence} for s in (r.suspicions if r else ())],
+            "skipped": r.skipped if r else None, "resolved": r.resolved if r else 0, "confirmation": None,
+            "waiting": self.waiting, "error": self.error,
+        }
+        if r is not None and r.request is not None:
+            out["confirmation"] = {**r.request.parameters(), "due": r.request.due.isoformat()}
+            if self.started:
+                out["confirmation"]["flow_run_id"] = self.started
+        return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def look_at(engine: WatchEngine, cfg: CanaryConfig, model: str, now: datetime, quiet: QuietLog) -> ModelLook:
+    """One look at one model, under the error policy (the module docstring)."""
+    try:
+        listing = list(engine.listing(cfg, model))
+        quiet.end(f"listing {model}", f"watch: the listing of {model} answers again")
+    except (CanaryError, OSError) as exc:  # the live signals work without it
+        quiet.say(f"listing {model}", f"watch: no listing for {model} ({_first_line(exc)}); live traffic only")
+        listing = []
+    try:
+        result = watch_model(cfg, model, now, listing)
+    except Exception as exc:  # a busy or broken database, or a bug: this model waits for the next look
+        why = _first_line(exc) if isinstance(exc, CanaryError) else f"{type(exc).__name__}: {_first_line(exc)}"
+        quiet.say(f"look {model}", f"watch: {model} not looked at: {why}; the next look tries again")
+        return ModelLook(model, error=why)
+    quiet.end(f"look {model}", f"watch: {model} is looked at again")
+    if result.waiting:
+        quiet.say(f"waiting {model}", f"watch: {result.waiting}", logging.INFO)
+        return ModelLook(model, result)
+    quiet.end(f"waiting {model}")
+    started, confirmation = None, None
+    status = SuspicionStatus.SKIPPED if result.skipped else SuspicionStatus.SCHEDULED
+    if result.request is not None:
+        confirmation = {"confirms": result.request.confirms}
+        if engine.start_round is not None:
+            started, status = _start(engine.start_round, cfg, result)
+            if started:
+                confirmation["flow_run_id"] = started
+    if result.suspicions:
+        engine.announce(suspicion_events(result.suspicions, str(status), confirmation))
+    return ModelLook(model, result, started)
+
+
+def _start(start_round: Callable[[CanaryConfig, ConfirmationRequest], str], cfg: CanaryConfig,
+           result: WatchResult) -> tuple[str | None, SuspicionStatus]:
+    """Start the confirmation round and write what started it on the suspicions (or, when it could not be
+    started, mark them `skipped` with why: nothing changes, the next full round decides)."""
+    assert result.request is not None
+    try:
+        started = start_round(cfg, result.request)
+    except Exception as exc:
+        why = f"could not start the round: {type(exc).__name__}: {_first_line(exc)}"
+        log.warning("watch: %s for %s", why, result.request.confirms)
+        try:
+            fail_suspicions(cfg, result.suspicions, why)
+        except CanaryError as store_exc:
+            log.warning("watch: the suspicions of %s stay `scheduled`: %s", result.model, store_exc)
+        return None, SuspicionStatus.SKIPPED
+    try:
+        note_round(cfg, result.suspicions, f"flow run {started}")
+    except CanaryError as exc:  # the round runs; only its note on the rows is missing
+        log.warning("watch: flow run %s started, not noted on the suspicions: %s", started, exc)
+    return started, SuspicionStatus.SCHEDULED
+
+
+def look_once(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: QuietLog | None = None
+              ) -> list[ModelLook]:
+    """One look at every configured model, in order."""
+    quiet = quiet or QuietLog(log)
+    return [look_at(engine, cfg, model, now, quiet) for model in cfg.models]
+
+
+def run_watcher(engine: WatchEngine, load: Callable[[], CanaryConfig], *, stop: threading.Event,
+                interval: timedelta | None = None, ticks: int | None = None,
+                now: Callable[[], datetime] = utcnow, monotonic: Callable[[], float] = time.monotonic,
+                quiet: QuietLog | None = None) -> int:
+    """Look every `interval` (default `watch_interval` of the config read at each tick) until `stop` is set
+    (or `ticks` ticks have passed); returns how many looks were made. Never raises an Exception."""
+    quiet = quiet or QuietLog(log)
+    cfg: CanaryConfig | None = None
+    looks = tick = 0
+    next_at = monotonic()
+    while not stop.is_set() and (ticks is None or tick < ticks):
+        tick += 1
+        try:
+            cfg = _config(load, cfg, quiet)
+            if cfg is not None:
+                looks += _tick(engine, cfg, now(), quiet)
+        except Exception as exc:  # the loop outlives anything a look can raise; said once
+            quiet.say("tick", f"watch: a look failed: {type(exc).__name__}: {_first_line(exc)}")
+        every = (interval if interval is not None else watch_interval(cfg) if cfg is not None
+                 else timedelta(seconds=MIN_INTERVAL_S)).total_seconds()
+        next_at += every
+        delay = next_at - monotonic()
+        if delay < 0:  # the look overran its interval: the next one now, and the schedule from here
+            next_at, delay = monotonic(), 0.0
+        if ticks is not None and tick >= ticks:
+            break
+        stop.wait(delay)
+    return looks
+
+
+def _config(load: Callable[[], CanaryConfig], last: CanaryConfig | None, quiet: QuietLog) -> CanaryConfig | None:
+    try:
+        cfg = load()
+    except CanaryError as exc:
+        quiet.say("config", f"watch: {_first_line(exc)}; "
+                            + ("looking with the config read before" if last else "not looking until it reads"))
+        return last
+    quiet.end("config", "watch: the config reads again")
+    return cfg
+
+
+def _tick(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: QuietLog) -> int:
+    """One look unless the database is not there yet (a look would create it: the first round does)."""
+    if not Path(cfg.db_path).exists():
+        quiet.say("database", f"watch: waiting for the first database at {cfg.db_path} (the first round "
+                              "creates it); no look until then", logging.INFO)
+        return 0
+    quiet.end("database", f"watch: the database at {cfg.db_path} is there; looking every "
+                          f"{watch_interval(cfg).total_seconds():g} s")
+    quiet.end("tick")
+    look_once(engine, cfg, now, quiet)
+    return 1
+
+
+def start_watcher(engine: WatchEngine, load: Callable[[], CanaryConfig], *, name: str = "canary-watch",
+                  **kw: Any) -> tuple[threading.Thread, threading.Event]:
+    """`run_watcher` in a daemon thread (`canary serve`); set the returned event to stop it."""
+    stop = threading.Event()
+    thread = threading.Thread(target=run_watcher, args=(engine, load), kwargs={"stop": stop, **kw}, name=name,
+                              daemon=True)
+    thread.start()
+    return thread, stop
