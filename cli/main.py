@@ -59,13 +59,18 @@ def demo(
     flow_runs: Annotated[
         bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~4x slower)")
     ] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="replace --db even if it holds an operator's exclusions, lifts or mode")
+    ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
+    from demo.replace_guard import refuse_to_replace
     from demo.run import run_demo
     from tasks.config import CanaryConfig
     from tasks.config_preflight import preflight
 
     preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
+    refuse_to_replace(db, replace=replace)  # an operator's changes are not the demo's to throw away
     run_demo(rounds=rounds, days=days, db_path=db, engine="flow" if flow_runs else None)
 
 
