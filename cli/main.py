@@ -311,13 +311,14 @@ def metrics(
 
 @app.command()
 def router(
-    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8788,
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8788,
     routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),
+    host: Annotated[str, typer.Option("--host", help="interface to bind (0.0.0.0 in a container)")] = "127.0.0.1",
 ) -> None:
     """Run the OpenAI-compatible router with first-chunk commit failover."""
     from cli.router_cmd import router_command
 
-    router_command(port=port, routes=routes)
+    router_command(port=port, routes=routes, host=host)
 
 
 def main() -> None:
