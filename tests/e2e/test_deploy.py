@@ -11,7 +11,7 @@ Then, as an operator would: the Prefect server (until its healthcheck passes), `
 `prefect deployment run canary-cycle/canary-cycle --watch` against the served deployment (observe mode: the
 refusing endpoint "would be suspended", said in Slack by channel ID), the router and the exporter once the
 database exists, a routed request through the router (counted in the canary's database: events_db), and
-`canary status` in the serve service's environment (`docker compose exec canary-serve canary status`).
+`canary status` through deploy/canary-admin (the operator's `canary` on a systemd host).
 Every process is stopped by its process group at the end.
 """
 
@@ -90,6 +90,20 @@ def mounted_files(host: Host, services: dict[str, Service]) -> None:
             if source.startswith("./"):
                 f = host.compose_dir / source
                 f.write_text(host.text(f.read_text(encoding="utf-8"), service), encoding="utf-8")
+
+
+def admin_script(host: Host, service: Service, tmp: Path) -> Path:
+    """deploy/canary-admin (an operator's `canary` on the systemd host) on this machine: its secrets file is the
+    compose env_file, its paths and the API's port as the serve service's; it runs as this test's user (runuser
+    needs root and a canary user)."""
+    text = (DEPLOY / "canary-admin").read_text(encoding="utf-8")
+    for old, new in ((". /etc/provider-canary/canary.env\n", f". {host.compose_dir / 'canary.env'}\n"),
+                     ("runuser -u canary -- ", "")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    script = tmp / "canary-admin"
+    script.write_text(host.text(text, service), encoding="utf-8")
+    return script
 
 
 def poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: dict[str, subprocess.Popen[bytes]],
@@ -186,13 +200,11 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
 
             poll("the routed request in live_requests", counted, 60, procs, logs)
 
-            status = subprocess.run([str(host.venv / "bin" / "canary"), "status", "--config",
-                                     host.path("/etc/provider-canary/canary.toml", services["canary-serve"])],
-                                    env=serve_env, cwd=serve_cwd, capture_output=True, text=True, timeout=120)
-            report = subprocess.run([str(host.venv / "bin" / "canary"), "status", "--json"],
-                                    env={**serve_env, "CANARY_CONFIG": host.path("/etc/provider-canary/canary.toml",
-                                                                                 services["canary-serve"])},
-                                    cwd=serve_cwd, capture_output=True, text=True, timeout=120)
+            admin = admin_script(host, services["canary-serve"], tmp_path)
+            status = subprocess.run(["sh", str(admin), "status"], env=base, capture_output=True, text=True,
+                                    timeout=120)
+            report = subprocess.run(["sh", str(admin), "status", "--json"], env=base, capture_output=True,
+                                    text=True, timeout=120)
         finally:
             for p in reversed(list(procs.values())):
                 stop_group(p)

@@ -122,3 +122,16 @@ def test_systemd_analyze_verify_finds_nothing(tmp_path: Path) -> None:
     broken = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "broken.service")],
                             capture_output=True, text=True, timeout=60)
     assert "restart specifier" in broken.stderr  # the check can fail
+
+
+def test_the_admin_script_runs_canary_as_the_serve_unit_does() -> None:
+    """deploy/canary-admin: an operator's `canary` with the serve unit's user, secrets, config, API and directory."""
+    path = DEPLOY / "canary-admin"
+    text = path.read_text(encoding="utf-8")
+    serve = UNITS["canary-serve"]
+    assert path.stat().st_mode & 0o111 and subprocess.run(["sh", "-n", str(path)]).returncode == 0
+    assert f"\n. {serve.env_files[0]}\n" in text
+    for key in ("PREFECT_API_URL", "PREFECT_HOME"):
+        assert f"{key}={serve.env[key]} " in text
+    assert f"CANARY_CONFIG={serve.argv[serve.argv.index('--config') + 1]} " in text
+    assert f"\ncd {serve.cwd}\n" in text and f"exec runuser -u {serve.user} -- {VENV}/bin/canary \"$@\"\n" in text
