@@ -9,6 +9,7 @@ and published ports do), so that a test runs the services FROM those files, not 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -123,8 +124,8 @@ def dockerfile_env(path: Path) -> dict[str, str]:
     """The image's `ENV k=v ...` lines."""
     out: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("ENV "):
-            out.update(item.split("=", 1) for item in shlex.split(line[4:]))
+        if line.startswith("ENV "):  # `$VAR` as the image's base has it: this machine's
+            out.update((k, os.path.expandvars(v)) for k, v in (i.split("=", 1) for i in shlex.split(line[4:])))
     return out
 
 
