@@ -45,7 +45,7 @@ def ignore_list_command(*, config: Path | None, model: str | None, json_out: boo
 
 def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datetime,
                 ignore: IgnoreList | None = None) -> list[dict[str, Any]]:
-    ignore = ignore or current_ignore_list(con, cfg, model, None, now)
+    ignore = current_ignore_list(con, cfg, model, None, now) if ignore is None else ignore
     layers: dict[str, list[str]] = {}
     for e in ignore.entries:
         layers.setdefault(e.tag, []).append(str(e.layer))
