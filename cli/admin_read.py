@@ -19,7 +19,8 @@ from cli.runs import require_database, resolve_cli_config
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.core.cost import CostTotals, describe_totals, format_usd
+from tasks.core.cost import CostTotals
+from tasks.core.render.status import policy_label, status_lines
 from tasks.core.render.text import name
 from tasks.core.types import IgnoreList, Mode
 from tasks.publish import current_ignore_list
@@ -42,8 +43,9 @@ def ignore_list_command(*, config: Path | None, model: str | None, json_out: boo
         typer.echo(f"  {e.tag:<24} {e.layer:<12} {e.reason}{until}")
 
 
-def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datetime) -> list[dict[str, Any]]:
-    ignore: IgnoreList = current_ignore_list(con, cfg, model, None, now)
+def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datetime,
+                ignore: IgnoreList | None = None) -> list[dict[str, Any]]:
+    ignore = current_ignore_list(con, cfg, model, None, now) if ignore is None else ignore
     layers: dict[str, list[str]] = {}
     for e in ignore.entries:
         layers.setdefault(e.tag, []).append(str(e.layer))
@@ -69,19 +71,20 @@ def status_rows(con: store.Connection, cfg: CanaryConfig, model: str, now: datet
                 "excluded_by": layers.get(tag, []),
                 # OpenRouter's own figures from the latest round's listing: shown, never a verdict
                 "openrouter": signals.get(tag),
+                # what traffic sees: no layer excludes it (the published list), and whether the policy state
+                # is the observe mode's shadow (its `suspended` keeps nothing out of traffic)
+                "in_traffic": tag not in layers,
+                "shadow": bool(st and st.mode is Mode.OBSERVE),
+                "policy": policy_label(st, now),
             }
         )
     return rows
 
 
-def _uptimes(signals: dict[str, Any] | None) -> str:
-    """`5m/30m/1d` uptimes in percent and the listing's status, `-` where OpenRouter gave none."""
-    if not signals:
-        return "-"
-    cells = [f"{v:.1f}" if v is not None else "-" for v in
-             (signals.get("uptime_last_5m"), signals.get("uptime_last_30m"), signals.get("uptime_last_1d"))]
-    status = signals.get("status")
-    return "/".join(cells) + (f" s{status}" if status else "")
+def excluded_now(ignore: IgnoreList) -> list[dict[str, Any]]:
+    """The model's published ignore list as `canary status` leads with it: each tag, its layer, its end."""
+    return [{"model": ignore.model, "tag": e.tag, "layer": str(e.layer),
+             "until": e.until.isoformat() if e.until else None} for e in ignore.entries]
 
 
 #: Days of spend `canary status` lists (today included).
@@ -121,32 +124,29 @@ def spend_summary(con: store.Connection, cfg: CanaryConfig, model: str | None, n
     }
 
 
-def _totals_line(t: dict[str, Any]) -> str:
-    return describe_totals(CostTotals(**{f.name: t[f.name] for f in fields(CostTotals)}))
-
-
-def print_spend(spend: dict[str, Any]) -> None:
-    budget = spend["budget_usd_per_day"]
-    limit = f"budget {format_usd(budget)}/day" if budget else "no budget"
-    typer.echo(f"canary spend: today {_totals_line(spend['today'])}; projected "
-               f"{format_usd(spend['projected_usd_per_day'])}/day ({limit})")
-    typer.echo(f"last {SPEND_DAYS} days (UTC, by round time):")
-    for d in spend["days"]:
-        typer.echo(f"  {d['day']}  {_totals_line(d)}")
-    if spend["models"]:
-        typer.echo("per model:")
-    for m in spend["models"]:
-        week = m[f"last_{SPEND_DAYS}_days"]
-        typer.echo(f"  {m['model']}: today {format_usd(m['today']['usd'])}, last {SPEND_DAYS} days "
-                   f"{_totals_line(week)}")
-
-
 def failed_alerts_line(outbox: dict[str, Any]) -> str:
     """One line: how many alerts Slack refused for good, and the latest (its error, kind, model)."""
     last = outbox["last_failed"]
     return (f"alerts refused by Slack for good (kept in the alerts table, status failed): {outbox['failed']};"
             f" latest {name(last['kind'], 'log', 40)} on {name(last['model'], 'log', 60)}:"
             f" {name(last['error'] or '?', 'log', 120)}")
+
+
+def round_lines(report: dict[str, Any]) -> list[str]:
+    """The recent rounds, the ones waiting in the spool, and the outbox's troubles: one line each."""
+    lines = []
+    for rd in report["rounds"]:
+        late = " (deferred: landed late)" if rd["deferred"] else ""
+        step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""
+        lines.append(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts")
+    lines += [f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)"
+              for rid in report["deferred_waiting"]]
+    if report["possible_duplicate_alerts"]:
+        lines.append("alerts possibly posted twice (at-least-once delivery, see README): "
+                     f"{report['possible_duplicate_alerts']}")
+    if report["alerts"]["failed"]:
+        lines.append(failed_alerts_line(report["alerts"]))
+    return lines
 
 
 def status_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
@@ -158,37 +158,21 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
 
     with store.open_store(cfg.db_path, read_only=True) as con:
         mode = store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value
-        rows = [r for m in models for r in status_rows(con, cfg, m, now)]
+        ignores = [current_ignore_list(con, cfg, m, None, now) for m in models]
+        rows = [r for m, ig in zip(models, ignores, strict=True) for r in status_rows(con, cfg, m, now, ig)]
         rounds = store.recent_rounds(con, models, per_model=3)
         duplicates = store.possible_duplicate_alerts(con)
         outbox = store.alert_health(con)
         spend = spend_summary(con, cfg, models[0] if model else None, now)
     waiting = [r.info.round_id for r in spooled_rounds(cfg.db_path) if r.info.model in models]
+    report = {"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
+              "possible_duplicate_alerts": duplicates, "alerts": outbox, "spend": spend,
+              "excluded_now": [e for ig in ignores for e in excluded_now(ig)]}
     if json_out:
-        _print_json({"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
-                     "possible_duplicate_alerts": duplicates, "alerts": outbox, "spend": spend})
+        _print_json(report)
         return
-    typer.echo(f"mode: {mode}")
-    print_spend(spend)
-    for rd in rounds:
-        late = " (deferred: landed late)" if rd["deferred"] else ""
-        step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""
-        typer.echo(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts")
-    for rid in waiting:
-        typer.echo(f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)")
-    if duplicates:
-        typer.echo(f"alerts possibly posted twice (at-least-once delivery, see README): {duplicates}")
-    if outbox["failed"]:
-        typer.echo(failed_alerts_line(outbox))
-    typer.echo(f"{'model':<36} {'tag':<22} {'state':<10} {'fail':>4} {'clean':>5}  {'until':<17} "
-               f"{'OpenRouter uptime 5m/30m/1d':<28} excluded by")
-    for r in rows:
-        until = r["suspended_until"][:16].replace("T", " ") if r["suspended_until"] else "-"
-        typer.echo(
-            f"{r['model']:<36} {r['tag']:<22} {r['state']:<10} {r['fail_streak']:>4} "
-            f"{r['clean_streak']:>5}  {until:<17} {_uptimes(r['openrouter']):<28} "
-            f"{', '.join(r['excluded_by']) or '-'}"
-        )
+    for line in status_lines(report, models, round_lines=round_lines(report)):
+        typer.echo(line)
 
 
 def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, db: str | None) -> None:

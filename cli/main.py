@@ -59,13 +59,18 @@ def demo(
     flow_runs: Annotated[
         bool, typer.Option("--flow-runs", help="with --days: a canary-round flow run per round (~4x slower)")
     ] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="replace --db even if it holds an operator's exclusions, lifts or mode")
+    ] = False,
 ) -> None:
     """Run the built-in simulator with a faulty fleet and rounds on a compressed clock (no key needed)."""
+    from demo.replace_guard import refuse_to_replace
     from demo.run import run_demo
     from tasks.config import CanaryConfig
     from tasks.config_preflight import preflight
 
     preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
+    refuse_to_replace(db, replace=replace)  # an operator's changes are not the demo's to throw away
     run_demo(rounds=rounds, days=days, db_path=db, engine="flow" if flow_runs else None)
 
 
@@ -319,13 +324,14 @@ def metrics(
 
 @app.command()
 def router(
-    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8788,
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8788,
     routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),
+    host: Annotated[str, typer.Option("--host", help="interface to bind (0.0.0.0 in a container)")] = "127.0.0.1",
 ) -> None:
     """Run the OpenAI-compatible router with first-chunk commit failover."""
     from cli.router_cmd import router_command
 
-    router_command(port=port, routes=routes)
+    router_command(port=port, routes=routes, host=host)
 
 
 def main() -> None:

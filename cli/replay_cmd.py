@@ -2,7 +2,8 @@
 
 stdout: one decision per line: `{"at", "model", "tag", "action", "until", "ladder_step"}` with --json,
         else the same fields as aligned text. With --summary: the summary table (JSON with --json) instead.
-stderr: the summary table (baseline, then one line per --compare variant) after the decisions.
+stderr: the summary table (the base setting: `baseline`, or the --set overrides; then one line per --compare
+        variant, labelled with every override it ran with) after the decisions.
 Exit 2 with one stderr line on a bad input line (named by number), a bad config or a bad --set.
 
     canary replay rounds.jsonl --set fail_rounds=3 --set min_hosts=1
@@ -19,7 +20,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from tasks.config_loading import apply_overrides, load_config, variant
+from tasks.config_loading import load_config, variant
 from tasks.core.replay import decision_line, replay
 from tasks.core.replay_input import parse_replay
 from tasks.core.replay_summary import format_summaries, summarize, what_if
@@ -62,13 +63,18 @@ def _text_line(row: dict[str, Any]) -> str:
 def _run(path: Path, config: Path | None, set_: list[str], json_out: bool, summary: bool,
          compare: list[str], out: TextIO, err: TextIO) -> None:
     overrides = parse_set(set_)
-    cfg = apply_overrides(load_config(config), overrides)
-    variants = [variant(cfg, parse_set(spec.split())) for spec in compare]  # a bad one: refused before any output
+    configured = load_config(config)
+    # The rows are labelled with the setting they ran: `baseline` is the config file as it is; with --set, the
+    # base row is the overrides (`fail_rounds=3`) and each --compare row adds its own to them.
+    base = variant(configured, overrides)
+    cfg = base.cfg
+    variants = [variant(configured, {**overrides, **parse_set(spec.split())})  # a bad one: refused before any
+                for spec in compare]                                           # output
     history = parse_replay(_lines(path))
-    if "mode" in overrides:  # else each round in the mode its lines recorded (the configured one if none)
+    if base.sets_mode:  # else each round in the mode its lines recorded (the configured one if none)
         history = history.in_mode(cfg.mode)
     if summary:
-        summaries = what_if(history, cfg, variants)
+        summaries = what_if(history, cfg, variants, label=base.label)
         if json_out:
             for s in summaries:
                 out.write(json.dumps(s.as_json()) + "\n")
@@ -80,9 +86,9 @@ def _run(path: Path, config: Path | None, set_: list[str], json_out: bool, summa
         row = decision_line(d)
         out.write((json.dumps(row) if json_out else _text_line(row)) + "\n")
     out.flush()
-    summaries = [summarize(decisions, history, "baseline")]
+    summaries = [summarize(decisions, history, base.label)]
     if variants:
-        summaries += what_if(history, cfg, variants)[1:]
+        summaries += what_if(history, cfg, variants, label=base.label)[1:]
     err.write("\n".join(format_summaries(summaries)) + "\n")
 
 

@@ -15,7 +15,9 @@ on stderr. 2 stays a `CanaryError` before the cycle starts (bad config, missing 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import typer
@@ -25,6 +27,9 @@ from tasks.config_loading import resolve_config
 from tasks.config_preflight import preflight as preflight_paths
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret, redact
+
+if TYPE_CHECKING:
+    from tasks.prefect_api.server import PrefectApi
 
 
 def resolve_cli_config(config: Path | None, *, db: str | None = None, base_url: str | None = None,
@@ -81,8 +86,22 @@ def run_once(
         preflight(cfg, models)
         import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
 
-        api.wait_ready()
+        wait_for_api(api)
         return run_rounds(cfg, models, config=config, mode=mode)
+
+
+def wait_for_api(api: PrefectApi) -> None:
+    """Wait for the run's Prefect API, saying so when it is a private server still starting (10-30 s of silence
+    otherwise: issue 30). Progress goes to stdout, as the rounds' lines do; stderr stays for problems."""
+    server = api.server
+    if server is None or server.is_ready:
+        api.wait_ready()
+        return
+    started = server.started_at or time.monotonic()
+    typer.echo("starting a private Prefect server for this run (10-30 s on 2 cores; export PREFECT_API_URL of a "
+               "running `prefect server start` to skip it)...")
+    api.wait_ready(progress=lambda s: typer.echo(f"  still starting the Prefect server ({s:.0f} s)..."))
+    typer.echo(f"Prefect server ready after {time.monotonic() - started:.0f} s; running the cycle")
 
 
 def cycle_problems(cycle: dict[str, object]) -> list[str]:

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from demo.settings import DEFAULT_FLEET, DEMO_CONTROLS, DEMO_MODEL, DEMO_TIME_SCALE, demo_overrides, quiet_logs
+from demo.settings import (
+    DEFAULT_FLEET,
+    DEMO_CONTROLS,
+    DEMO_MODEL,
+    DEMO_TIME_SCALE,
+    DEMO_WHO,
+    demo_overrides,
+    quiet_logs,
+)
 from tasks.core.contracts import names
 from tasks.core.render.markdown import OUTCOME_CODES
 
@@ -60,7 +68,7 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
     clock = SharedStepClock(start, Path(f"{Path(db_path).with_suffix('')}.clock"))
     console.print(f"[bold]canary demo[/]: {rounds} rounds of {DEMO_MODEL} against the built-in simulator")
     with store.open_store(db_path) as con:  # as `canary mode enforce` would: `canary status` then agrees
-        store.set_setting(con, store.MODE_KEY, "enforce", at=clock.now(), who="canary demo")
+        store.set_setting(con, store.MODE_KEY, "enforce", at=clock.now(), who=DEMO_WHO)
     # A child process: in this one the simulator would share the GIL with the rounds' Prefect threads.
     with contextlib.closing(clock), simulator_process(DEFAULT_FLEET, time_scale=DEMO_TIME_SCALE, clock=clock) as sim:
         os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only

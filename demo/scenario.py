@@ -12,6 +12,9 @@ from typing import Any
 
 from demo.settings import DEMO_CONTROLS, DEMO_MODEL, scaled_timing
 
+#: Who the simulated history's admin changes are by (demo/replace_guard.py leaves them out of an operator's).
+ONCALL = "oncall@example.com"
+
 #: The endpoint a builtin exclusion covers in the history (its hidden filter is "already measured").
 BUILTIN_TAG = "google-vertex"
 
@@ -24,7 +27,7 @@ class AdminEvent:
     action: str  # "add" | "remove"
     tag: str
     reason: str
-    who: str = "oncall@example.com"
+    who: str = ONCALL
     until_rounds: int | None = None  # "add": runs out by itself after this many rounds
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 DEMO_MODEL = "meta-llama/llama-3.3-70b-instruct"
+#: Who the demo's own changes are recorded as (its mode setting), so that they are never taken for an operator's.
+DEMO_WHO = "canary demo"
 #: Simulated delays and the round's time budgets are multiplied by this in `canary demo` (rounds of seconds).
 DEMO_TIME_SCALE = 0.125
 DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "simulator" / "fleets" / "default.toml"

@@ -60,6 +60,9 @@ TRANSIENT_ERRORS = frozenset({
     "team_added_to_org",
 })
 
+#: How Slack's conversation IDs start (public and private channels; older private channels: G).
+CHANNEL_ID_PREFIXES = ("C", "G")
+
 _log = logging.getLogger("canary.alerts")
 _sdk_log = logging.getLogger("canary.alerts.slack_sdk")
 _sdk_log.addHandler(logging.NullHandler())
@@ -82,6 +85,13 @@ class SlackSettings:
         if self.bot_token and self.channel:
             return "web"
         return "webhook" if self.webhook_url else "log"
+
+    @property
+    def can_check_history(self) -> bool:
+        """Whether a post of unknown fate can be looked up before posting again (exactly once): the Web API and
+        the channel given by its ID (`C0123...`; conversations.history takes no `#name`). The token also needs
+        `channels:history` (`groups:history` for a private channel); without it the lookup answers None."""
+        return self.transport == "web" and (self.channel or "").startswith(CHANNEL_ID_PREFIXES)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
@@ -217,7 +227,7 @@ def posted_keys(settings: SlackSettings, since: datetime, limit: int = 200) -> s
     """Alert keys found in the channel's recent history (message metadata), or None when that cannot be
     known: webhook and log transports, a channel given by name (conversations.history takes an ID), a
     token without the history scope, or Slack unreachable."""
-    if settings.transport != "web" or not (settings.channel or "").startswith(("C", "G")):
+    if not settings.can_check_history:
         return None
     assert settings.bot_token is not None and settings.channel is not None
     client = WebClient(

@@ -14,8 +14,15 @@
 5. **language_mix** (`fail`): at least `MIX_MIN_SENTENCES` labelled sentences, at least `MIX_MIN_OTHER` of
    them in one and the same other language, and that language's share >= `MIX_SHARE` (stray misreadings
    scatter over languages; real mixing, like the pt/es incident, sticks to one).
-6. **ok** (`pass`) when the whole reply's top language is the expected one; otherwise **low_confidence**
-   (`inconclusive`). One or two stray sentences below the mix rule are reported as `mixed_share`, not failed.
+6. **ok** (`pass`) when the whole reply's top language is the expected one.
+7. **sentences_disagree** (`inconclusive`): the whole reply reads confidently (>= `SWITCH_CONFIDENCE`) as
+   another language, yet at least `MIX_SHARE` of its labelled sentences are in the expected one (or, expecting
+   Japanese, it reads as Chinese but has kana) and too few sentences are in one other language for the mix
+   rule: the reply's reading and its sentences' disagree (a short pt/es mix: "detected (es 1.00)" while one of
+   two sentences is pt). Not a switch, not a proven mix.
+8. **low_confidence** (`inconclusive`) otherwise: no language reaches `SWITCH_CONFIDENCE` for the whole reply.
+   So the reason and the confidence agree: `low_confidence` always comes with a confidence below
+   `SWITCH_CONFIDENCE`. One or two stray sentences below the mix rule are reported as `mixed_share`, not failed.
 
 The detector is built once per process (thread-safe lazy singleton) over the 17 interface languages only:
 the product supports those, and a wider set invites Galician/Catalan confusions on pt/es text.
@@ -244,6 +251,17 @@ def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> 
             **base,
         )
     exp_conf = scores.get(expected, 0.0)
+    if top is not None and conf >= SWITCH_CONFIDENCE:  # confident, but not a switch: rule 7
+        script = "; kana in the reply (Japanese script)" if expected == "ja" and has_kana(text) else ""
+        return LanguageVerdict(
+            Outcome.INCONCLUSIVE,
+            "sentences_disagree",
+            evidence=f"detected ({top} {conf:.2f}) for the whole reply, but sentences in {expected} "
+            f"{n_expected}/{labelled} = {expected_share:.0%} (a switch needs < {MIX_SHARE:.0%}){script}; "
+            f"in {other_lang or '-'} {n_top_other}/{labelled} (a mix needs {MIX_MIN_OTHER} of >= "
+            f"{MIX_MIN_SENTENCES})",
+            **base,
+        )
     return LanguageVerdict(
         Outcome.INCONCLUSIVE,
         "low_confidence",

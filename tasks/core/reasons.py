@@ -43,7 +43,8 @@ class Reason(StrEnum):
     LANGUAGE_SWITCH = "language_switch"
     LANGUAGE_MIX = "language_mix"
     ENCODING_CORRUPTION = "encoding_corruption"
-    LOW_CONFIDENCE = "low_confidence"
+    LOW_CONFIDENCE = "low_confidence"  # no language reaches SWITCH_CONFIDENCE for the whole reply
+    SENTENCES_DISAGREE = "sentences_disagree"  # confidently another language as a whole, not per sentence
     UNSUPPORTED_LANGUAGE = "unsupported_language"
     NO_MAJORITY = "no_majority"
     # opening

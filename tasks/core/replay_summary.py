@@ -68,9 +68,10 @@ class Variant:
     sets_mode: bool = False
 
 
-def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Variant] = ()) -> list[ReplaySummary]:
-    """The baseline (`base`) and each variant replayed over one history."""
-    out = [summarize(replay(history, base), history, "baseline")]
+def what_if(history: ReplayHistory, base: CanaryConfig, variants: Iterable[Variant] = (), *,
+            label: str = "baseline") -> list[ReplaySummary]:
+    """The base setting (`base`, its row labelled `label`) and each variant replayed over one history."""
+    out = [summarize(replay(history, base), history, label)]
     for v in variants:
         replayed = history.in_mode(v.cfg.mode) if v.sets_mode else history
         out.append(summarize(replay(replayed, v.cfg), history, v.label))

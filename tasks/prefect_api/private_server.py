@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tasks.errors import CanaryError
@@ -59,6 +60,8 @@ IDLE_SERVER_SERVICES = (
 )
 #: Seconds a private-server request waits for SQLite's write lock before it answers 503 (Prefect's default: 10).
 DATABASE_TIMEOUT_S = 60
+#: Seconds between two "still starting" calls of `wait_ready(progress=...)`.
+PROGRESS_EVERY_S = 10.0
 #: Seconds uvicorn gets to stop after SIGTERM before the group is SIGKILLed.
 STOP_GRACE_S = 5.0
 #: The server's log: <tmp>/canary-prefect-server-<owner pid>-<port>.log
@@ -77,6 +80,12 @@ class PrivatePrefectServer:
         self._db_dir: str | None = None
         self._pipe_w: int | None = None
         self._ready = False
+        self.started_at: float | None = None  # time.monotonic() when start() spawned it
+
+    @property
+    def is_ready(self) -> bool:
+        """It answered /api/health (a `wait_ready` returned)."""
+        return self._ready
 
     @property
     def api_url(self) -> str:
@@ -103,6 +112,7 @@ class PrivatePrefectServer:
         }
         env.pop("PREFECT_API_URL", None)
         args = [f"--fd={listener.fileno()}", f"--port={self.port}", f"--pipe={pipe_r}", f"--owner={os.getpid()}"]
+        self.started_at = time.monotonic()
         try:
             with self.log_path.open("wb") as log:
                 self._proc = subprocess.Popen(
@@ -133,8 +143,10 @@ class PrivatePrefectServer:
             "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self._db_dir}/prefect.db",
         }
 
-    def wait_ready(self, timeout_s: float | None = None) -> None:
-        """Block until /api/health answers; a server that exits or stays silent is one CanaryError."""
+    def wait_ready(self, timeout_s: float | None = None, *, progress: Callable[[float], None] | None = None) -> None:
+        """Block until /api/health answers; a server that exits or stays silent is one CanaryError.
+
+        `progress(seconds since start)` is called every PROGRESS_EVERY_S while it waits (a command says it waits)."""
         import httpx
 
         if self._ready:
@@ -143,8 +155,12 @@ class PrivatePrefectServer:
         if timeout_s is None:
             timeout_s = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") or 90)
         deadline = time.monotonic() + timeout_s
+        said = time.monotonic()
         with httpx.Client(timeout=httpx.Timeout(2.0)) as client:
             while time.monotonic() < deadline:
+                if progress is not None and time.monotonic() - said >= PROGRESS_EVERY_S:
+                    said = time.monotonic()
+                    progress(said - (self.started_at or said))
                 if (code := self._proc.poll()) is not None:
                     raise CanaryError(
                         f"prefect: the private Prefect server exited during start-up (code {code}); "

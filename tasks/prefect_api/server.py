@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tasks.prefect_api.configured import check_configured_api, configured_api_url
@@ -27,10 +27,11 @@ class PrefectApi:
         self.server = server
         self._checked = False
 
-    def wait_ready(self) -> None:
-        """The private server answers /api/health, or the configured API /health (else one CanaryError)."""
+    def wait_ready(self, *, progress: Callable[[float], None] | None = None) -> None:
+        """The private server answers /api/health, or the configured API /health (else one CanaryError).
+        `progress`: called now and then while a private server starts (PrivatePrefectServer.wait_ready)."""
         if self.server is not None:
-            self.server.wait_ready()
+            self.server.wait_ready(progress=progress)
         elif not self._checked:
             check_configured_api(self.url)
             self._checked = True

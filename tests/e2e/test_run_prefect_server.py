@@ -5,8 +5,8 @@ run started Prefect's temporary server, which outlived a `kill -9` of its parent
 `CancelledError` tracebacks when a successful run shut it down. Here:
 
 * a successful run, at Prefect's default log level, exits 0 with nothing on stderr but the INFO lines of its
-  flow and task runs (no "Starting temporary server", no warning, no error, no traceback) and leaves no
-  process behind;
+  flow and task runs (no "Starting temporary server", no warning, no error, no traceback), says on stdout that
+  it starts a private server and when it is ready, and leaves no process behind;
 * a `kill -9` of a run whose flow run is RUNNING leaves no process of its server behind within a few seconds
   (found by OWNER_ENV in /proc/*/environ, or by the server's port in a command line);
 * PREFECT_API_URL naming nothing is one line, exit 2, before anything starts.
@@ -135,6 +135,12 @@ def test_a_successful_run_prints_no_traceback_and_leaves_no_process(
     foreign = [ln for ln in err.splitlines() if not FLOW_LOG_LINE.match(ln)]
     assert foreign == [], err
     assert f"{MODEL}@" in out and "15 endpoints" in out, out
+    # It says what it waits for before the ~10 s of the private server's start (issue 30), on stdout.
+    lines = out.splitlines()
+    starting = next(i for i, ln in enumerate(lines) if ln.startswith("starting a private Prefect server"))
+    ready = next(i for i, ln in enumerate(lines) if re.match(r"Prefect server ready after \d+ s", ln))
+    first_round = next(i for i, ln in enumerate(lines) if f"{MODEL}@" in ln)
+    assert starting < ready < first_round, out
     assert server_processes(proc.pid) == []  # stopped, not left to the kernel
     assert list(tmp_path.glob("canary-prefect-server-*.log")) == []  # a clean stop removes its log
     assert list(tmp_path.glob("canary-prefect-db-*")) == []  # and its database

@@ -147,3 +147,37 @@ def test_an_explicit_detector_is_never_served_from_the_memo() -> None:
     v = L.judge_text(text, "pt", detector=L.get_detector())
     assert v.outcome is Outcome.PASS
     assert L._judge_with_default.cache_info() == before
+
+
+#: The reply of issue 30 ("inconclusive low_confidence ... confidence=1.00"): one pt and one es sentence. As a
+#: whole lingua reads it as es with confidence 1.00; per sentence, half is pt: too few sentences for a mix.
+SHORT_MIX = (
+    "Ela olhou pela janela e sorriu para o viajante cansado. "
+    "Ella miró por la ventana y sonrió al viajero cansado. Ella volvió a la mesa con una taza de café caliente."
+)
+
+
+def test_a_confident_reading_the_sentences_contradict_is_not_called_low_confidence() -> None:
+    v = L.judge_text(SHORT_MIX, "pt")
+    assert v.outcome is Outcome.INCONCLUSIVE and v.confidence >= L.SWITCH_CONFIDENCE
+    assert v.reason == "sentences_disagree", v.evidence
+    assert v.evidence.startswith(f"detected (es {v.confidence:.2f}) for the whole reply, but sentences in pt ")
+
+
+def test_low_confidence_always_comes_with_a_low_confidence() -> None:
+    """The reason and the number it prints agree over every blend of 0-3 pt and 0-3 es sentences (pt first, es
+    first, alternating), judged as pt and as es: `low_confidence` only below SWITCH_CONFIDENCE, and the
+    confident readings the sentences contradict (on main: `low_confidence` at 1.00) are `sentences_disagree`."""
+    import itertools
+
+    verdicts = []
+    for a, b in itertools.product(range(4), range(4)):
+        pt, es = PT[:a], ES[:b]
+        alternating = [x for pair in itertools.zip_longest(pt, es) for x in pair if x]
+        for sentences in {tuple(pt + es), tuple(es + pt), tuple(alternating)} - {()}:
+            verdicts += [L.judge_text(" ".join(sentences), lang) for lang in ("pt", "es")]
+    low = [(v.detected, v.confidence) for v in verdicts if v.reason == "low_confidence"]
+    assert all(conf < L.SWITCH_CONFIDENCE for _, conf in low), low
+    disagree = [v for v in verdicts if v.reason == "sentences_disagree"]
+    assert disagree and all(v.confidence >= L.SWITCH_CONFIDENCE and v.outcome is Outcome.INCONCLUSIVE
+                            for v in disagree)

@@ -275,6 +275,22 @@ def test_cli_summary_with_variants(config: Path) -> None:
     assert rows[0]["suspensions"] == 5 and rows[0]["suspended_endpoint_hours"] == 74.0
 
 
+def test_cli_summary_labels_the_set_row_with_its_overrides_not_baseline(config: Path) -> None:
+    """`--set k=v --summary` replays the changed setting: its row says so (issue 30: it said "baseline"), and each
+    --compare row names every override it ran with."""
+    plain = [json.loads(r) for r in invoke(str(DATA / "replay_basic.jsonl"), "--config", str(config),
+                                           "--summary", "--json")[1].splitlines()]
+    code, out, _ = invoke(str(DATA / "replay_basic.jsonl"), "--config", str(config), "--set", "fail_rounds=3",
+                          "--summary", "--json", "--compare", "min_hosts=0")
+    assert code == 0
+    rows = [json.loads(r) for r in out.splitlines()]
+    assert [r["label"] for r in plain] == ["baseline"]
+    assert [r["label"] for r in rows] == ["fail_rounds=3", "fail_rounds=3 min_hosts=0"]
+    assert rows[0]["suspensions"] != plain[0]["suspensions"]  # it is another setting, not the baseline
+    _, _, err = invoke(str(DATA / "replay_basic.jsonl"), "--config", str(config), "--set", "fail_rounds=3")
+    assert err.splitlines()[1].startswith("fail_rounds=3 ")  # the table after the decisions, on stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

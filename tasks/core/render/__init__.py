@@ -5,6 +5,7 @@
 * round_alerts  probe_weak, pin_mismatch, deadman alerts; alerts_for_round (what the flow calls)
 * fault_alerts  store_unreadable, spool_unwritable (sent straight to Slack by tasks/store_alarm.py)
 * markdown   the round's Markdown artifact
+* status     `canary status` as text (what traffic avoids first), from its JSON report
 """
 
 from tasks.core.render.markdown import describe_changes, render_round_markdown, round_status
