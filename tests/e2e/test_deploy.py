@@ -164,9 +164,9 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
 
             def deployed() -> bool:
                 names = {d["name"] for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()}
-                return {"canary-cycle", "canary-deadman", "canary-watch"} <= names
+                return {"canary-cycle", "canary-deadman"} <= names
 
-            poll("canary serve's three deployments", deployed, 180, procs, logs)
+            poll("canary serve's two deployments", deployed, 180, procs, logs)
             prefect = [str(host.venv / "bin" / "prefect"), "deployment", "run", "canary-cycle/canary-cycle",
                        "--watch", "--watch-interval", "2", "--watch-timeout", "240"]
             for n in (1, 2):  # two cycles: the refuser fails two rounds in a row (fail_rounds)
