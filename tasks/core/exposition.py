@@ -1,0 +1,78 @@
+"""The Prometheus text exposition format (0.0.4), line by line (pure): the one renderer and the one escaper of
+every sample the canary's exporter writes (`canary metrics`, tasks/metrics.py; the stored per-model text,
+tasks/store/metric_text.py).
+
+    header("canary_rounds_total", "counter", "Rounds that ended, by status")
+    sample_line("canary_rounds_total", (("model", 'a"b'), ("status", "complete")), 3)
+        # -> 'canary_rounds_total{model="a\\"b",status="complete"} 3.0\n'
+
+Label values are escaped as the format says (backslash, double quote, line feed: `\\\\`, `\\"`, `\\n`), so any
+model id or endpoint tag, however hostile (quotes, backslashes, newlines, 10 kB), stays one sample on one line;
+HELP text escapes backslash and line feed. Values are Go-style floats: `+Inf`, `-Inf`, `NaN`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+#: What `GET /metrics` answers with (the text format prometheus_client and Prometheus speak).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Labels = Sequence[tuple[str, str]]
+
+
+def escape_label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def format_value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def header(name: str, kind: str, help_: str) -> str:
+    """`# HELP` and `# TYPE` of one family."""
+    return f"# HELP {name} {escape_help(help_)}\n# TYPE {name} {kind}\n"
+
+
+def label_set(labels: Labels) -> str:
+    """`{a="x",b="y"}`, or '' without labels."""
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{escape_label_value(str(v))}"' for k, v in labels) + "}"
+
+
+def sample_line(name: str, labels: Labels, value: float) -> str:
+    return f"{name}{label_set(labels)} {format_value(value)}\n"
+
+
+def family_lines(name: str, label_names: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """One line per row: the row's first values are the labels (in `label_names` order), its last the value;
+    a row whose value is None is left out (no sample, as for a contract that was inconclusive)."""
+    n = len(label_names)
+    out = []
+    for row in rows:
+        value = row[n]
+        if value is None:
+            continue
+        out.append(sample_line(name, tuple(zip(label_names, (str(v) for v in row[:n]), strict=True)),
+                               float(value)))  # type: ignore[arg-type]
+    return "".join(out)
+
+
+def histogram_lines(name: str, labels: Labels, buckets: Sequence[tuple[float, float]], total: float) -> str:
+    """`<name>_bucket` per (le, cumulative count), `+Inf` last (its count is the `_count`), then `_sum` and
+    `_count`, all with `labels`."""
+    out = [sample_line(f"{name}_bucket", (*labels, ("le", format_value(le))), n) for le, n in buckets]
+    count = buckets[-1][1] if buckets else 0.0
+    out.append(sample_line(f"{name}_sum", labels, total))
+    out.append(sample_line(f"{name}_count", labels, count))
+    return "".join(out)
