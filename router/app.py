@@ -99,7 +99,7 @@ class RouterShell:
             self.cooldowns, upstream_id, self.clock.monotonic(), seconds, cap
         )
         self.emit(route, tier_no, failure.reason, failure.latency_ms, model)
-        self.metrics.failover(route.key, tier_no, route.tiers[tier_no - 1].label, failure.reason)
+        self.metrics.failover(route.key, tier_no, route.tiers[tier_no - 1], failure.reason)
         if self.live:
             self.live.attempt(route, tier_no, outcome_of(failure.reason), provider_in(failure.detail))
 
@@ -153,7 +153,7 @@ class RouterShell:
                 continue
             savings = measure_savings(baseline, sent)
             out_headers = records.response_headers(route, tier_no, savings, pipeline, result.headers)
-            self.metrics.served(route.key, tier.label, result.latency_ms if isinstance(result, Committed) else None)
+            self.metrics.served(route.key, tier_no, tier, result.latency_ms if isinstance(result, Committed) else None)
             if isinstance(result, Passthrough):
                 billed = records.billed_prompt_tokens(result.body) if result.status == 200 else None
                 if self.live and result.status == 200:
@@ -179,7 +179,7 @@ class RouterShell:
         def on_abort(reason: str) -> None:
             latency_ms = (self.clock.monotonic() - started) * 1000 + committed.latency_ms
             self.emit(route, tier_no, reason, latency_ms, model)
-            self.metrics.failed_after_commit(route.key, route.tiers[tier_no - 1].label, reason)
+            self.metrics.failed_after_commit(route.key, tier_no, route.tiers[tier_no - 1], reason)
             aborted.append(reason)
 
         def on_close(gate: Gate) -> None:

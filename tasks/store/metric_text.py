@@ -155,12 +155,18 @@ def header(f: Family | Histogram) -> str:
     return exposition_header(f.name, f.kind, f.help)
 
 
+def _named(f: Family) -> tuple[list[str], str]:
+    """The family's query with its columns named c0, c1, ... (the labels) and v (the value)."""
+    cols = [f"c{i}" for i in range(len(f.labels))]
+    return cols, f"({f.sql}) q({', '.join([*cols, 'v'])})"
+
+
 def _family_rows(con: Any, f: Family, model: str | None = None) -> list[Any]:
     """The family's rows (label values, value) in label order: of one model (the first column), or all."""
-    cols = [f"c{i}" for i in range(len(f.labels))]
+    cols, source = _named(f)
     where = "WHERE c0 = ?" if model is not None else ""
-    return list(con.execute(f"SELECT * FROM ({f.sql}) q({', '.join([*cols, 'v'])}) {where} "
-                            f"ORDER BY {', '.join(cols) or '1'}", [model] if model is not None else []).fetchall())
+    return list(con.execute(f"SELECT * FROM {source} {where} ORDER BY {', '.join(cols) or '1'}",
+                            [model] if model is not None else []).fetchall())
 
 
 def _family_bodies(con: Any, f: Family, model: str | None) -> dict[str, str]:
@@ -250,9 +256,11 @@ def scrape_text(con: Any, families: Sequence[Family]) -> dict[str, str]:
     few ms of planning); if it fails (a shard a migration behind lacks a table), family by family, leaving out
     the ones that fail."""
     def rows_of(chosen: Sequence[Family]) -> dict[str, list[Any]]:
-        parts = [f"SELECT {i} AS i, [{', '.join(f'CAST(c{k} AS VARCHAR)' for k in range(len(f.labels)))}]::VARCHAR[]"
-                 f" AS labels, v::DOUBLE AS v FROM ({f.sql}) q({', '.join([*(f'c{k}' for k in range(len(f.labels))), 'v'])})"
-                 for i, f in enumerate(chosen)]
+        parts = []
+        for i, f in enumerate(chosen):
+            cols, source = _named(f)
+            labels = ", ".join(f"CAST({c} AS VARCHAR)" for c in cols)
+            parts.append(f"SELECT {i} AS i, [{labels}]::VARCHAR[] AS labels, v::DOUBLE AS v FROM {source}")
         out: dict[str, list[Any]] = {f.name: [] for f in chosen}
         for i, labels, v in con.execute(" UNION ALL ".join(parts) + " ORDER BY i, labels").fetchall():
             out[chosen[i].name].append((*labels, v))
