@@ -36,7 +36,7 @@ import duckdb
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
-from tasks.core.exposition import CONTENT_TYPE, header, sample_line
+from tasks.core.exposition import CONTENT_TYPE, header, sample_line, sample_lines
 from tasks.core.types import Layer
 from tasks.errors import StoreError
 from tasks.store.connection import detach_snapshot, open_snapshot
@@ -188,18 +188,18 @@ class CanaryCollector:
         now = self.now()
         path = Path(self.cfg.exclusions_file)
         builtin = load_builtin(path) if path.exists() else []
-        excluded: list[tuple[Sequence[tuple[str, str]], float]] = []
+        excluded: list[str] = []
         routable: list[tuple[Sequence[tuple[str, str]], float]] = []
         layers = [str(layer) for layer in Layer]
         for model, tags in rows.latest:
             ignore = merge_ignore_list(model, tags, builtin, rows.operational, rows.states.get(model, []), now)
             hit = {(e.tag, str(e.layer)) for e in ignore.entries}
-            for tag in sorted(tags):
-                excluded += [((("model", model), ("provider_tag", tag), ("layer", layer)), int((tag, layer) in hit))
-                             for layer in layers]
+            excluded += [sample_lines("canary_endpoint_excluded", (("model", model), ("provider_tag", tag)), "layer",
+                                      [(layer, int((tag, layer) in hit)) for layer in layers]) for tag in sorted(tags)]
             routable.append(((("model", model),), sum(1 for t in tags if t not in ignore.ignore)))
-        return _own("canary_endpoint_excluded", excluded) + _own("canary_routable_endpoints", routable)
-
+        kind, help_ = _HELP["canary_endpoint_excluded"]
+        return (header("canary_endpoint_excluded", kind, help_) + "".join(excluded)
+                + _own("canary_routable_endpoints", routable))
 
 def _read_families(con: Any) -> list[bytes]:
     """Every family read from the snapshot: the stored text (a header, then one chunk per model), then the

@@ -23,6 +23,8 @@ Labels = Sequence[tuple[str, str]]
 
 
 def escape_label_value(value: str) -> str:
+    if "\\" not in value and '"' not in value and "\n" not in value:
+        return value  # the usual case, ~4x faster than three replaces
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -31,11 +33,12 @@ def escape_help(text: str) -> str:
 
 
 def format_value(value: float) -> str:
-    if math.isnan(value):
+    v = float(value)
+    if v != v:
         return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
+    if v in (math.inf, -math.inf):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(v)
 
 
 def header(name: str, kind: str, help_: str) -> str:
@@ -47,11 +50,19 @@ def label_set(labels: Labels) -> str:
     """`{a="x",b="y"}`, or '' without labels."""
     if not labels:
         return ""
-    return "{" + ",".join(f'{k}="{escape_label_value(str(v))}"' for k, v in labels) + "}"
+    return "{" + ",".join([f'{k}="{escape_label_value(v)}"' for k, v in labels]) + "}"
 
 
 def sample_line(name: str, labels: Labels, value: float) -> str:
     return f"{name}{label_set(labels)} {format_value(value)}\n"
+
+
+def sample_lines(name: str, labels: Labels, last: str, values: Iterable[tuple[str, float]]) -> str:
+    """Lines that share `labels` and differ in one last label (`last`) and the value: the shared part is
+    escaped once (the exclusion gauges: every endpoint x layer, at every scrape)."""
+    shared = label_set(labels)
+    prefix = f"{name}{shared[:-1]}," if shared else f"{name}{{"
+    return "".join([f'{prefix}{last}="{escape_label_value(v)}"}} {format_value(x)}\n' for v, x in values])
 
 
 def family_lines(name: str, label_names: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
