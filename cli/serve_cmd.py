@@ -1,6 +1,7 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
-concurrently, in one process), the `canary-deadman` deployment and the `canary-watch` deployment (live
-traffic and OpenRouter's uptime as suspicions: flows/watch.py), served from one process. It deploys flows and
+concurrently, in one process; a crashed run runs again: tasks/deployment_settings.py), the `canary-deadman`
+deployment and the `canary-watch` deployment (live traffic and OpenRouter's uptime as suspicions:
+flows/watch.py), served from one process. It deploys flows and
 is no flow itself, so it lives with the commands.
 
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker). Serving needs a real
@@ -45,12 +46,15 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     from prefect.schedules import Interval
 
     from flows.cycle import canary_cycle
+    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger
 
     every = interval or timedelta(minutes=cfg.interval_min)
     return canary_cycle.to_deployment(
         name="canary-cycle",
         schedules=[Interval(every, parameters={"config_path": config_path}, slug="cycle")],
         parameters={"config_path": config_path},
+        triggers=[crash_trigger("canary-cycle")],  # a crashed cycle runs again at once, at most once a window
+        concurrency_limit=concurrency(*CYCLE_CONCURRENCY),
         description="Every configured model's round: probe every endpoint pinned, judge, quarantine, publish.",
         tags=["canary"],
     )
