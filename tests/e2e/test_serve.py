@@ -225,8 +225,8 @@ def test_prefect_yaml_has_the_trigger_and_the_limits_canary_serve_creates() -> N
     (trigger,) = deployments["canary-cycle"]["triggers"]
     assert DeploymentEventTrigger.model_validate(trigger) == crash_trigger("canary-cycle")
     limits = {name: ConcurrencyLimitConfig.model_validate(d["concurrency_limit"]) for name, d in deployments.items()}
-    assert limits == {"canary-cycle": concurrency(*CYCLE_CONCURRENCY), "canary-deadman": concurrency(*CHECK_CONCURRENCY),
-                      "canary-watch": concurrency(*CHECK_CONCURRENCY)}
+    checks = concurrency(*CHECK_CONCURRENCY)
+    assert limits == {"canary-cycle": concurrency(*CYCLE_CONCURRENCY), "canary-deadman": checks, "canary-watch": checks}
     words = {2: "two", 3: "three", 4: "four"}
     header = text.split("\nname:", 1)[0]
     assert re.search(rf"\b{words[len(deployments)]} deployments\b", header), header
