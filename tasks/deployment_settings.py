@@ -25,6 +25,7 @@ CRASH_WINDOW_S = 1800
 def crash_trigger(deployment: str) -> Any:
     """A run of `deployment` that crashed (its process SIGKILLed, OOM-killed, its worker gone) runs the
     deployment again at once, at most once per `CRASH_WINDOW_S`."""
+    from prefect.events.schemas.automations import Posture
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
     return DeploymentEventTrigger(
@@ -33,7 +34,7 @@ def crash_trigger(deployment: str) -> Any:
                      "crashed, land what they spooled and deliver their queued alerts. At most one run per "
                      f"{CRASH_WINDOW_S} s (a crash loop does not become a run loop)."),
         enabled=True,
-        posture="Reactive",
+        posture=Posture.Reactive,
         expect={"prefect.flow-run.Crashed"},
         match_related={"prefect.resource.role": "deployment", "prefect.resource.name": deployment},
         threshold=1,

@@ -41,9 +41,8 @@ from tasks.core.types import Layer
 from tasks.errors import StoreError
 from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import (
-    FAMILIES,
-    HISTOGRAMS,
     SCRAPED,
+    STORED,
     ExclusionRows,
     exclusion_rows,
     scrape_text,
@@ -53,7 +52,6 @@ from tasks.store.metric_text import header as family_header
 from tasks.store.snapshot import file_signature, snapshot_path
 
 log = logging.getLogger(__name__)
-_ORDER = [f.name for f in (*FAMILIES, *HISTOGRAMS)]
 #: gzip level of the kept text: 9 MB compress in ~60 ms at level 1 (~25x smaller), once a snapshot.
 GZIP_LEVEL = 1
 
@@ -212,7 +210,7 @@ def _read_families(con: Any) -> list[bytes]:
         for family, model, body in batch:
             stored.setdefault(family, []).append((model, body.encode()))
     chunks: list[bytes] = []
-    for f in (*FAMILIES, *HISTOGRAMS):
+    for f in STORED:
         if f.name in stored:
             chunks.append(family_header(f).encode())
             chunks += [body for _, body in sorted(stored.pop(f.name), key=lambda mb: mb[0])]

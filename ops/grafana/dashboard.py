@@ -56,6 +56,13 @@ def _table(title: str, unit: str, q: Query, description: str, hide: list[str], w
             .span(w).with_target(_target(q, "A", instant=True)).with_transformation(organize))
 
 
+def _increase(title: str, counter: str, by: str, window: str, description: str, unit: str = "short"
+              ) -> timeseries.Panel:
+    """A counter's increase over `window`, summed by one label, for the chosen models."""
+    return _series(title, unit, [Query(f"sum by ({by}) (increase({counter}{{{M}}}[{window}]))", f"{{{{{by}}}}}")],
+                   description)
+
+
 def _mapped(values: dict[str, tuple[str, str]]) -> list[model.ValueMapping]:
     return [model.ValueMap(options={v: model.ValueMappingResult(text=text, color=color, index=i)
                                     for i, (v, (text, color)) in enumerate(values.items())})]
@@ -97,18 +104,15 @@ def canary_panels() -> list[object]:
             "histogram_quantile(0.95, sum by (error_type, le) (increase("
             'gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=~"$model"}[6h])))',
             "{{error_type}}")], "Whole probe requests; error_type empty when the exchange completed."),
-        _series("Contract outcomes per hour", "short",
-                [Query(f"sum by (outcome) (increase(canary_probe_outcomes_total{{{M}}}[1h]))", "{{outcome}}")],
-                "pass, fail, transport, inconclusive: mostly transport or inconclusive means a blind canary."),
-        _series("Failures per hour, by reason", "short",
-                [Query(f"sum by (reason) (increase(canary_probe_failures_total{{{M}}}[1h]))", "{{reason}}")],
-                "fail and transport outcomes by bounded reason."),
-        _series("Spend per model (USD per day)", "currencyUSD",
-                [Query(f"sum by (model) (increase(canary_spend_usd_total{{{M}}}[1d]))", "{{model}}")],
-                "What probes cost over the last 24 h (budget_usd_per_day: canary_config_budget_usd_per_day)."),
-        _series("Rounds per hour, by final status", "short",
-                [Query(f"sum by (status) (increase(canary_rounds_total{{{M}}}[1h]))", "{{status}}")],
-                "complete, crashed, failed: a round counts once it ended."),
+        _increase("Contract outcomes per hour", "canary_probe_outcomes_total", "outcome", "1h",
+                  "pass, fail, transport, inconclusive: mostly transport or inconclusive means a blind canary."),
+        _increase("Failures per hour, by reason", "canary_probe_failures_total", "reason", "1h",
+                  "fail and transport outcomes by bounded reason."),
+        _increase("Spend per model (USD per day)", "canary_spend_usd_total", "model", "1d",
+                  "What probes cost over the last 24 h (budget_usd_per_day: canary_config_budget_usd_per_day).",
+                  unit="currencyUSD"),
+        _increase("Rounds per hour, by final status", "canary_rounds_total", "status", "1h",
+                  "complete, crashed, failed: a round counts once it ended."),
         _series("Time since the last complete round", "s", [Query(
             f"time() - max by (model) (canary_round_last_success_timestamp_seconds{{{M}}})", "{{model}}")],
             "CanarySilent fires past two round intervals."),

@@ -224,32 +224,31 @@ def test_the_endpoints_table_is_a_prefect_table_artifact(stack: Stack) -> None:
     assert by_tag["alpha"]["refusal"] == "pass"
 
 
+def _admin_event(stack: Stack, name: str, *command: str) -> dict[str, Any]:
+    """Run an admin command (the console script, PREFECT_API_URL set, as ops-on-call); the one event `name` it
+    emitted, from the server's feed."""
+    out = subprocess.run([str(BIN / "canary"), *command, "--config", str(stack.config)], cwd=REPO,
+                         env={**stack.env, "USER": "ops-on-call"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 30
+    while not (events := _events(stack.api, name, stack.started - timedelta(minutes=5))):
+        assert time.monotonic() < deadline, f"no {name} event in the server's feed"
+        time.sleep(1)
+    (event,) = events
+    return event
+
+
 def test_a_lift_by_hand_is_an_event_too(stack: Stack) -> None:
     """`canary lift` (the console script, PREFECT_API_URL set): `canary.endpoint.lifted` with who and why.
     Runs last: it ends the suspension the tests above look at."""
-    out = subprocess.run([str(BIN / "canary"), "lift", "refuser", "--reason", "provider fixed it", "--config",
-                          str(stack.config)], cwd=REPO, env={**stack.env, "USER": "ops-on-call"},
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    deadline = time.monotonic() + 30
-    while not (events := _events(stack.api, "canary.endpoint.lifted", stack.started - timedelta(minutes=5))):
-        assert time.monotonic() < deadline, "no canary.endpoint.lifted event in the server's feed"
-        time.sleep(1)
-    (event,) = events
+    event = _admin_event(stack, "canary.endpoint.lifted", "lift", "refuser", "--reason", "provider fixed it")
     assert event["resource"]["prefect.resource.id"] == f"canary.endpoint.{MODEL}.refuser"
     assert event["payload"]["reason"].endswith("provider fixed it") or "provider fixed it" in str(event["payload"])
 
 
 def test_a_mode_switch_is_an_event(stack: Stack) -> None:
     """`canary mode observe` (PREFECT_API_URL set): `canary.mode.switched` with who, the modes and the releases."""
-    out = subprocess.run([str(BIN / "canary"), "mode", "observe", "--config", str(stack.config)], cwd=REPO,
-                         env={**stack.env, "USER": "ops-on-call"}, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    deadline = time.monotonic() + 30
-    while not (events := _events(stack.api, "canary.mode.switched", stack.started - timedelta(minutes=5))):
-        assert time.monotonic() < deadline, "no canary.mode.switched event in the server's feed"
-        time.sleep(1)
-    (event,) = events
+    event = _admin_event(stack, "canary.mode.switched", "mode", "observe")
     assert event["resource"]["prefect.resource.id"] == "canary.mode"
     assert {k: event["payload"][k] for k in ("mode", "previous", "who", "models")} == {
         "mode": "observe", "previous": "enforce", "who": "ops-on-call", "models": [MODEL]}

@@ -17,7 +17,8 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import FAMILIES, CanaryCollector, exposition
+from tasks.metrics import CanaryCollector, exposition
+from tasks.store.metric_text import FAMILIES
 from tasks.store.settlement import save_settlement
 
 pytestmark = pytest.mark.integration
