@@ -25,8 +25,8 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,15 @@ class _Kept:
     chunks: list[bytes]
     rows: ExclusionRows | None
     gz: list[tuple[list[bytes], Any]]  # [] until a scraper asks for gzip, then [(compressed chunks, compressor)]
+    tail: dict[str, Any] = field(default_factory=dict)  # the exclusions' text while nothing in it can change
+
+
+def next_change(rows: ExclusionRows, now: datetime) -> datetime:
+    """When the exclusions worked out at `now` can next change by the clock alone: the first suspension or
+    operational exclusion to run out after `now` (else never, until the snapshot or the builtin file changes)."""
+    ends = [s.suspended_until for states in rows.states.values() for s in states]
+    ends += [o.until for o in rows.operational]
+    return min((t for t in ends if t is not None and t > now), default=datetime.max.replace(tzinfo=UTC))
 
 
 class CanaryCollector:
@@ -156,17 +165,31 @@ class CanaryCollector:
 
     def scrape(self, gzip: bool = False) -> list[bytes]:
         """One scrape in chunks, one gzip stream when `gzip`: the kept text, then the exclusions (worked out
-        now: a suspension or an exclusion runs out with the clock)."""
+        again only when the clock can have changed them: a suspension or an exclusion running out)."""
         kept = self.refresh(gzip)
         if kept is None:
             chunks = [self._static(up=False).encode()]
             return [zlib.compress(chunks[0], GZIP_LEVEL, 31)] if gzip else chunks
-        tail = self._exclusions(kept.rows).encode()
-        if not gzip:
-            return [*kept.chunks, tail]
-        body, compressor = kept.gz[0]
-        last = compressor.copy()
-        return [*body, last.compress(tail) + last.flush()]
+        tail = self._tail(kept, gzip)
+        return [*kept.gz[0][0], tail] if gzip else [*kept.chunks, tail]
+
+    def _tail(self, kept: _Kept, gzip: bool) -> bytes:
+        """The exclusions' text (gzip: the stream's end after the kept chunks), kept until `next_change` or a
+        change of the builtin exclusions file."""
+        now = self.now()
+        key = file_signature(Path(self.cfg.exclusions_file))
+        with self._lock:
+            t = kept.tail
+            if not t or t["key"] != key or now >= t["until"]:
+                t.clear()
+                t.update(key=key, until=next_change(kept.rows, now) if kept.rows else now,
+                         text=self._exclusions(kept.rows, now).encode())
+            if not gzip:
+                return bytes(t["text"])
+            if "gz" not in t:
+                last = kept.gz[0][1].copy()
+                t["gz"] = last.compress(t["text"]) + last.flush()
+            return bytes(t["gz"])
 
     def _open(self) -> Any:
         """The snapshot attached to the kept instance (one file), or a catalog over several (a new instance)."""
@@ -178,12 +201,11 @@ class CanaryCollector:
             self._duck = duckdb.connect(config={"threads": 1})
         return open_snapshot(self.dbs[0], into=self._duck)
 
-    def _exclusions(self, rows: ExclusionRows | None) -> str:
+    def _exclusions(self, rows: ExclusionRows | None, now: datetime) -> str:
         """`canary_endpoint_excluded{layer}` and `canary_routable_endpoints{model}`: the ignore list's layers
         over the endpoints of each model's latest complete full round (what the capacity floor counts)."""
         if rows is None:
             return ""
-        now = self.now()
         path = Path(self.cfg.exclusions_file)
         builtin = load_builtin(path) if path.exists() else []
         excluded: list[str] = []

@@ -67,15 +67,18 @@ def sample_lines(name: str, labels: Labels, last: str, values: Iterable[tuple[st
 
 def family_lines(name: str, label_names: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """One line per row: the row's first values are the labels (in `label_names` order), its last the value;
-    a row whose value is None is left out (no sample, as for a contract that was inconclusive)."""
+    a row whose value is None is left out (no sample, as for a contract that was inconclusive). The same
+    lines as `sample_line` per row, with the label names' text built once (thousands of rows a snapshot)."""
     n = len(label_names)
+    heads = [f'{k}="' if i == 0 else f'",{k}="' for i, k in enumerate(label_names)]
+    opening, closing = (f"{name}{{", '"} ') if n else (name, " ")
     out = []
     for row in rows:
         value = row[n]
         if value is None:
             continue
-        out.append(sample_line(name, tuple(zip(label_names, (str(v) for v in row[:n]), strict=True)),
-                               float(value)))  # type: ignore[arg-type]
+        labels = "".join([head + escape_label_value(str(v)) for head, v in zip(heads, row)])
+        out.append(f"{opening}{labels}{closing}{format_value(value)}\n")  # type: ignore[arg-type]
     return "".join(out)
 
 
