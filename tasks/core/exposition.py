@@ -77,7 +77,7 @@ def family_lines(name: str, label_names: Sequence[str], rows: Iterable[Sequence[
         value = row[n]
         if value is None:
             continue
-        labels = "".join([head + escape_label_value(str(v)) for head, v in zip(heads, row)])
+        labels = "".join([head + escape_label_value(str(v)) for head, v in zip(heads, row[:n], strict=True)])
         out.append(f"{opening}{labels}{closing}{format_value(value)}\n")  # type: ignore[arg-type]
     return "".join(out)
 
