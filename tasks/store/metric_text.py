@@ -198,11 +198,18 @@ def _histogram_bodies(con: Any, h: Histogram, model: str | None) -> dict[str, st
     return {m: "".join(parts) for m, parts in out.items()}
 
 
-def model_text(con: Any, model: str | None = None) -> list[tuple[str, str, str]]:
-    """(family, model, body) of every stored family, rendered from the rollup: of one model, or of all."""
+def model_text(con: Any, model: str | None = None, *, skip_failing: bool = False) -> list[tuple[str, str, str]]:
+    """(family, model, body) of every stored family, rendered from the rollup: of one model, or of all.
+    `skip_failing`: leave out a family whose query fails (a snapshot a migration behind) instead of raising."""
     rows = []
     for f in STORED:
-        bodies = (_family_bodies(con, f, model) if isinstance(f, Family) else _histogram_bodies(con, f, model))
+        try:
+            bodies = (_family_bodies(con, f, model) if isinstance(f, Family) else _histogram_bodies(con, f, model))
+        except Exception as exc:
+            if not skip_failing:
+                raise
+            log.debug("metrics: %s skipped: %s", f.name, str(exc).splitlines()[0] if str(exc) else exc)
+            continue
         rows += [(f.name, m, body) for m, body in sorted(bodies.items())]
     return rows
 
@@ -244,11 +251,7 @@ def stored_text(con: Any) -> list[tuple[str, str, str]] | Any:
             return con.execute("SELECT family, model, body FROM metric_text")
     except Exception as exc:
         log.debug("metrics: no stored text: %s", str(exc).splitlines()[0] if str(exc) else exc)
-    try:
-        return model_text(con)
-    except Exception as exc:
-        log.debug("metrics: no rollup: %s", str(exc).splitlines()[0] if str(exc) else exc)
-    return None
+    return model_text(con, skip_failing=True) or None
 
 
 def scrape_text(con: Any, families: Sequence[Family]) -> dict[str, str]:

@@ -101,6 +101,20 @@ def test_a_snapshot_before_migration_14_is_scraped_from_the_rollup_with_the_same
     assert rendered["canary_snapshot_up"] == [((), 1.0)]
 
 
+def test_a_snapshot_a_migration_behind_still_shows_its_families(tmp_path: Path) -> None:
+    """A shard's snapshot at migration 12 (no `metric_buckets.label`, no `round_ends`): the families its tables
+    can give are rendered, the others left out; the scrape still parses."""
+    db = tmp_path / "canary.duckdb"
+    _saved(db, "m")
+    _snapshot_sql(db, "DELETE FROM schema_migrations WHERE version = 14; DROP TABLE round_ends;"
+                      " CREATE TABLE b12 AS SELECT name, model, tag, le, count FROM metric_buckets;"
+                      " DROP TABLE metric_buckets; ALTER TABLE b12 RENAME TO metric_buckets")
+    scraped = _scrape(db)
+    assert scraped["canary_probe_success"] and scraped["canary_probe_outcomes"]
+    assert "canary_rounds" not in scraped and "gen_ai_client_operation_duration_seconds" not in scraped
+    assert scraped["canary_snapshot_up"] == [((), 1.0)]
+
+
 def test_migration_14_renders_the_text_of_a_rollup_kept_before_it_with_the_new_labels(tmp_path: Path) -> None:
     """A file at migration 12 (text with `endpoint=`, buckets without `label`, no rounds ledger) comes out of
     migration 14 with every model's text rendered again, its buckets and its ended rounds kept."""
