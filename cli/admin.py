@@ -266,6 +266,7 @@ def lift_command(
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
+    from tasks.core.events import mode_switch_event
     from tasks.core.policy import carry_over
 
     try:
@@ -289,8 +290,11 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
                 dropped += decisions
                 lists.append(current_ignore_list(con, cfg, m, None, now))
             lines = mode_switch_lines(target, previous, dropped)
+            events = []
             if previous != target.value or dropped:
-                store.enqueue_alerts(con, [mode_switch_alert(target, who, lines, list(cfg.models), now)])
+                alert = mode_switch_alert(target, who, lines, list(cfg.models), now)
+                store.enqueue_alerts(con, [alert])
+                events.append(mode_switch_event(alert, target.value, previous, who, dropped))
         for ignore in lists:
             write_ignore_file(cfg, ignore)
     for line in lines:
@@ -298,7 +302,7 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     for ignore in lists:
         typer.echo(f"{ignore.model}: provider.ignore = {json.dumps(list(ignore.ignore))}")
     _deliver_after_close(cfg)
-    after_change(cfg, lists, now)
+    after_change(cfg, lists, now, events)
 
 
 __all__ = ["parse_until", "republish"]

@@ -1,13 +1,13 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
-concurrently, in one process) and the `canary-deadman` deployment, served from one process, and in the same
-process the watcher (live traffic and OpenRouter's uptime as suspicions: a loop in a thread, flows/watch.py; no
-flow run per look, its confirmation rounds are runs of `canary-cycle`). It deploys flows and is no flow
-itself, so it lives with the commands.
+concurrently, in one process; a crashed run runs again: tasks/deployment_settings.py) and the `canary-deadman`
+deployment, served from one process, and in the same process the watcher (live traffic and OpenRouter's uptime
+as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
+`canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker; the watcher then runs as
-`canary watch`, cli/watch_cmd.py). Serving needs a real
-Prefect API (`prefect server start`, PREFECT_API_URL): a temporary server never fires schedules.
-`CANARY_SERVE_INTERVAL_S` overrides the round interval in seconds (tests, a quick look at a new setup).
+`canary watch`, cli/watch_cmd.py). Serving needs a real Prefect API (`prefect server start`, PREFECT_API_URL):
+a temporary server never fires schedules. `CANARY_SERVE_INTERVAL_S` overrides the round interval in seconds
+(tests, a quick look at a new setup).
 """
 
 from __future__ import annotations
@@ -47,12 +47,15 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     from prefect.schedules import Interval
 
     from flows.cycle import canary_cycle
+    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger
 
     every = interval or timedelta(minutes=cfg.interval_min)
     return canary_cycle.to_deployment(
         name="canary-cycle",
         schedules=[Interval(every, parameters={"config_path": config_path}, slug="cycle")],
         parameters={"config_path": config_path},
+        triggers=[crash_trigger("canary-cycle")],  # a crashed cycle runs again at once, at most once a window
+        concurrency_limit=concurrency(*CYCLE_CONCURRENCY),
         description="Every configured model's round: probe every endpoint pinned, judge, quarantine, publish.",
         tags=["canary"],
     )

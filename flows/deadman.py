@@ -118,9 +118,12 @@ def canary_deadman(
 
 def deadman_deployment(config_path: str | None, *, interval: timedelta = CHECK_EVERY) -> Any:
     """The `canary-deadman` deployment `canary serve` serves next to `canary-round`."""
+    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency
+
     return canary_deadman.to_deployment(
         name="canary-deadman",
         interval=interval,
+        concurrency_limit=concurrency(*CHECK_CONCURRENCY),
         parameters={"config_path": config_path},
         description="Tell admins when no round of a model has completed for two intervals.",
         tags=["canary"],

@@ -2,17 +2,19 @@
 
 One `RouterMetrics` per router (its own registry: two routers in one test process do not share counters).
 Labels are bounded: `route` is the routes-file key (`model:<name>` or `key:<sha256 prefix>`, never a secret),
-`upstream` the tier's label (`base_url model [order=...]`, router/routes.py `Tier.label`), `tier` its number,
-`reason` the failover reason the router itself names (connect, timeout, http_<status>, first_chunk_timeout...).
+`tier` its number, `server` the tier base URL's `host[:port]` (no scheme, path or credentials: `server_of`),
+`model` the tier's model, `reason` the failover reason the router itself names (connect, timeout, http_<status>,
+first_chunk_timeout...). The first-chunk histogram carries OpenTelemetry's GenAI name and attributes
+(Prometheus spelling), like the canary's own probes' histogram.
 
-    canary_router_requests_total{route, upstream, outcome}      outcome: served | all_failed
-    canary_router_failovers_total{route, tier, upstream, reason}    a tier given up before commit
-    canary_router_first_chunk_seconds{route, upstream}          histogram: request sent -> first content chunk
-    canary_router_stream_failures_after_commit_total{route, upstream, reason}
-    canary_router_ignore_reloads_total                          ignore-list files parsed after a change
+    canary_router_requests_total{route, tier, server, model, outcome}    outcome: served | all_failed (no tier)
+    canary_router_failovers_total{route, tier, server, model, reason}    a tier given up before commit
+    gen_ai_client_operation_time_to_first_chunk_seconds{gen_ai_operation_name, gen_ai_provider_name,
+        gen_ai_request_model, server_address, server_port, route, tier}   histogram: sent -> first content chunk
+    canary_router_stream_failures_after_commit_total{route, tier, server, model, reason}
+    canary_router_ignore_reloads_total                                   ignore-list files parsed after a change
 
-Added for the judge and the lists (labels `tier` the tier's number, `server` its base URL's host[:port], `model`
-the model it asks for, `quality` the class, `reason` the canary's Reason value or why):
+The judge and the lists (`quality` the class, `reason` the canary's Reason value or why):
 
     canary_router_answers_judged_total{route, tier, server, model, quality, reason}    reason ok = the check held
     canary_router_answers_unjudged_total{reason}             queue_full (dropped, never waited for) | error
@@ -28,7 +30,9 @@ the model it asks for, `quality` the class, `reason` the canary's Reason value o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
+import httpx
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -37,10 +41,31 @@ from starlette.responses import Response
 
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
-from tasks.core.metric_rollup import GENAI_BUCKETS_S
+from tasks.core.metric_rollup import FIRST_CHUNK, GENAI_BUCKETS_S
+
+if TYPE_CHECKING:
+    from router.routes import Tier
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 disable_created_metrics()  # no `*_created` series beside each counter (Prometheus does not need them)
+TIER_LABELS = ("route", "tier", "server", "model")
+GENAI_LABELS = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "server_address",
+                "server_port", "route", "tier")
+
+
+def server_of(base_url: str) -> str:
+    """`host[:port]` of a base URL as it names them (`https://openrouter.ai/api/v1` -> `openrouter.ai`): never its
+    credentials, path or query. The rule is `Tier.server`'s (router/routes.py)."""
+    from router.routes import tier_server
+
+    return tier_server(base_url)
+
+
+def _address_port(base_url: str) -> tuple[str, str]:
+    """GenAI's `server.address` and `server.port` (the scheme's port when the URL names none)."""
+    url = httpx.URL(base_url)
+    port = url.port if url.port is not None else (443 if url.scheme == "https" else 80)
+    return url.host, str(port)
 
 
 class _Reloads(Collector):
@@ -89,23 +114,23 @@ class RouterMetrics:
         pending_on_disk: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter("canary_router_requests", "Chat requests by the upstream that served them "
-                                "(outcome served) or all_failed", ("route", "upstream", "outcome"),
-                                registry=self.registry)
+        self.requests = Counter("canary_router_requests", "Chat requests by the tier that served them "
+                                "(outcome served) or all_failed (every tier failed: no tier labels)",
+                                (*TIER_LABELS, "outcome"), registry=self.registry)
         self.failovers = Counter("canary_router_failovers", "Tiers given up before the first content chunk "
-                                 "(the request moved on to the next tier)", ("route", "tier", "upstream", "reason"),
+                                 "(the request moved on to the next tier)", (*TIER_LABELS, "reason"),
                                  registry=self.registry)
-        self.first_chunk = Histogram("canary_router_first_chunk_seconds", "From sending the request upstream to "
-                                     "its first content chunk (the commit point)", ("route", "upstream"),
+        self.first_chunk = Histogram(FIRST_CHUNK, "GenAI time to the first chunk: from sending the request upstream "
+                                     "to its first content chunk (the commit point)", GENAI_LABELS,
                                      buckets=GENAI_BUCKETS_S, registry=self.registry)
         self.after_commit = Counter("canary_router_stream_failures_after_commit", "Streams that failed after "
                                     "the first content chunk was relayed (no failover is possible then)",
-                                    ("route", "upstream", "reason"), registry=self.registry)
+                                    (*TIER_LABELS, "reason"), registry=self.registry)
         self.registry.register(_Reloads(ignore_reads))
         self.registry.register(_Lists(lists, pending_on_disk))
         self.judged_answers = Counter("canary_router_answers_judged", "Answers the router passed, judged with the "
                                       "canary's own checks per quality class (reason ok: the check held)",
-                                      ("route", "tier", "server", "model", "quality", "reason"), registry=self.registry)
+                                      (*TIER_LABELS, "quality", "reason"), registry=self.registry)
         self.unjudged = Counter("canary_router_answers_unjudged", "Streamed answers not judged: the judge's queue "
                                 "was full (queue_full) or judging raised (error)", ("reason",), registry=self.registry)
         self.clients_gone = Counter("canary_router_clients_gone", "Clients that left before the first content chunk "
@@ -115,35 +140,36 @@ class RouterMetrics:
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:
-        label = a.tier.label
         if a.stage is Stage.FAILED_OVER and a.reason is not None:
-            self.failover(a.route.key, a.tier_no, label, str(a.reason))
+            self.failover(a.route.key, a.tier_no, a.tier, str(a.reason))
         elif a.stage in (Stage.ANSWERED, Stage.HANDED_LATER):
-            self.served(a.route.key, label, None)
+            self.served(a.route.key, a.tier_no, a.tier, None)
         elif a.stage is Stage.COMMITTED:
-            self.served(a.route.key, label, a.latency_ms)
+            self.served(a.route.key, a.tier_no, a.tier, a.latency_ms)
         elif a.stage is Stage.ABORTED and a.reason is not None:
-            self.failed_after_commit(a.route.key, label, str(a.reason))
+            self.failed_after_commit(a.route.key, a.tier_no, a.tier, str(a.reason))
 
     def judged(self, answer: JudgedAnswer) -> None:
         tier = answer.tier
         for v in answer.verdicts:
-            self.judged_answers.labels(answer.route.key, str(answer.tier_no), tier.server, tier.model, str(v.quality),
-                                       v.reason).inc()
+            self.judged_answers.labels(answer.route.key, str(answer.tier_no), tier.server, tier.model,
+                                       str(v.quality), v.reason).inc()
 
-    def served(self, route: str, upstream: str, first_chunk_ms: float | None) -> None:
-        self.requests.labels(route, upstream, "served").inc()
+    def served(self, route: str, tier_no: int, tier: Tier, first_chunk_ms: float | None) -> None:
+        self.requests.labels(route, str(tier_no), tier.server, tier.model, "served").inc()
         if first_chunk_ms is not None:
-            self.first_chunk.labels(route, upstream).observe(first_chunk_ms / 1000)
+            address, port = _address_port(tier.base_url)
+            self.first_chunk.labels("chat", "openrouter", tier.model, address, port, route,
+                                    str(tier_no)).observe(first_chunk_ms / 1000)
 
     def all_failed(self, route: str) -> None:
-        self.requests.labels(route, "", "all_failed").inc()
+        self.requests.labels(route, "", "", "", "all_failed").inc()
 
-    def failover(self, route: str, tier_no: int, upstream: str, reason: str) -> None:
-        self.failovers.labels(route, str(tier_no), upstream, reason).inc()
+    def failover(self, route: str, tier_no: int, tier: Tier, reason: str) -> None:
+        self.failovers.labels(route, str(tier_no), tier.server, tier.model, reason).inc()
 
-    def failed_after_commit(self, route: str, upstream: str, reason: str) -> None:
-        self.after_commit.labels(route, upstream, reason).inc()
+    def failed_after_commit(self, route: str, tier_no: int, tier: Tier, reason: str) -> None:
+        self.after_commit.labels(route, str(tier_no), tier.server, tier.model, reason).inc()
 
     async def endpoint(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE)

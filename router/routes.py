@@ -60,6 +60,11 @@ def key_id(api_key: str) -> str:
     return "key:" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:12]
 
 
+def tier_server(base_url: str) -> str:
+    """A base URL's `host[:port]` as it names them, without credentials, path or query."""
+    return urlsplit(base_url).netloc.rpartition("@")[2]
+
+
 @dataclass(frozen=True)
 class Tier:
     """One upstream of a route: an OpenRouter-compatible API, the model to ask, provider preferences."""
@@ -80,7 +85,7 @@ class Tier:
     @property
     def server(self) -> str:
         """The base URL's host[:port]: the `server` label of the router's metrics."""
-        return urlsplit(self.base_url).netloc.rpartition("@")[2]
+        return tier_server(self.base_url)
 
     @property
     def label(self) -> str:

@@ -1,19 +1,20 @@
-"""The Prometheus exporter's collector: the canary's state, read from the analysts' snapshot at each scrape.
+"""The Prometheus exporter: the canary's state, read from the analysts' snapshot, as exposition text.
 
     collector = CanaryCollector(["canary.duckdb"], cfg)      # one file, or several shards (as `canary catalog`)
     exposition(collector)                                    # one scrape (bytes)
-    exposition_chunks(collector)                             # the same, in chunks (what the server writes)
+    collector.scrape(gzip=True)                              # what the server writes: chunks, gzip or not
     serve_metrics(["canary.duckdb"], cfg, 9464)             # `canary metrics`; `canary serve --metrics-port`
 
 Each scrape opens the snapshot(s) read-only (tasks/store/snapshot.py, tasks/store/catalog.py), never the live
 file, so a scrape never blocks a round. It reads small tables only: the exposition text of the rollup's families
 that each round's save transaction rendered for its model (`metric_text`, tasks/store/metric_text.py), the
-policy state, the exclusions, the outbox and the rounds; never the attempts, and it renders no rollup row. What
-a snapshot says is kept (as encoded chunks, never joined) until the snapshot changes (once a cycle). A family
-is one `Family(...)` line in `FAMILIES` (tasks/store/metric_text.py).
+policy state, the exclusions, the outbox, the rounds and the suspicions; never the attempts. What a snapshot
+says is kept (as encoded chunks, never joined, and gzip-compressed once when a scraper asks for gzip) until the
+snapshot changes (once a cycle); only the exclusions are worked out at every scrape (they follow the clock).
+Every sample line is written by tasks/core/exposition.py (one renderer, one escaper).
 Conventions (Prometheus, blackbox_exporter, Cloudprober, OpenTelemetry GenAI): base units (seconds, USD), `_total`
-counters, `_timestamp_seconds` for instants,
-`canary_build_info` = 1; labels are bounded (models, tags, enums; reasons via `bounded_reason`).
+counters that only rise, `_timestamp_seconds` for instants, `canary_build_info` = 1; labels are bounded (models,
+tags, enums; reasons via `bounded_reason`).
 """
 
 from __future__ import annotations
@@ -22,39 +23,55 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin, merge_ignore_list
+from tasks.core.exposition import CONTENT_TYPE, header, sample_line, sample_lines
 from tasks.core.types import Layer
 from tasks.errors import StoreError
 from tasks.quiet_log import QuietLog
 from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import (
-    FAMILIES,
-    HISTOGRAMS,
+    SCRAPED,
+    STORED,
     ExclusionRows,
-    Family,
     exclusion_rows,
-    header,
-    scrape_lines,
+    scrape_text,
     stored_text,
 )
+from tasks.store.metric_text import header as family_header
 from tasks.store.snapshot import file_signature, snapshot_path
 
 log = logging.getLogger(__name__)
-_BY_NAME = {f.name: f for f in (*FAMILIES, *HISTOGRAMS)}
-_SCRAPED = tuple(f for f in FAMILIES if not f.per_model)  # rendered at each new snapshot (small tables)
+#: gzip level of the kept text: 9 MB compress in ~60 ms at level 1 (~25x smaller), once a snapshot.
+GZIP_LEVEL = 1
+
+#: Families the collector writes itself (name, type, help, labels), for the docs' table (tasks/metric_docs.py).
+OWN_FAMILIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("canary_snapshot_up", "gauge", "1 if the snapshot(s) could be read at this scrape", ()),
+    ("canary_build_info", "gauge", "The exporter's version (value 1)", ("version",)),
+    ("canary_config_min_hosts", "gauge", "min_hosts: routable endpoints a suspension must leave", ()),
+    ("canary_config_interval_seconds", "gauge", "interval_min, in seconds", ()),
+    ("canary_config_budget_usd_per_day", "gauge", "budget_usd_per_day (0: no budget)", ()),
+    ("canary_model_configured", "gauge", "1 for each model the exporter's config names (a model that never "
+     "completed a round has no other series)", ("model",)),
+    ("canary_snapshot_timestamp_seconds", "gauge", "When the shard's analysts' snapshot was published", ("shard",)),
+    ("canary_endpoint_excluded", "gauge", "1 if the layer (builtin, operational, canary) keeps the endpoint out "
+     "of traffic", ("model", "provider_tag", "layer")),
+    ("canary_routable_endpoints", "gauge", "Endpoints of the model's latest round that no layer excludes",
+     ("model",)),
+)
+_HELP = {name: (kind, help_) for name, kind, help_, _ in OWN_FAMILIES}
 
 
 def build_version() -> str:
@@ -66,12 +83,36 @@ def build_version() -> str:
         return "unknown"
 
 
-class CanaryCollector(Collector):
-    """The small families (build info, the config's thresholds, the snapshots' age) as prometheus_client
-    families; `render()` writes everything read from the snapshot(s) as exposition text (module doc).
+def _own(name: str, samples: Sequence[tuple[Sequence[tuple[str, str]], float]]) -> str:
+    kind, help_ = _HELP[name]
+    return header(name, kind, help_) + "".join(sample_line(name, labels, value) for labels, value in samples)
 
-    `cfg` gives the builtin layer and the thresholds the alert rules compare with (min_hosts, the interval,
-    the budget)."""
+
+@dataclass(frozen=True)
+class _Kept:
+    """What one snapshot says: its text in chunks, the exclusions' rows, and the chunks gzip-compressed with the
+    compressor's state after them (`zlib` copies it, so each scrape appends only its own tail)."""
+
+    signature: tuple[tuple[int, int] | None, ...]
+    chunks: list[bytes]
+    rows: ExclusionRows | None
+    gz: list[tuple[list[bytes], Any]]  # [] until a scraper asks for gzip, then [(compressed chunks, compressor)]
+    tail: dict[str, Any] = field(default_factory=dict)  # the exclusions' text while nothing in it can change
+
+
+def next_change(rows: ExclusionRows, now: datetime) -> datetime:
+    """When the exclusions worked out at `now` can next change by the clock alone: the first suspension or
+    operational exclusion to run out after `now` (else never, until the snapshot or the builtin file changes)."""
+    ends = [s.suspended_until for states in rows.states.values() for s in states]
+    ends += [o.until for o in rows.operational]
+    return min((t for t in ends if t is not None and t > now), default=datetime.max.replace(tzinfo=UTC))
+
+
+class CanaryCollector:
+    """The exposition of the snapshot(s): `scrape()` is what the server writes (module doc).
+
+    `cfg` gives the builtin layer, the configured models and the thresholds the alert rules compare with
+    (min_hosts, the interval, the budget)."""
 
     def __init__(self, dbs: Sequence[str | os.PathLike[str]], cfg: CanaryConfig,
                  now: Callable[[], datetime] = utcnow) -> None:
@@ -80,60 +121,78 @@ class CanaryCollector(Collector):
         self.now = now
         self._lock = threading.Lock()
         self._duck: Any = None  # the DuckDB instance each new snapshot is attached to (one file)
-        self._cache: tuple[tuple[tuple[int, int] | None, ...], list[bytes], ExclusionRows | None] | None = None
+        self._kept: _Kept | None = None
         self._quiet = QuietLog(log)  # "no database yet" once, not at every refresh (every 5 s) until the first round
 
-    def describe(self) -> list[Metric]:
-        return []  # families depend on the data; no describe-time query
-
-    def collect(self) -> Iterator[Metric]:
-        yield _gauge("canary_build_info", "The exporter's version (value 1)", ("version",), [((build_version(),), 1)])
+    def _static(self, up: bool) -> str:
         cfg = self.cfg
-        yield _gauge("canary_config_min_hosts", "min_hosts: routable endpoints a suspension must leave", (),
-                     [((), cfg.min_hosts)])
-        yield _gauge("canary_config_interval_seconds", "interval_min, in seconds", (), [((), cfg.interval_min * 60)])
-        yield _gauge("canary_config_budget_usd_per_day", "budget_usd_per_day (0: no budget)", (),
-                     [((), cfg.budget_usd_per_day)])
-        stamps = []
-        for db in self.dbs:
-            snap = snapshot_path(db)
-            if snap.exists():
-                stamps.append(((db.stem,), snap.stat().st_mtime))
-        yield _gauge("canary_snapshot_timestamp_seconds", "When the shard's analysts' snapshot was published",
-                     ("shard",), stamps)
+        stamps = [((("shard", db.stem),), snap.stat().st_mtime) for db in self.dbs
+                  if (snap := snapshot_path(db)).exists()]
+        return "".join([
+            _own("canary_snapshot_up", [((), 1 if up else 0)]),
+            _own("canary_build_info", [((("version", build_version()),), 1)]),
+            _own("canary_config_min_hosts", [((), cfg.min_hosts)]),
+            _own("canary_config_interval_seconds", [((), cfg.interval_min * 60)]),
+            _own("canary_config_budget_usd_per_day", [((), cfg.budget_usd_per_day)]),
+            _own("canary_model_configured", [((("model", m),), 1) for m in dict.fromkeys(cfg.models)]),
+            _own("canary_snapshot_timestamp_seconds", stamps),
+        ])
 
-    def render(self) -> list[bytes]:
-        """The families read from the snapshot(s), as exposition text in chunks (written one by one: the
-        ~9 MB at 100 models x 15 endpoints is never joined). The large families' text was rendered per model by
-        the rounds' save transactions (tasks/store/metric_text.py): a new snapshot costs reading it, not
-        rendering it; the small families are rendered by DuckDB (prometheus_client's own formatter costs ~20 us
-        a sample).
-
-        The snapshot changes once a cycle: what it says is kept, keyed by the snapshots' (mtime, size), so the
-        scrapes between two rounds open nothing. Only the exclusions are worked out again at every scrape,
-        from the kept rows, because they depend on the time (a suspension or an exclusion running out)."""
-        up = "# HELP canary_snapshot_up 1 if the snapshot(s) could be read at this scrape\n" \
-             "# TYPE canary_snapshot_up gauge\ncanary_snapshot_up {}\n"
+    def refresh(self, gzip: bool = False) -> _Kept | None:
+        """Read the snapshot(s) again if they changed (and compress the text if `gzip`); None if unreadable."""
         with self._lock:
             signature = tuple(file_signature(snapshot_path(db)) for db in self.dbs)
-            if self._cache is None or self._cache[0] != signature or None in signature:
-                self._cache = None  # the old text goes before the new one is read (peak RSS)
+            kept = self._kept
+            if kept is None or kept.signature != signature or None in signature:
+                self._kept = kept = None  # the old text goes before the new one is read (peak RSS)
                 try:
                     con = self._open()
                 except StoreError as exc:
                     self._quiet.say("open", f"metrics: {exc}")
-                    return [up.format(0).encode()]
+                    return None
                 self._quiet.end("open", "metrics: the snapshot reads again")
                 try:
-                    chunks = _read_families(con)
-                    self._cache = (signature, chunks, exclusion_rows(con))
+                    chunks = [self._static(up=True).encode(), *_read_families(con)]
+                    self._kept = kept = _Kept(signature, chunks, exclusion_rows(con), [])
                 finally:
                     if con is self._duck:
                         detach_snapshot(con)
                     else:
                         con.close()
-            _, chunks, rows = self._cache
-        return [up.format(1).encode(), *chunks, self._exclusions(rows).encode()]
+            if gzip and not kept.gz:
+                compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip stream
+                body = [c for chunk in kept.chunks if (c := compressor.compress(chunk))]
+                body.append(compressor.flush(zlib.Z_SYNC_FLUSH))
+                kept.gz.append((body, compressor))
+            return kept
+
+    def scrape(self, gzip: bool = False) -> list[bytes]:
+        """One scrape in chunks, one gzip stream when `gzip`: the kept text, then the exclusions (worked out
+        again only when the clock can have changed them: a suspension or an exclusion running out)."""
+        kept = self.refresh(gzip)
+        if kept is None:
+            chunks = [self._static(up=False).encode()]
+            return [zlib.compress(chunks[0], GZIP_LEVEL, 31)] if gzip else chunks
+        tail = self._tail(kept, gzip)
+        return [*kept.gz[0][0], tail] if gzip else [*kept.chunks, tail]
+
+    def _tail(self, kept: _Kept, gzip: bool) -> bytes:
+        """The exclusions' text (gzip: the stream's end after the kept chunks), kept until `next_change` or a
+        change of the builtin exclusions file."""
+        now = self.now()
+        key = file_signature(Path(self.cfg.exclusions_file))
+        with self._lock:
+            t = kept.tail
+            if not t or t["key"] != key or now >= t["until"]:
+                t.clear()
+                t.update(key=key, until=next_change(kept.rows, now) if kept.rows else now,
+                         text=self._exclusions(kept.rows, now).encode())
+            if not gzip:
+                return bytes(t["text"])
+            if "gz" not in t:
+                last = kept.gz[0][1].copy()
+                t["gz"] = last.compress(t["text"]) + last.flush()
+            return bytes(t["gz"])
 
     def _open(self) -> Any:
         """The snapshot attached to the kept instance (one file), or a catalog over several (a new instance)."""
@@ -145,39 +204,25 @@ class CanaryCollector(Collector):
             self._duck = duckdb.connect(config={"threads": 1})
         return open_snapshot(self.dbs[0], into=self._duck)
 
-    def _exclusions(self, rows: ExclusionRows | None) -> str:
+    def _exclusions(self, rows: ExclusionRows | None, now: datetime) -> str:
         """`canary_endpoint_excluded{layer}` and `canary_routable_endpoints{model}`: the ignore list's layers
         over the endpoints of each model's latest complete full round (what the capacity floor counts)."""
         if rows is None:
             return ""
-        now = self.now()
         path = Path(self.cfg.exclusions_file)
         builtin = load_builtin(path) if path.exists() else []
-        excluded = [_header("canary_endpoint_excluded", "gauge", "1 if the layer (builtin, operational, canary) "
-                            "keeps the endpoint out of traffic")]
-        routable = [_header("canary_routable_endpoints", "gauge", "Endpoints of the model's latest round that "
-                            "no layer excludes")]
+        excluded: list[str] = []
+        routable: list[tuple[Sequence[tuple[str, str]], float]] = []
         layers = [str(layer) for layer in Layer]
         for model, tags in rows.latest:
             ignore = merge_ignore_list(model, tags, builtin, rows.operational, rows.states.get(model, []), now)
             hit = {(e.tag, str(e.layer)) for e in ignore.entries}
-            m = _escape(model)
-            for tag in sorted(tags):
-                t = _escape(tag)
-                excluded += [f'canary_endpoint_excluded{{model="{m}",endpoint="{t}",layer="{layer}"}} '
-                             f'{int((tag, layer) in hit)}\n' for layer in layers]
-            routable.append(f'canary_routable_endpoints{{model="{m}"}} '
-                            f'{sum(1 for t in tags if t not in ignore.ignore)}\n')
-        return "".join(excluded) + "".join(routable)
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _header(name: str, kind: str, help_: str) -> str:
-    return header(Family(name, kind, help_, (), ""))
-
+            excluded += [sample_lines("canary_endpoint_excluded", (("model", model), ("provider_tag", tag)), "layer",
+                                      [(layer, int((tag, layer) in hit)) for layer in layers]) for tag in sorted(tags)]
+            routable.append(((("model", model),), sum(1 for t in tags if t not in ignore.ignore)))
+        kind, help_ = _HELP["canary_endpoint_excluded"]
+        return (header("canary_endpoint_excluded", kind, help_) + "".join(excluded)
+                + _own("canary_routable_endpoints", routable))
 
 def _read_families(con: Any) -> list[bytes]:
     """Every family read from the snapshot: the stored text (a header, then one chunk per model), then the
@@ -185,55 +230,41 @@ def _read_families(con: Any) -> list[bytes]:
     are grouped here, not by an ORDER BY (DuckDB would hold a sorted copy of the ~9 MB: slower, heavier)."""
     rows = stored_text(con)
     stored: dict[str, list[tuple[str, bytes]]] = {}
-    while rows is not None and (batch := rows.fetchmany(64)):
+    batches: Any = [] if rows is None else [rows] if isinstance(rows, list) else iter(lambda: rows.fetchmany(64), [])
+    for batch in batches:
         for family, model, body in batch:
-            if family in _BY_NAME:
-                stored.setdefault(family, []).append((model, body.encode()))
+            stored.setdefault(family, []).append((model, body.encode()))
     chunks: list[bytes] = []
-    for f in (*FAMILIES, *HISTOGRAMS):
+    for f in STORED:
         if f.name in stored:
-            chunks.append(header(f).encode())
+            chunks.append(family_header(f).encode())
             chunks += [body for _, body in sorted(stored.pop(f.name), key=lambda mb: mb[0])]
-    return chunks + [_render_scraped(con, _SCRAPED).encode()]
-
-
-def _render_scraped(con: Any, families: Sequence[Family]) -> str:
-    """The small families in one query (each query costs a few ms of planning); if it fails (a shard a
-    migration behind lacks a table), family by family, skipping the ones that fail."""
-    def run(chosen: Sequence[Family]) -> dict[str, str]:
-        return scrape_lines(con, chosen)
-
-    try:
-        bodies = run(families)
-    except Exception:
-        bodies = {}
-        for f in families:
-            try:
-                bodies.update(run([f]))
-            except Exception as exc:
-                log.debug("metrics: %s skipped: %s", f.name, str(exc).splitlines()[0] if str(exc) else exc)
-                bodies[f.name] = ""
-    return "".join(header(f) + bodies.get(f.name, "") for f in families if f.name in bodies)
-
-
-def _gauge(name: str, help_: str, labels: Sequence[str],
-           samples: Sequence[tuple[tuple[str, ...], float]]) -> GaugeMetricFamily:
-    fam = GaugeMetricFamily(name, help_, labels=list(labels))
-    for values, value in samples:
-        fam.add_metric(list(values), value)
-    return fam
+    bodies = scrape_text(con, SCRAPED)
+    chunks.append("".join(family_header(f) + bodies[f.name] for f in SCRAPED if f.name in bodies).encode())
+    return chunks
 
 
 def exposition_chunks(collector: CanaryCollector) -> list[bytes]:
-    """One scrape, in chunks: the small families (prometheus_client) and the ones read from the snapshot(s)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    return [generate_latest(registry), *collector.render()]
+    """One scrape, in chunks (what the server writes one by one, never joined)."""
+    return collector.scrape()
 
 
 def exposition(collector: CanaryCollector) -> bytes:
-    """One scrape, whole (`canary metrics --once`, tests); the server writes `exposition_chunks` one by one."""
-    return b"".join(exposition_chunks(collector))
+    """One scrape, whole (`canary metrics --once`, tests)."""
+    return b"".join(collector.scrape())
+
+
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """Whether an `Accept-Encoding` header takes gzip (`gzip;q=0` refuses it)."""
+    for part in (accept_encoding or "").split(","):
+        coding, _, params = part.strip().partition(";")
+        if coding.strip().lower() in ("gzip", "*"):
+            q = params.strip().removeprefix("q=")
+            try:
+                return not params.strip().startswith("q=") or float(q) > 0
+            except ValueError:
+                return False
+    return False
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -243,34 +274,52 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?", 1)[0] not in ("/metrics", "/"):
             self.send_error(404)
             return
-        chunks = exposition_chunks(self.collector)
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
-        self.send_header("Content-Length", str(sum(len(c) for c in chunks)))
-        self.end_headers()
-        for chunk in chunks:
-            self.wfile.write(chunk)
+        gzip = accepts_gzip(self.headers.get("Accept-Encoding"))
+        chunks = self.collector.scrape(gzip=gzip)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Vary", "Accept-Encoding")
+            if gzip:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(sum(len(c) for c in chunks)))
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError) as exc:  # the scraper went away (a timeout): its loss
+            log.debug("metrics: scraper %s closed early: %s", self.client_address[0], type(exc).__name__)
+            self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
         log.debug("metrics: " + format, *args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never socketserver's traceback on stderr (a reset before the request was read)."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        log.warning("metrics: request from %s failed: %s", client_address[0], type(exc).__name__)
 
 
 def serve_metrics(dbs: Sequence[str | os.PathLike[str]], cfg: CanaryConfig, port: int,
                   addr: str = "127.0.0.1") -> ThreadingHTTPServer:
     """Serve `GET /metrics` from a daemon thread; returns the server (`.shutdown()` stops it)."""
     collector = CanaryCollector(dbs, cfg)
-    collector.render()  # read the snapshot(s) once before the first scrape
+    collector.refresh(gzip=True)  # read (and compress) the snapshot(s) once before the first scrape
     handler = type("CanaryMetricsHandler", (_Handler,), {"collector": collector})
-    server = ThreadingHTTPServer((addr, port), handler)
-    server.daemon_threads = True
+    server = _Server((addr, port), handler)
     threading.Thread(target=server.serve_forever, name="canary-metrics", daemon=True).start()
     threading.Thread(target=_keep_fresh, args=(collector,), name="canary-metrics-refresh", daemon=True).start()
     return server
 
 
 #: How often the served exporter looks for a new snapshot (a stat per shard) and reads it when there is one, so
-#: that a scrape finds it read already instead of paying for it (~40 ms and ~9 MB at 100 models x 15 endpoints:
-#: benchmarks/bench_metrics.py).
+#: that a scrape finds it read (and compressed) already instead of paying for it (~40 ms and ~9 MB to read,
+#: ~60 ms to compress at 100 models x 15 endpoints: benchmarks/bench_metrics.py).
 REFRESH_EVERY_S = 5.0
 
 
@@ -279,6 +328,6 @@ def _keep_fresh(collector: CanaryCollector) -> None:
     while True:
         time.sleep(REFRESH_EVERY_S)
         try:
-            collector.render()
+            collector.refresh(gzip=True)
         except Exception as exc:  # the next scrape reads it itself and says so (canary_snapshot_up)
             log.warning("metrics: refresh failed: %s", type(exc).__name__)

@@ -140,6 +140,16 @@ def suspicion_events(found: Iterable[Suspicion], status: str, confirmation: Mapp
     return out
 
 
+def mode_switch_event(alert: Alert, mode: str, previous: str, who: str, released: Iterable[Decision]) -> CanaryEvent:
+    """`canary mode`: `canary.mode.switched` on the resource `canary.mode`, its id derived from the switch's alert
+    key (the outbox has the alert; the event is the extra path for automations)."""
+    payload = {"mode": mode, "previous": previous, "who": who, "models": alert.model.split(",") if alert.model else [],
+               "released": [f"{d.model} {d.tag}" for d in released], "alert_key": alert.key}
+    resource = {"prefect.resource.id": "canary.mode", "prefect.resource.name": "canary mode", "canary.mode": mode}
+    return CanaryEvent(ALERT_EVENTS["mode_switch"], resource, alert.created_at, uuid.uuid5(_NAMESPACE, alert.key),
+                       payload)
+
+
 def round_events(decisions: Iterable[Decision], alerts: Iterable[Alert]) -> list[CanaryEvent]:
     """A saved round's events: its decisions, then its other findings."""
     return [*decision_events(decisions), *alert_events(alerts)]

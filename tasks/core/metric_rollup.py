@@ -30,7 +30,7 @@ GENAI_BUCKETS_S: tuple[float, ...] = (
 )
 INF = float("inf")
 
-DURATION = "gen_ai_client_operation_duration_seconds"  # per model (tag ""): the endpoints' TTFT is FIRST_CHUNK
+DURATION = "gen_ai_client_operation_duration_seconds"  # per model (tag "") and error type: per endpoint is FIRST_CHUNK
 FIRST_CHUNK = "gen_ai_client_operation_time_to_first_chunk_seconds"
 OUTCOMES = "canary_probe_outcomes_total"  # label: outcome
 FAILURES = "canary_probe_failures_total"  # label: reason (fail and transport outcomes)
@@ -66,13 +66,15 @@ class CounterDelta:
 
 @dataclass(frozen=True, slots=True)
 class BucketDelta:
-    """Observations <= `le` (cumulative, as Prometheus exposes them); `le` = inf counts every observation."""
+    """Observations <= `le` (cumulative, as Prometheus exposes them); `le` = inf counts every observation.
+    `label` is the operation's error type (GenAI `error.type`: the attempt's error class), '' when it succeeded."""
 
     name: str
     model: str
     tag: str
     le: float
     count: int
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +116,15 @@ def cumulative_buckets(values: Iterable[float]) -> list[tuple[float, int, float]
     return out
 
 
-def _histogram(name: str, series: dict[tuple[str, str], list[float]]) -> tuple[list[BucketDelta], list[CounterDelta]]:
+def _histogram(name: str, series: dict[tuple[str, str, str], list[float]]
+               ) -> tuple[list[BucketDelta], list[CounterDelta]]:
+    """Per (model, tag, error type) series: its cumulative buckets and its `_sum`."""
     buckets: list[BucketDelta] = []
     sums: list[CounterDelta] = []
-    for (model, tag), values in sorted(series.items()):
+    for (model, tag, error), values in sorted(series.items()):
         rows = cumulative_buckets(values)
-        buckets += [BucketDelta(name, model, tag, le, n) for le, n, _ in rows]  # every boundary, 0 too
-        sums.append(CounterDelta(name + "_sum", model, tag, "", "", rows[-1][2]))
+        buckets += [BucketDelta(name, model, tag, le, n, error) for le, n, _ in rows]  # every boundary, 0 too
+        sums.append(CounterDelta(name + "_sum", model, tag, "", error, rows[-1][2]))
     return buckets, sums
 
 
@@ -138,8 +142,8 @@ def round_rollup(info: RoundInfo, attempts: Sequence[Attempt], results: Sequence
     """Everything the round adds to the rollup (module doc)."""
     counts: Counter[tuple[str, str, str, str, str]] = Counter()
     spend: defaultdict[tuple[str, str, str], float] = defaultdict(float)
-    durations: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
-    first_chunks: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
+    durations: defaultdict[tuple[str, str, str], list[float]] = defaultdict(list)
+    first_chunks: defaultdict[tuple[str, str, str], list[float]] = defaultdict(list)
     pricing = {e.tag: e for e in endpoints}
     for r in results:
         counts[(OUTCOMES, r.model, r.tag, str(r.contract), str(r.outcome))] += 1
@@ -150,10 +154,10 @@ def round_rollup(info: RoundInfo, attempts: Sequence[Attempt], results: Sequence
         counts[(REQUESTS, a.model, a.tag, str(a.contract), error)] += 1
         cost = attempt_cost(a, pricing.get(a.tag))
         spend[(a.model, a.tag, str(cost.basis))] += cost.usd
-        if a.total_ms is not None:
-            durations[(a.model, "")].append(a.total_ms / 1000)  # per model: 17 series, not 17 per endpoint
+        if a.total_ms is not None:  # per model (17 series, not 17 per endpoint), by GenAI error.type
+            durations[(a.model, "", "" if error == "none" else error)].append(a.total_ms / 1000)
         if a.ttft_ms is not None:
-            first_chunks[(a.model, a.tag)].append(a.ttft_ms / 1000)
+            first_chunks[(a.model, a.tag, "")].append(a.ttft_ms / 1000)
     counters = [CounterDelta(n, m, t, c, label, float(v)) for (n, m, t, c, label), v in sorted(counts.items())]
     counters += [CounterDelta(SPEND, m, t, "", basis, usd) for (m, t, basis), usd in sorted(spend.items())]
     buckets: list[BucketDelta] = []

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from tasks.clock import utcnow
 from tasks.core.types import Attempt, ContractResult, Endpoint, RoundInfo, RoundStatus
+from tasks.store.metric_rollup import record_round_end
 from tasks.store.records import attempt_row, endpoint_row, outcome_row
 from tasks.store.rows import Connection, fetch_first, insert_rows, one_line, transaction, utc
 
@@ -123,6 +124,7 @@ def finish_round(
         "UPDATE rounds SET status = ?, finished_at = ?, error = ? WHERE round_id = ? RETURNING round_id",
         [status, utc(at), one_line(error), round_id],
     ).fetchall()
+    record_round_end(con, round_id, status, at)  # canary_rounds_total's ledger (tasks/store/metric_rollup.py)
     return bool(row)
 
 

@@ -12,6 +12,7 @@ the rollup in the same transaction (`metric_text`, tasks/store/metric_text.py).
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -57,6 +58,43 @@ CREATE TABLE metric_rolled_rounds (
     round_ts   TIMESTAMPTZ NOT NULL
 )
 """
+
+
+#: Migration 14: the GenAI duration histogram by `error_type` (`metric_buckets.label`, '' for the rows kept from
+#: before: they were not told apart), and `round_ends`, the ledger `canary_rounds_total` counts: one row per
+#: round and final status, only ever added (a round's row in `rounds` is written `running` and updated later,
+#: so counting `rounds` by status made a counter that fell). Backfilled from the rounds that had ended.
+METRIC_LABELS_SQL = """
+CREATE TABLE metric_buckets_v14 (
+    name   VARCHAR NOT NULL,
+    model  VARCHAR NOT NULL,
+    tag    VARCHAR NOT NULL,
+    label  VARCHAR NOT NULL DEFAULT '',
+    le     DOUBLE NOT NULL,
+    count  BIGINT NOT NULL,
+    PRIMARY KEY (name, model, tag, label, le)
+);
+INSERT INTO metric_buckets_v14 SELECT name, model, tag, '', le, count FROM metric_buckets;
+DROP TABLE metric_buckets;
+ALTER TABLE metric_buckets_v14 RENAME TO metric_buckets;
+CREATE TABLE round_ends (
+    round_id  VARCHAR NOT NULL,
+    model     VARCHAR NOT NULL,
+    status    VARCHAR NOT NULL,
+    ended_at  TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (round_id, status)
+);
+INSERT INTO round_ends SELECT round_id, model, status, coalesce(finished_at, started_at) FROM rounds
+    WHERE status <> 'running'
+"""
+
+
+def record_round_end(con: Connection, round_id: str, status: str, at: datetime) -> None:
+    """Count a round that ended in `status` (once: the same round ending the same way again adds nothing)."""
+    if status == "running":
+        return
+    con.execute("INSERT INTO round_ends SELECT round_id, model, ?, ? FROM rounds WHERE round_id = ?"
+                " ON CONFLICT DO NOTHING", [status, utc(at), round_id])
 
 
 def roll_up_round(con: Connection, r: RoundRollup) -> bool:

@@ -1,35 +1,47 @@
-"""The exposition text of the large metric families, rendered per model inside the round's save transaction.
+"""The exposition text of the exporter's families read from DuckDB: the large ones rendered per model inside the
+round's save transaction, the small ones at each new snapshot.
 
     render_model_text(con, "openai/gpt-4o")      # after roll_up_round, in the same transaction
-    stored_text_sql()                            # what a scrape reads: (family, model, body) rows
+    stored_text(con)                             # what a scrape reads: (family, model, body) rows
+    scrape_text(con, SCRAPED)                    # the small families, rendered from the snapshot now
 
 The families read from the metrics rollup (tasks/store/metric_rollup.py) are per model, endpoint and contract:
 ~75k samples (~9 MB of text) at 100 models x 15 endpoints. Rendering them at each new snapshot cost a scrape
 ~200 ms and ~140 MB (benchmarks/bench_metrics.py), more than the scan of `attempts` they replace. A round
-changes one model's rollup rows only, so the save transaction renders that model's sample lines (DuckDB formats
-them) into `metric_text` (migration 11): one row per (family, model), its `body` the sample lines, no HELP/TYPE
-header. A scrape then only concatenates stored text under each family's header (tasks/metrics.py).
+changes one model's rollup rows only, so the save transaction renders that model's sample lines into
+`metric_text` (migration 11): one row per (family, model), its `body` the sample lines, no HELP/TYPE header. A
+scrape then only concatenates stored text under each family's header (tasks/metrics.py).
 
-A family is one `Family(...)` line in `FAMILIES`: its name, type, help, labels and a query whose columns are
-the label values then the value. `per_model` families (the rollup's: model is their first column) are stored;
-the others (policy state, rounds, outbox: small) are rendered at each scrape by `family_lines_sql`.
+Every line is written by the one renderer, tasks/core/exposition.py (its one escaper: hostile model ids and
+tags stay one sample each); the queries only select label values and a value. A family is one `Family(...)`
+line in `FAMILIES`: its name, type, help, labels and a query whose columns are the label values then the value.
+`per_model` families (the rollup's: model is their first column) are stored; the others (policy state, rounds,
+outbox, suspicions: small) are rendered at each new snapshot.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.core.exposition import family_lines, histogram_lines
+from tasks.core.exposition import header as exposition_header
 from tasks.core.metric_rollup import DURATION, FAILURES, FIRST_CHUNK, OUTCOMES, REQUESTS, SPEND
+from tasks.core.suspicion import SuspicionStatus
 from tasks.core.types import EndpointState, Mode, OperationalExclusion
-from tasks.store.rows import Connection
+from tasks.store.rows import Connection, insert_rows
 
 log = logging.getLogger("canary.metrics")
 
-EP = ("model", "endpoint")
-EPC = ("model", "endpoint", "contract")
+#: An endpoint's labels. `provider_tag`, not `endpoint`: prometheus-operator's ServiceMonitor sets its own
+#: `endpoint` target label, which would rename ours `exported_endpoint` on Kubernetes.
+EP = ("model", "provider_tag")
+EPC = ("model", "provider_tag", "contract")
+#: The schema version whose stored text this code renders (older text is rendered again from the rollup).
+TEXT_VERSION = 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +63,8 @@ def _counter(name: str, help_: str, label: str, per_contract: bool = True) -> Fa
                   f"SELECT {cols}, label, sum(value) FROM metric_counters WHERE name = '{name}' GROUP BY ALL",
                   per_model=True)
 
+
+_OPEN = SuspicionStatus.SCHEDULED.value
 
 FAMILIES: tuple[Family, ...] = (
     Family("canary_probe_success", "gauge", "1 if the contract passed in the endpoint's last round, 0 if it "
@@ -88,10 +102,21 @@ FAMILIES: tuple[Family, ...] = (
     Family("canary_round_last_success_timestamp_seconds", "gauge", "round_ts of the model's latest complete "
            "round", ("model",),
            "SELECT model, epoch(max(round_ts)) FROM rounds WHERE status = 'complete' GROUP BY model"),
-    Family("canary_rounds_total", "counter", "Rounds by status (running, complete, crashed)",
-           ("model", "status"), "SELECT model, status, count(*) FROM rounds GROUP BY ALL"),
+    Family("canary_rounds_total", "counter", "Rounds that ended, by final status (complete, crashed, failed); "
+           "a round counts once per status it ended in (`round_ends`: rows are only ever added)",
+           ("model", "status"), "SELECT model, status, count(*) FROM round_ends GROUP BY ALL"),
+    Family("canary_rounds_running", "gauge", "Rounds of the model that have started and not ended (0 or 1 "
+           "normally; a dead round's row stays running until the next round of its model marks it crashed)",
+           ("model",), "SELECT model, count(*) FILTER (WHERE status = 'running') FROM rounds GROUP BY model"),
+    Family("canary_suspicions_open", "gauge", "Suspicions (live failures, an uptime drop) whose confirmation "
+           "round has not landed yet", ("model",),
+           "SELECT r.model, count(s.suspicion_id) FROM (SELECT DISTINCT model FROM rounds) r LEFT JOIN suspicions s"
+           f" ON s.model = r.model AND s.status = '{_OPEN}' GROUP BY r.model"),
     Family("canary_alerts", "gauge", "Alerts in the outbox by delivery status", ("status",),
            "SELECT status, count(*) FROM alerts GROUP BY ALL"),
+    Family("canary_alerts_failed_total", "counter", "Alerts Slack refused for good (never retried; `failed` is "
+           "final and outbox rows are never deleted)", (),
+           "SELECT count(*) FROM alerts WHERE status = 'failed'"),
     Family("canary_alerts_pending", "gauge", "Alerts queued in the outbox and not yet delivered", (),
            "SELECT count(*) FROM alerts WHERE status = 'pending'"),
     Family("canary_alerts_oldest_pending_timestamp_seconds", "gauge", "created_at of the oldest undelivered "
@@ -99,124 +124,161 @@ FAMILIES: tuple[Family, ...] = (
     Family("canary_schema_version", "gauge", "Applied DuckDB schema migration", (),
            "SELECT max(version) FROM schema_migrations"),
 )
-
-#: The GenAI client histograms (OpenTelemetry names, Prometheus spelling), from `metric_buckets`; per model.
-HISTOGRAMS: tuple[Family, ...] = tuple(
-    Family(name, "histogram", help_, ("gen_ai_request_model", "endpoint", "le"), "", per_model=True)
-    for name, help_ in (
-        (DURATION, "GenAI operation duration: probe requests of the model, from sending to the last byte"),
-        (FIRST_CHUNK, "Time to receive the first text chunk of a streamed probe, from sending the request"),
-    ))
-GENAI_LABELS = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "openrouter"}
-
-_SQL_ESCAPE = "replace(replace(replace(CAST({} AS VARCHAR), '\\', '\\\\'), '\"', '\\\"'), chr(10), '\\n')"
+SCRAPED: tuple[Family, ...] = tuple(f for f in FAMILIES if not f.per_model)  # rendered at each new snapshot
 
 
-def family_lines_sql(f: Family) -> str:
-    """SELECT (family, model, one exposition line) per row of `f.sql`, formatted by DuckDB (model: the first
-    column, '' for a family without labels)."""
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """A GenAI client histogram (OpenTelemetry name, Prometheus spelling), from `metric_buckets`; per model."""
+
+    name: str
+    help: str
+    labels: tuple[str, ...]  # every label it can carry (`le` aside), for the docs
+    kind: str = "histogram"
+    per_model: bool = True
+
+
+#: The GenAI semantic conventions' attributes, Prometheus spelling: fixed for every probe.
+GENAI_LABELS: tuple[tuple[str, str], ...] = (("gen_ai_operation_name", "chat"),
+                                             ("gen_ai_provider_name", "openrouter"))
+_GENAI = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model")
+HISTOGRAMS: tuple[Histogram, ...] = (
+    Histogram(DURATION, "GenAI operation duration: probe requests of the model, from sending to the last byte; "
+              "error_type (GenAI error.type) on the requests that ended in an error", (*_GENAI, "error_type")),
+    Histogram(FIRST_CHUNK, "Time to receive the first text chunk of a streamed probe, from sending the request",
+              (*_GENAI, "provider_tag")),
+)
+STORED: tuple[Family | Histogram, ...] = (*(f for f in FAMILIES if f.per_model), *HISTOGRAMS)
+
+
+def header(f: Family | Histogram) -> str:
+    return exposition_header(f.name, f.kind, f.help)
+
+
+def _named(f: Family) -> tuple[list[str], str]:
+    """The family's query with its columns named c0, c1, ... (the labels) and v (the value)."""
     cols = [f"c{i}" for i in range(len(f.labels))]
-    labels = " || ',' || ".join(f"'{label}=\"' || {_SQL_ESCAPE.format(c)} || '\"'" for label, c in
-                                zip(f.labels, cols, strict=True))
-    braces = f"'{{' || {labels} || '}}' || " if labels else ""
-    model = "CAST(c0 AS VARCHAR)" if cols else "''"
-    return (f"SELECT '{f.name}' AS family, {model} AS model, '{f.name}' || {braces}' ' || CAST(v::DOUBLE AS VARCHAR)"
-            f" AS line, 0 AS kind, 0 AS le FROM ({f.sql}) q({', '.join([*cols, 'v'])}) WHERE v IS NOT NULL")
+    return cols, f"({f.sql}) q({', '.join([*cols, 'v'])})"
 
 
-def histogram_lines_sql(h: Family) -> str:
-    """SELECT (family, model, line, kind, le): a GenAI histogram from `metric_buckets` (cumulative counts at every
-    boundary), its `_sum` from `metric_counters` and its `_count`, ordered by (tag, kind, le) within a model."""
-    name = h.name
-    fixed = ",".join(f'{k}="{v}"' for k, v in GENAI_LABELS.items())
-    labels = (f"'{fixed},gen_ai_request_model=\"' || {_SQL_ESCAPE.format('model')} || '\"' || CASE WHEN tag = ''"
-              f" THEN '' ELSE ',endpoint=\"' || {_SQL_ESCAPE.format('tag')} || '\"' END")
-    return f"""
-        WITH b AS (SELECT model, tag, le, sum(count) AS n FROM metric_buckets WHERE name = '{name}' GROUP BY ALL),
-             sums AS (SELECT model, tag, sum(value) AS v FROM metric_counters WHERE name = '{name}_sum'
-                      GROUP BY ALL),
-             lines AS (
-                SELECT model, tag, 0 AS kind, le, 'bucket' AS suffix,
-                       ',le="' || CASE WHEN le = 'inf'::DOUBLE THEN '+Inf' ELSE CAST(le AS VARCHAR) END
-                       || '"' AS le_label, n::DOUBLE AS v FROM b
-                UNION ALL SELECT model, tag, 1, 0, 'sum', '', coalesce(u.v, 0)::DOUBLE
-                          FROM b LEFT JOIN sums u USING (model, tag) WHERE b.le = 'inf'::DOUBLE
-                UNION ALL SELECT model, tag, 2, 0, 'count', '', n::DOUBLE FROM b WHERE le = 'inf'::DOUBLE)
-        SELECT '{name}' AS family, model,
-               '{name}_' || suffix || '{{' || {labels} || le_label || '}} ' || CAST(v AS VARCHAR) AS line,
-               kind, le, tag FROM lines"""
+def _family_rows(con: Any, f: Family, model: str | None = None) -> list[Any]:
+    """The family's rows (label values, value) in label order: of one model (the first column), or all."""
+    cols, source = _named(f)
+    where = "WHERE c0 = ?" if model is not None else ""
+    return list(con.execute(f"SELECT * FROM {source} {where} ORDER BY {', '.join(cols) or '1'}",
+                            [model] if model is not None else []).fetchall())
 
 
-def stored_text_sql(model_filter: bool) -> str:
-    """SELECT (family, model, body): every per-model family's sample lines of each model (of one model, `?`,
-    with `model_filter`), as `metric_text` stores them."""
-    where = "WHERE model = ?" if model_filter else ""
-    parts = [f"SELECT family, model, line, kind, le, '' AS tag FROM ({family_lines_sql(f)}) {where}"
-             for f in FAMILIES if f.per_model]
-    parts += [f"SELECT family, model, line, kind, le, tag FROM ({histogram_lines_sql(h)}) {where}"
-              for h in HISTOGRAMS]
-    union = "\nUNION ALL\n".join(parts)
-    return (f"SELECT family, model, string_agg(line, chr(10) ORDER BY tag, kind, le, line) || chr(10) AS body "
-            f"FROM ({union}) GROUP BY family, model")
+def _family_bodies(con: Any, f: Family, model: str | None) -> dict[str, str]:
+    """Model -> the family's sample lines (of one model, or of every model: the first column)."""
+    by_model: defaultdict[str, list[Any]] = defaultdict(list)
+    for row in _family_rows(con, f, model):
+        by_model[str(row[0])].append(row)
+    return {m: body for m, rs in by_model.items() if (body := family_lines(f.name, f.labels, rs))}
 
 
-#: Migration 11: the table, filled from the rollup a file at migration 10 already holds (each model's next
-#: round renders it again, so a later change of the rendering reaches every model within a cycle).
-METRIC_TEXT_SQL = f"""
+def _histogram_bodies(con: Any, h: Histogram, model: str | None) -> dict[str, str]:
+    """Model -> the histogram's lines: per (tag, error type) its cumulative buckets, `_sum` and `_count`."""
+    where, params = ("AND model = ?", [h.name, model]) if model is not None else ("", [h.name])
+    buckets = con.execute(f"SELECT model, tag, label, le, sum(count) FROM metric_buckets WHERE name = ? {where}"
+                          " GROUP BY ALL ORDER BY model, tag, label, le", params).fetchall()
+    params[0] = h.name + "_sum"
+    sums = {(m, t, lab): v for m, t, lab, v in con.execute(
+        f"SELECT model, tag, label, sum(value) FROM metric_counters WHERE name = ? {where} GROUP BY ALL",
+        params).fetchall()}
+    series: defaultdict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for m, tag, label, le, n in buckets:
+        series[(m, tag, label)].append((le, float(n)))
+    out: defaultdict[str, list[str]] = defaultdict(list)
+    for (m, tag, label), rows in series.items():
+        labels = [*GENAI_LABELS, ("gen_ai_request_model", m)]
+        labels += [("provider_tag", tag)] if tag else []
+        labels += [("error_type", label)] if label else []
+        out[m].append(histogram_lines(h.name, labels, rows, float(sums.get((m, tag, label)) or 0.0)))
+    return {m: "".join(parts) for m, parts in out.items()}
+
+
+def model_text(con: Any, model: str | None = None, *, skip_failing: bool = False) -> list[tuple[str, str, str]]:
+    """(family, model, body) of every stored family, rendered from the rollup: of one model, or of all.
+    `skip_failing`: leave out a family whose query fails (a snapshot a migration behind) instead of raising."""
+    rows = []
+    for f in STORED:
+        try:
+            bodies = (_family_bodies(con, f, model) if isinstance(f, Family) else _histogram_bodies(con, f, model))
+        except Exception as exc:
+            if not skip_failing:
+                raise
+            log.debug("metrics: %s skipped: %s", f.name, str(exc).splitlines()[0] if str(exc) else exc)
+            continue
+        rows += [(f.name, m, body) for m, body in sorted(bodies.items())]
+    return rows
+
+
+#: Migration 11: the table. It was filled here from the rollup a file at migration 10 already held; migration 14
+#: renders every model's text again (with the labels it renamed), so the fill moved there.
+METRIC_TEXT_SQL = """
 CREATE TABLE metric_text (
     family  VARCHAR NOT NULL,
     model   VARCHAR NOT NULL,
     body    VARCHAR NOT NULL,
     PRIMARY KEY (family, model)
-);
-INSERT INTO metric_text {stored_text_sql(model_filter=False)}
+)
 """
+
+
+def _store(con: Connection, rows: list[tuple[str, str, str]]) -> None:
+    insert_rows(con, "metric_text", [{"family": f, "model": m, "body": b} for f, m, b in rows])
 
 
 def render_model_text(con: Connection, model: str) -> None:
     """Render `model`'s stored families from the rollup into `metric_text` (inside the save transaction)."""
     con.execute("DELETE FROM metric_text WHERE model = ?", [model])
-    con.execute(f"INSERT INTO metric_text {stored_text_sql(model_filter=True)}", [model] * _stored_count())
+    _store(con, model_text(con, model))
 
 
 def render_all_text(con: Connection) -> None:
-    """Render every model's stored families (a rollup built outside the save transaction: benchmarks)."""
+    """Render every model's stored families (migration 14; a rollup built outside the save transaction)."""
     con.execute("DELETE FROM metric_text")
-    con.execute(f"INSERT INTO metric_text {stored_text_sql(model_filter=False)}")
+    _store(con, model_text(con))
 
 
-def _stored_count() -> int:
-    return sum(1 for f in (*FAMILIES, *HISTOGRAMS) if f.per_model)
-
-
-def header(f: Family) -> str:
-    text = f.help.replace("\\", "\\\\").replace("\n", "\\n")
-    return f"# HELP {f.name} {text}\n# TYPE {f.name} {f.kind}\n"
-
-
-def scrape_lines_sql(families: Sequence[Family]) -> str:
-    """SELECT (family, body) of the families rendered at each scrape, one row per family."""
-    union = "\nUNION ALL\n".join(family_lines_sql(f) for f in families)
-    return f"SELECT family, string_agg(line, chr(10)) || chr(10) FROM ({union}) GROUP BY family"
-
-
-def stored_text(con: Any) -> Any:
-    """A cursor over (family, model, body) of the stored exposition text; before migration 11 the same rows
-    rendered from the rollup now (slow, once a cycle); before migration 10 None."""
+def stored_text(con: Any) -> list[tuple[str, str, str]] | Any:
+    """(family, model, body) rows of the stored exposition text (a cursor), or rendered from the rollup now
+    when the snapshot's text is older than this code's (a file before migration 14); None before the rollup."""
     try:
-        return con.execute("SELECT family, model, body FROM metric_text")
+        version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+        if version >= TEXT_VERSION:
+            return con.execute("SELECT family, model, body FROM metric_text")
     except Exception as exc:
         log.debug("metrics: no stored text: %s", str(exc).splitlines()[0] if str(exc) else exc)
+    return model_text(con, skip_failing=True) or None
+
+
+def scrape_text(con: Any, families: Sequence[Family]) -> dict[str, str]:
+    """Family name -> its sample lines, rendered now from the snapshot: one query for all (each query costs a
+    few ms of planning); if it fails (a shard a migration behind lacks a table), family by family, leaving out
+    the ones that fail."""
+    def rows_of(chosen: Sequence[Family]) -> dict[str, list[Any]]:
+        parts = []
+        for i, f in enumerate(chosen):
+            cols, source = _named(f)
+            labels = ", ".join(f"CAST({c} AS VARCHAR)" for c in cols)
+            parts.append(f"SELECT {i} AS i, [{labels}]::VARCHAR[] AS labels, v::DOUBLE AS v FROM {source}")
+        out: dict[str, list[Any]] = {f.name: [] for f in chosen}
+        for i, labels, v in con.execute(" UNION ALL ".join(parts) + " ORDER BY i, labels").fetchall():
+            out[chosen[i].name].append((*labels, v))
+        return out
+
     try:
-        return con.execute(stored_text_sql(model_filter=False))
-    except Exception as exc:
-        log.debug("metrics: no rollup: %s", str(exc).splitlines()[0] if str(exc) else exc)
-    return None
-
-
-def scrape_lines(con: Any, families: Sequence[Family]) -> dict[str, str]:
-    """Family name -> its exposition lines, rendered now from the snapshot (one query for all)."""
-    return {str(name): str(text) for name, text in con.execute(scrape_lines_sql(families)).fetchall()}
+        found = rows_of(families)
+    except Exception:
+        found = {}
+        for f in families:
+            try:
+                found |= rows_of([f])
+            except Exception as exc:
+                log.debug("metrics: %s skipped: %s", f.name, str(exc).splitlines()[0] if str(exc) else exc)
+    return {f.name: family_lines(f.name, f.labels, found[f.name]) for f in families if f.name in found}
 
 
 @dataclass(frozen=True, slots=True)

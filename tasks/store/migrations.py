@@ -7,12 +7,13 @@ a released one, add the next number.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tasks.clock import utcnow
 from tasks.errors import StoreError
-from tasks.store.metric_rollup import METRIC_ROLLUP_SQL
-from tasks.store.metric_text import METRIC_TEXT_SQL
+from tasks.store.metric_rollup import METRIC_LABELS_SQL, METRIC_ROLLUP_SQL
+from tasks.store.metric_text import METRIC_TEXT_SQL, render_all_text
 from tasks.store.rows import Connection, fetch_first, transaction
 from tasks.store.schema import (
     ALERTS_FAILED_SQL,
@@ -32,6 +33,7 @@ class Migration:
     version: int
     name: str
     sql: str
+    then: Callable[[Connection], None] | None = None  # Python run after `sql`, in the same transaction
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -47,6 +49,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "metrics rollup", METRIC_ROLLUP_SQL),
     Migration(11, "metrics exposition text per model", METRIC_TEXT_SQL),
     Migration(12, "live judged answers", LIVE_QUALITY_SQL),
+    Migration(14, "metric labels that survive Kubernetes, GenAI error.type, the rounds ledger", METRIC_LABELS_SQL,
+              then=render_all_text),
 )
 
 #: The version a fully migrated file reports.
@@ -92,6 +96,8 @@ def migrate(con: Connection) -> list[int]:
             with transaction(con):
                 for statement in _statements(con, migration.sql):
                     con.execute(statement)
+                if migration.then is not None:
+                    migration.then(con)
                 con.execute(
                     "INSERT INTO schema_migrations VALUES (?, ?, ?)",
                     [migration.version, migration.name, utcnow()],

@@ -18,7 +18,7 @@ from tasks.core.metric_rollup import round_rollup
 from tasks.core.types import RoundInfo
 from tasks.failpoints import failpoint
 from tasks.store.landing import complete_round, land_outcomes, land_round
-from tasks.store.metric_rollup import roll_up_round
+from tasks.store.metric_rollup import record_round_end, roll_up_round
 from tasks.store.outbox import enqueue_alerts
 from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
 from tasks.store.state import append_decisions, get_setting, replace_policy_states, set_setting
@@ -99,8 +99,10 @@ def mark_crashed(
     """Mark a round that died ``crashed`` with the step it reached (inserting its row if it had none)."""
     with transaction(con):
         mark_running(con, info, started_at=started_at or info.round_ts)
-        con.execute(
+        crashed = con.execute(
             "UPDATE rounds SET status = 'crashed', step = ?, finished_at = ?, error = ? WHERE round_id = ?"
-            " AND status = 'running'",
+            " AND status = 'running' RETURNING round_id",
             [step, utc(at), one_line(f"the round's process died during step {step}"), info.round_id],
-        )
+        ).fetchall()
+        if crashed:
+            record_round_end(con, info.round_id, "crashed", at)

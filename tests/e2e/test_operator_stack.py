@@ -1,16 +1,21 @@
 """The operator's stack end to end, as an operator runs it: a real `prefect server start`, the simulator, the
 Slack double, two `canary run`s (console script, subprocesses) in which a refusing endpoint is suspended; then
-`canary metrics` scraped by a real Prometheus (the `prometheus` binary on a loopback port, temp config and
-storage), and the Prefect server's own event feed and artifacts.
+`canary metrics` and a real `canary router` (traffic that is served, fails over, fails on every tier and breaks
+after its first chunk) scraped by a real Prometheus (the `prometheus` binary on a loopback port, temp config and
+storage, the repo's rules), and the Prefect server's own event feed and artifacts.
 
 One suspension shows in all four places: DuckDB (the decision), Slack (its alert), the metrics (a PromQL query
-answers the suspended endpoints) and Prefect's event feed (`canary.endpoint.suspended` with its evidence).
+answers the suspended endpoints) and Prefect's event feed (`canary.endpoint.suspended` with its evidence); every
+query of the Grafana dashboard returns data. Then `canary serve` on its own database: the cycle's process is
+SIGKILLed mid-round, the deployment's trigger runs the cycle again (`prefect.automation.action.executed`, the new
+run completes and marks the dead round crashed), and a second crash inside the trigger's window runs nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +33,7 @@ from simulator.server import start_simulator
 from tasks import store
 from tests.support.prefect_runs import read_events
 from tests.support.processes import start_logged, stop_group
-from tests.support.prometheus import free_port, prometheus, require_binary
+from tests.support.prometheus import Prometheus, free_port, prometheus, require_binary
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -35,13 +41,28 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MODEL = "acme/ops-model"
+ROUTED = "acme/routed-model"  # the router's upstream model (the canary does not probe it)
+SERVED = "acme/served-model"  # canary serve's model: rounds slow enough (6 s first tokens) to be killed mid-probe
 TOKEN = "xoxb-operator-stack"
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-    {"tag": "gamma", "provider_name": "Gamma"},
-    {"tag": "refuser", "provider_name": "Refuser", "faults": [{"kind": "refusal"}]},
-]}]})
+SLOW = {"kind": "slow_first_token", "delay_s": 60.0, "keepalive_s": 5.0}  # x time_scale 0.1: 6 s
+FLEET = parse_fleet({"models": [
+    {"id": MODEL, "endpoints": [
+        {"tag": "alpha", "provider_name": "Alpha"},
+        {"tag": "beta", "provider_name": "Beta"},
+        {"tag": "gamma", "provider_name": "Gamma"},
+        {"tag": "refuser", "provider_name": "Refuser", "faults": [{"kind": "refusal"}]},
+    ]},
+    {"id": ROUTED, "endpoints": [
+        {"tag": "good", "provider_name": "Good"},
+        {"tag": "erroring", "provider_name": "Erroring",
+         "faults": [{"kind": "http_error_before_stream", "status": 503}]},
+        {"tag": "dying", "provider_name": "Dying", "faults": [{"kind": "die_after_tokens", "tokens": 2}]},
+    ]},
+    {"id": SERVED, "endpoints": [{"tag": t, "provider_name": t.title(), "faults": [SLOW]} for t in ("one", "two")]},
+]})
+#: Metrics another engineer's branch adds (issue 30's router ignore-list age): a panel reading one is allowed
+#: no data only while the router does not export it at all.
+PENDING = ("canary_router_ignore_list_age_seconds",)
 
 
 @dataclass
@@ -53,6 +74,8 @@ class Stack:
     slack: SlackServer
     started: datetime
     tmp: Path
+    sim_url: str
+    sim_key: str
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -108,7 +131,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 out = subprocess.run([str(BIN / "canary"), "run", "--config", str(config)], cwd=REPO, env=env,
                                      capture_output=True, text=True, timeout=300)
                 assert out.returncode == 0, f"run {n}: {out.stderr[-3000:]}"
-            yield Stack(api, db, config, env, slack, started, tmp)
+            yield Stack(api, db, config, env, slack, started, tmp, sim.base_url, sim.api_key)
     finally:
         _stop(server)
 
@@ -127,43 +150,45 @@ def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: St
     # 2. Slack: its alert, by the outbox key
     assert decision.decision_id in {m.alert_key for m in stack.slack.messages}
 
-    # 3. The metrics: `canary metrics` scraped by a real Prometheus, asked in PromQL
+    # 3. The metrics: `canary metrics` and a router scraped by a real Prometheus, asked in PromQL
     from prometheus_client.parser import text_string_to_metric_families
 
     port = free_port()
     log = stack.tmp / "metrics.log"
     exporter = _start([str(BIN / "canary"), "metrics", "--db", str(stack.db), "--config", str(stack.config),
                        "--port", str(port)], stack.env, log)
+    router_port, router = _router(stack)
     try:
         _wait_http(f"http://127.0.0.1:{port}/metrics", exporter, log, timeout_s=60)
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
         families = {f.name: f for f in text_string_to_metric_families(text)}  # prometheus_client's own parser
-        excluded = {(s.labels["endpoint"], s.labels["layer"]): s.value
+        excluded = {(s.labels["provider_tag"], s.labels["layer"]): s.value
                     for s in families["canary_endpoint_excluded"].samples}
         assert excluded[("refuser", "canary")] == 1 and excluded[("alpha", "canary")] == 0
         assert families["canary_routable_endpoints"].samples[0].value == 3
         rounds = {s.labels["status"]: s.value for s in families["canary_rounds"].samples}
         assert rounds == {"complete": 2}
         assert families["gen_ai_client_operation_time_to_first_chunk_seconds"].type == "histogram"
+        promtool = subprocess.run([require_binary("promtool"), "check", "metrics"], input=text, capture_output=True,
+                                  text=True, timeout=60)
+        assert promtool.returncode == 0 and not (promtool.stdout + promtool.stderr).strip(), promtool.stdout
+        _route_traffic(router_port)
 
-        with prometheus(stack.tmp / "prometheus", [f"127.0.0.1:{port}"]) as prom:
+        with prometheus(stack.tmp / "prometheus", [f"127.0.0.1:{port}"],
+                        more_jobs={"canary-router": [f"127.0.0.1:{router_port}"]}) as prom:
             result = prom.wait_for('canary_endpoint_excluded{layer="canary"} == 1')
-            assert sorted(r["metric"]["endpoint"] for r in result) == ["refuser"]
+            assert sorted(r["metric"]["provider_tag"] for r in result) == ["refuser"]
             assert {r["metric"]["model"] for r in result} == {MODEL}
             firing = prom.wait_for('ALERTS{alertname="CanaryEndpointSuspended", alertstate="firing"}')
-            assert [r["metric"]["endpoint"] for r in firing] == ["refuser"]
-            assert prom.query('canary_probe_success{endpoint="refuser", contract="refusal"}')[0]["value"][1] == "0"
-            assert prom.query('histogram_quantile(0.95, sum by (endpoint, le) '
+            assert [r["metric"]["provider_tag"] for r in firing] == ["refuser"]
+            assert prom.query('canary_probe_success{provider_tag="refuser", contract="refusal"}')[0]["value"][1] == "0"
+            assert prom.query('histogram_quantile(0.95, sum by (provider_tag, le) '
                               '(gen_ai_client_operation_time_to_first_chunk_seconds_bucket))')
-            dashboard = json.loads((REPO / "ops" / "grafana" / "canary-dashboard.json").read_text(encoding="utf-8"))
-            exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-            exprs += [a["expr"] for a in dashboard["annotations"]["list"]]
-            for expr in exprs:  # every panel's PromQL is valid against the real series (query() checks)
-                prom.query(expr.replace("$model", ".*"))
-            routable = prom.query(dashboard["panels"][0]["targets"][0]["expr"].replace("$model", ".*"))
-            assert [r["value"][1] for r in routable] == ["3"]
+            assert {t["labels"]["job"]: t["health"] for t in prom.targets()} == {"canary": "up", "canary-router": "up"}
+            _every_dashboard_query_returns_data(prom, router_port)
     finally:
         _stop(exporter)
+        _stop(router)
 
     # 4. Prefect's event feed on the real server: the decision, its resource and its evidence
     deadline = time.monotonic() + 30
@@ -194,55 +219,213 @@ def test_the_endpoints_table_is_a_prefect_table_artifact(stack: Stack) -> None:
     assert by_tag["alpha"]["refusal"] == "pass"
 
 
-def test_the_automation_file_is_accepted_by_a_real_server(stack: Stack) -> None:
-    out = subprocess.run([str(BIN / "prefect"), "automation", "create", "--from-file",
-                          str(REPO / "ops" / "prefect" / "automations.yaml")], cwd=REPO, env=stack.env,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    found = httpx.post(f"{stack.api}/automations/filter", json={}, timeout=10).json()
-    crashed = [a for a in found if a["name"] == "canary-round-crashed"]
-    assert len(crashed) == 1
-    assert sorted(crashed[0]["trigger"]["expect"]) == ["canary.round.crashed", "prefect.flow-run.Crashed"]
-    assert crashed[0]["actions"][0]["type"] == "run-deployment"
-
-    # a crashed round's event, as the next round's save emits it inside a canary-round flow run, fires it
-    import asyncio
-    import uuid
-
-    from prefect.events import Event
-    from prefect.events.clients import PrefectEventsClient
-
-    from tasks.core.events import crashed_round_events
-
-    (crash,) = crashed_round_events(MODEL, [f"round {MODEL}:dead crashed during step probe"], datetime.now(UTC))
-    flow = {"prefect.resource.id": f"prefect.flow.{uuid.uuid4()}", "prefect.resource.role": "flow",
-            "prefect.resource.name": "canary-round"}
-
-    async def send() -> None:
-        async with PrefectEventsClient(api_url=stack.api) as client:
-            await client.emit(Event(event=crash.event, resource=dict(crash.resource), occurred=crash.occurred,
-                                    payload=dict(crash.payload), related=[flow], id=crash.id))
-
-    asyncio.run(send())
-    automation = f"prefect.automation.{crashed[0]['id']}"
-    deadline = time.monotonic() + 60
-    while not [e for e in _events(stack.api, "prefect.automation.triggered", stack.started - timedelta(minutes=5))
-               if e["resource"]["prefect.resource.id"] == automation]:
-        assert time.monotonic() < deadline, "the automation did not trigger on canary.round.crashed"
+def _admin_event(stack: Stack, name: str, *command: str) -> dict[str, Any]:
+    """Run an admin command (the console script, PREFECT_API_URL set, as ops-on-call); the one event `name` it
+    emitted, from the server's feed."""
+    out = subprocess.run([str(BIN / "canary"), *command, "--config", str(stack.config)], cwd=REPO,
+                         env={**stack.env, "USER": "ops-on-call"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 30
+    while not (events := _events(stack.api, name, stack.started - timedelta(minutes=5))):
+        assert time.monotonic() < deadline, f"no {name} event in the server's feed"
         time.sleep(1)
+    (event,) = events
+    return event
 
 
 def test_a_lift_by_hand_is_an_event_too(stack: Stack) -> None:
     """`canary lift` (the console script, PREFECT_API_URL set): `canary.endpoint.lifted` with who and why.
     Runs last: it ends the suspension the tests above look at."""
-    out = subprocess.run([str(BIN / "canary"), "lift", "refuser", "--reason", "provider fixed it", "--config",
-                          str(stack.config)], cwd=REPO, env={**stack.env, "USER": "ops-on-call"},
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    deadline = time.monotonic() + 30
-    while not (events := _events(stack.api, "canary.endpoint.lifted", stack.started - timedelta(minutes=5))):
-        assert time.monotonic() < deadline, "no canary.endpoint.lifted event in the server's feed"
-        time.sleep(1)
-    (event,) = events
+    event = _admin_event(stack, "canary.endpoint.lifted", "lift", "refuser", "--reason", "provider fixed it")
     assert event["resource"]["prefect.resource.id"] == f"canary.endpoint.{MODEL}.refuser"
     assert event["payload"]["reason"].endswith("provider fixed it") or "provider fixed it" in str(event["payload"])
+
+
+def test_a_mode_switch_is_an_event(stack: Stack) -> None:
+    """`canary mode observe` (PREFECT_API_URL set): `canary.mode.switched` with who, the modes and the releases."""
+    event = _admin_event(stack, "canary.mode.switched", "mode", "observe")
+    assert event["resource"]["prefect.resource.id"] == "canary.mode"
+    assert {k: event["payload"][k] for k in ("mode", "previous", "who", "models")} == {
+        "mode": "observe", "previous": "enforce", "who": "ops-on-call", "models": [MODEL]}
+
+
+# -- the router, and the dashboard's queries ---------------------------------------------------------------------
+
+def _router(stack: Stack) -> tuple[int, subprocess.Popen[bytes]]:
+    """`canary router` in front of the simulator's routed model: route chat (tier 1 answers 503, tier 2 serves),
+    route cut (its only tier dies after two chunks: after the commit), route dead (both tiers answer 503)."""
+    empty = stack.tmp / "no-exclusions.json"
+    empty.write_text(json.dumps({"model": ROUTED, "ignore": [], "entries": []}), encoding="utf-8")
+
+    def tier(tag: str) -> str:
+        return (f'  [[route.tier]]\n  base_url = "{stack.sim_url}"\n  model = "{ROUTED}"\n'
+                f'  api_key_env = "SIMULATOR_API_KEY"\n  ignore_file = "{empty}"\n'
+                f'  provider = {{ order = ["{tag}"], allow_fallbacks = false }}\n')
+
+    routes = stack.tmp / "routes.toml"
+    routes.write_text(
+        f'[router]\npublish_dir = "{stack.tmp / "published"}"\nevents_path = "{stack.tmp / "route_events.jsonl"}"\n'
+        f'savings_path = "{stack.tmp / "savings.jsonl"}"\nfirst_chunk_budget_s = 5.0\n\n'
+        + "".join(f'[[route]]\nmodel = "{name}"\n' + "".join(tier(t) for t in tags)
+                  for name, tags in (("chat", ["erroring", "good"]), ("cut", ["dying"]),
+                                     ("dead", ["erroring", "erroring"]))), encoding="utf-8")
+    port = free_port()
+    log = stack.tmp / "router.log"
+    proc = _start([str(BIN / "canary"), "router", "--routes", str(routes), "--port", str(port)],
+                  {**stack.env, "SIMULATOR_API_KEY": stack.sim_key}, log)
+    _wait_http(f"http://127.0.0.1:{port}/metrics", proc, log, timeout_s=60)
+    return port, proc
+
+
+def _route_traffic(port: int) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0)
+    messages = [{"role": "user", "content": "Hello"}]
+    for _ in range(3):
+        text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+            model="chat", messages=messages, stream=True) if c.choices)  # type: ignore[arg-type]
+        assert text
+        with pytest.raises(openai.APIError):  # cut after its first chunks: the client sees the stream break
+            for _ in client.chat.completions.create(model="cut", messages=messages, stream=True):  # type: ignore[arg-type]
+                pass
+        with pytest.raises(openai.APIStatusError):  # every tier failed: 503
+            client.chat.completions.create(model="dead", messages=messages)  # type: ignore[arg-type]
+
+
+def _every_dashboard_query_returns_data(prom: Prometheus, router_port: int) -> None:
+    """Every panel's PromQL and the annotation's, with the model variable at All, returns data from the real
+    series (the router's rates need two scrapes of the traffic: waited for)."""
+    dashboard = json.loads((REPO / "ops" / "grafana" / "canary-dashboard.json").read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    for a in dashboard["annotations"]["list"]:  # valid PromQL (query() checks); data only after a change
+        prom.query(a["expr"])
+    router_text = httpx.get(f"http://127.0.0.1:{router_port}/metrics", timeout=10).text
+    pending = [m for m in PENDING if m not in router_text]
+    empty = []
+    for expr in exprs:
+        if any(m in expr for m in pending):
+            continue
+        promql = expr.replace("$model", ".*")
+        if not prom.wait_for(promql, timeout_s=30):
+            empty.append(expr)
+    assert not empty, f"dashboard queries without data: {empty}"
+    routable = prom.query(dashboard["panels"][1]["targets"][0]["expr"].replace("$model", ".*"))
+    assert [r["value"][1] for r in routable] == ["3"]
+
+
+# -- an automation that acts, on a real crash ---------------------------------------------------------------------
+
+def _holder(db: Path) -> dict[str, Any] | None:
+    """The cycle lock's record (tasks/cycle_lock.py) once a cycle holds it with its flow run recorded."""
+    try:
+        record = json.loads((db.parent / (db.name + ".cycle.lock")).read_text() or "null")
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("flow_run_id") else None
+
+
+def _wait(what: str, fn: Any, timeout_s: float, logs: list[Path]) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if value := fn():
+                return value
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    tails = "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-4000:] for p in logs if p.exists())
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}\n{tails}")
+
+
+def _kill_the_running_cycle(db: Path, not_run: set[str], logs: list[Path]) -> str:
+    """SIGKILL the process of the cycle that holds the database's lock (a flow run not in `not_run`) once its
+    round's journal says it probes (its endpoints take 6 s to a first token); returns the killed flow run's id."""
+    from tasks.spool import round_journals
+
+    record = _wait("a cycle holding the lock", lambda: (r := _holder(db)) and r["flow_run_id"] not in not_run and r,
+                   180, logs)
+    probing = _wait("its round probing", lambda: [j for j in round_journals(str(db), SERVED, besides="",
+                                                                            own_process=False)
+                                                  if j.alive and j.step == "probe"], 120, logs)
+    journal = json.loads(probing[0].journal.read_text(encoding="utf-8"))
+    assert journal["pid"] == record["pid"], (journal, record)  # the round runs in the cycle's process
+    time.sleep(1.0)
+    os.kill(int(record["pid"]), signal.SIGKILL)
+    return str(record["flow_run_id"])
+
+
+def _run_now(api: httpx.Client, deployment_id: str, logs: list[Path]) -> None:
+    """A run of the deployment, now (the server's SQLite answers 503 while it is busy: asked again)."""
+    _wait("a flow run created", lambda: api.post(f"/deployments/{deployment_id}/create_flow_run", json={})
+          .status_code == 201, 60, logs)
+
+
+def test_a_sigkilled_cycle_runs_again_once_per_window(stack: Stack) -> None:
+    """`canary serve` (its own database): the cycle's process SIGKILLed mid-round is a Crashed flow run; the
+    deployment's trigger runs the cycle again (`prefect.automation.action.executed`), the new run completes and
+    its round marks the dead one crashed; a second crash within the trigger's window runs nothing more."""
+    t0 = time.monotonic()
+    db = stack.tmp / "serve" / "canary.duckdb"
+    db.parent.mkdir()
+    config = stack.tmp / "serve" / "canary.toml"
+    config.write_text(
+        f'models = ["{SERVED}"]\nmode = "enforce"\nbase_url = "{stack.sim_url}"\ndb_path = "{db}"\n'
+        f'publish_dir = "{db.parent / "published"}"\nexclusions_file = "{stack.tmp / "none.toml"}"\n'
+        'languages = ["en"]\nttft_s = 30\nfail_rounds = 2\n', encoding="utf-8")
+    env = {**stack.env, "PREFECT_RUNNER_POLL_FREQUENCY": "2", "CANARY_SERVE_INTERVAL_S": "86400",
+           "PREFECT_HOME": str(stack.tmp / "serve-home")}
+    logs = [stack.tmp / "serve.log"]
+    serve = _start([str(BIN / "canary"), "serve", "--config", str(config)], env, logs[0])
+    since = datetime.now(UTC) - timedelta(minutes=1)
+    try:
+        with httpx.Client(base_url=stack.api, timeout=10) as api:
+            def cycle_deployment() -> dict[str, Any] | None:
+                found = [d for d in api.post("/deployments/filter", json={}).json() if d["name"] == "canary-cycle"]
+                return found[0] if found else None
+
+            deployment = _wait("the served canary-cycle deployment", cycle_deployment, 120, logs)
+            owned = _wait("the deployment's automation", lambda: [
+                a for a in api.post("/automations/filter", json={}).json() if a["name"] == "canary-cycle-crashed"],
+                60, logs)
+            assert [(a["actions"][0]["type"], a["actions"][0]["source"], a["actions"][0]["deployment_id"])
+                    for a in owned] == [("run-deployment", "selected", deployment["id"])], owned
+            automation = f"prefect.automation.{owned[0]['id']}"
+
+            def executed() -> list[dict[str, Any]]:
+                return [e for e in _events(stack.api, "prefect.automation.action.executed", since)
+                        if e["resource"]["prefect.resource.id"] == automation]
+
+            _run_now(api, deployment["id"], logs)
+            killed = _kill_the_running_cycle(db, set(), logs)
+            _wait("the killed cycle's run Crashed", lambda: api.get(f"/flow_runs/{killed}").json()["state_type"]
+                  == "CRASHED", 60, logs)
+            (action,) = _wait("prefect.automation.action.executed", executed, 90, logs)
+            (rerun,) = [r["prefect.resource.id"].removeprefix("prefect.flow-run.") for r in action["related"]
+                        if r["prefect.resource.id"].startswith("prefect.flow-run.")]
+            assert rerun != killed
+            _wait("the automation's cycle run Completed", lambda: api.get(f"/flow_runs/{rerun}").json()["state_type"]
+                  == "COMPLETED", 180, logs)
+            crashed = _wait("canary.round.crashed from the new run's round",
+                            lambda: _events(stack.api, "canary.round.crashed", since), 30, logs)
+            assert {e["resource"]["prefect.resource.id"] for e in crashed} == {f"canary.model.{SERVED}"}
+
+            # the crash-loop guard: a second crash inside the trigger's window runs nothing more
+            _run_now(api, deployment["id"], logs)
+            again = _kill_the_running_cycle(db, {killed, rerun}, logs)
+            _wait("the second killed run Crashed", lambda: api.get(f"/flow_runs/{again}").json()["state_type"]
+                  == "CRASHED", 60, logs)
+            time.sleep(15)  # the first reaction took seconds: give the second as long, and more
+            assert len(executed()) == 1
+            runs = api.post("/flow_runs/filter", json={
+                "deployments": {"id": {"any_": [deployment["id"]]}}}).json()
+            soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+            ran = [r for r in runs if r["state_type"] != "SCHEDULED" or r["expected_start_time"] < soon]
+            assert sorted(r["id"] for r in ran) == sorted([killed, rerun, again]), [
+                (r["name"], r["state_type"], r["expected_start_time"]) for r in runs]  # the daily schedule's aside
+    finally:
+        _stop(serve)
+    with store.open_store(db, read_only=True) as con:
+        ended = dict(con.execute("SELECT status, count(*) FROM round_ends GROUP BY status").fetchall())
+    assert ended.get("crashed", 0) >= 1 and ended.get("complete", 0) >= 1  # the ledger canary_rounds_total reads
+    print(f"crash e2e: {time.monotonic() - t0:.1f} s")

@@ -157,7 +157,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     assert s1 < e2 and s2 < e1, f"the two models' rounds of one cycle did not overlap: {spans}"
     assert sorted(suspended) == [(MODEL, "refuser"), (MODEL_2, "refuser")]  # each model decided on its own
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
-    assert 'canary_endpoint_suspension_end_timestamp_seconds{model="' + MODEL + '",endpoint="refuser"' in exposition
+    assert 'canary_endpoint_suspension_end_timestamp_seconds{model="' + MODEL + '",provider_tag="refuser"' in exposition
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
 
 
@@ -185,6 +185,31 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
     from cli.serve_cmd import CYCLE_DEPLOYMENT
 
     assert CYCLE_DEPLOYMENT == "canary-cycle/canary-cycle"  # where the watcher's confirmation rounds run
+
+
+@pytest.mark.unit
+def test_prefect_yaml_has_the_trigger_and_the_limits_canary_serve_creates() -> None:
+    """The crashed-cycle trigger and the concurrency limits: prefect.yaml spells what tasks/deployment_settings.py
+    gives `canary serve`, and Prefect's own models read both the same; the header counts the deployments."""
+    import re
+
+    import yaml
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    from tasks.deployment_settings import CHECK_CONCURRENCY, CYCLE_CONCURRENCY, concurrency, crash_trigger
+
+    text = (REPO / "prefect.yaml").read_text(encoding="utf-8")
+    deployments = {d["name"]: d for d in yaml.safe_load(text)["deployments"]}
+    (trigger,) = deployments["canary-cycle"]["triggers"]
+    assert DeploymentEventTrigger.model_validate(trigger) == crash_trigger("canary-cycle")
+    limits = {name: ConcurrencyLimitConfig.model_validate(d["concurrency_limit"]) for name, d in deployments.items()}
+    checks = concurrency(*CHECK_CONCURRENCY)
+    assert limits == {"canary-cycle": concurrency(*CYCLE_CONCURRENCY), "canary-deadman": checks}
+    words = {2: "two", 3: "three", 4: "four"}
+    header = text.split("\nname:", 1)[0]
+    assert re.search(rf"\b{words[len(deployments)]} deployments\b", header), header
+    assert re.findall(r"\b(?:two|three|four|both) deployments\b", header) == [f"{words[len(deployments)]} deployments"]
 
 
 @pytest.mark.unit

@@ -1,5 +1,5 @@
-"""The exposition text rendered per model in the round's save transaction (tasks/store/metric_text.py, migration
-11) and a scrape that only reads it (tasks/metrics.py).
+"""The exposition text rendered per model in the round's save transaction (tasks/store/metric_text.py, migrations
+11 and 14) and a scrape that only reads it (tasks/metrics.py).
 
 Real DuckDB files under tmp: settlements saved through `save_settlement`, scrapes parsed back with
 prometheus_client's own parser.
@@ -71,7 +71,8 @@ def test_the_save_transaction_renders_each_models_text(tmp_path: Path) -> None:
         rows = con.execute("SELECT family, model, body FROM metric_text").fetchall()
     assert {(f, m) for f, m, _ in rows} >= {(f, m) for f in STORED - {"canary_probe_outcome"} for m in "mn"}
     body = {(f, m): b for f, m, b in rows}
-    assert 'canary_probe_success{model="m",endpoint="b",contract="ttft"} 0.0\n' in body[("canary_probe_success", "m")]
+    line = 'canary_probe_success{model="m",provider_tag="b",contract="ttft"} 0.0\n'
+    assert line in body[("canary_probe_success", "m")]
     assert "model=\"n\"" not in body[("canary_probe_success", "m")]
     assert all(b.endswith("\n") and "# " not in b for b in body.values())  # sample lines only: no header
 
@@ -88,29 +89,51 @@ def test_a_scrape_reads_the_stored_text_not_the_rollup(tmp_path: Path) -> None:
     assert after[hist] == before[hist]
 
 
-def test_a_snapshot_before_migration_11_is_scraped_from_the_rollup_with_the_same_samples(tmp_path: Path) -> None:
+def test_a_snapshot_before_migration_14_is_scraped_from_the_rollup_with_the_same_samples(tmp_path: Path) -> None:
+    """Its stored text has the labels of before (`endpoint`): the exporter renders the rollup instead."""
     db = tmp_path / "canary.duckdb"
     _saved(db, "m", "n")
     stored = _scrape(db)
-    _snapshot_sql(db, "DROP TABLE metric_text")
+    _snapshot_sql(db, "UPDATE metric_text SET body = replace(body, 'provider_tag=', 'endpoint=');"
+                      " DELETE FROM schema_migrations WHERE version = 14")
     rendered = _scrape(db)
     assert {k: v for k, v in rendered.items() if k in STORED} == {k: v for k, v in stored.items() if k in STORED}
     assert rendered["canary_snapshot_up"] == [((), 1.0)]
 
 
-def test_migration_11_renders_the_text_of_a_rollup_kept_before_it(tmp_path: Path) -> None:
+def test_a_snapshot_a_migration_behind_still_shows_its_families(tmp_path: Path) -> None:
+    """A shard's snapshot at migration 12 (no `metric_buckets.label`, no `round_ends`): the families its tables
+    can give are rendered, the others left out; the scrape still parses."""
+    db = tmp_path / "canary.duckdb"
+    _saved(db, "m")
+    _snapshot_sql(db, "DELETE FROM schema_migrations WHERE version = 14; DROP TABLE round_ends;"
+                      " CREATE TABLE b12 AS SELECT name, model, tag, le, count FROM metric_buckets;"
+                      " DROP TABLE metric_buckets; ALTER TABLE b12 RENAME TO metric_buckets")
+    scraped = _scrape(db)
+    assert scraped["canary_probe_success"] and scraped["canary_probe_outcomes"]
+    assert "canary_rounds" not in scraped and "gen_ai_client_operation_duration_seconds" not in scraped
+    assert scraped["canary_snapshot_up"] == [((), 1.0)]
+
+
+def test_migration_14_renders_the_text_of_a_rollup_kept_before_it_with_the_new_labels(tmp_path: Path) -> None:
+    """A file at migration 12 (text with `endpoint=`, buckets without `label`, no rounds ledger) comes out of
+    migration 14 with every model's text rendered again, its buckets and its ended rounds kept."""
     db = tmp_path / "canary.duckdb"
     _saved(db, "m")
     with store.open_store(db) as con:
         kept = sorted(con.execute("SELECT * FROM metric_text").fetchall())
-        con.execute("DROP TABLE metric_text")  # the file as migration 10 left it: the later ones undone too
-        for column in ("live_requests.quality", "live_requests.reason", "suspicions.quality"):  # migration 12
-            table, name = column.split(".")
-            con.execute(f"ALTER TABLE {table} DROP COLUMN {name}")
-        con.execute("DELETE FROM schema_migrations WHERE version >= 11")
+        buckets = sorted(con.execute("SELECT name, model, tag, le, count FROM metric_buckets").fetchall())
+        con.execute("UPDATE metric_text SET body = replace(body, 'provider_tag=', 'endpoint=')")
+        con.execute("DROP TABLE round_ends")
+        con.execute("CREATE TABLE b12 AS SELECT name, model, tag, le, count FROM metric_buckets")
+        con.execute("DROP TABLE metric_buckets")
+        con.execute("ALTER TABLE b12 RENAME TO metric_buckets")
+        con.execute("DELETE FROM schema_migrations WHERE version = 14")  # the file as migration 12 left it
     with store.open_store(db) as con:
         assert sorted(con.execute("SELECT * FROM metric_text").fetchall()) == kept
-    assert kept
+        assert sorted(con.execute("SELECT name, model, tag, le, count FROM metric_buckets").fetchall()) == buckets
+        assert con.execute("SELECT model, status FROM round_ends").fetchall() == [("m", "complete")]
+    assert kept and all("endpoint=" not in body for _, _, body in kept)
 
 
 def test_a_new_round_renders_its_model_again_and_leaves_the_others(tmp_path: Path) -> None:
@@ -122,7 +145,7 @@ def test_a_new_round_renders_its_model_again_and_leaves_the_others(tmp_path: Pat
         n_after = con.execute("SELECT family, body FROM metric_text WHERE model = 'n' ORDER BY 1").fetchall()
     assert n_after == n_before
     outcomes = dict(_scrape(db)["canary_probe_outcomes"])
-    key = (("contract", "ttft"), ("endpoint", "b"), ("model", "m"), ("outcome", "fail"))
+    key = (("contract", "ttft"), ("model", "m"), ("outcome", "fail"), ("provider_tag", "b"))
     assert outcomes[key] == 2
 
 
@@ -131,7 +154,7 @@ def test_one_collector_reads_each_new_snapshot_on_its_kept_instance(tmp_path: Pa
     db = tmp_path / "canary.duckdb"
     _saved(db, "m")
     collector = CanaryCollector([db], CFG)
-    key = (("contract", "ttft"), ("endpoint", "b"), ("model", "m"), ("outcome", "fail"))
+    key = (("contract", "ttft"), ("model", "m"), ("outcome", "fail"), ("provider_tag", "b"))
 
     def fails() -> float:
         fams = {f.name: f for f in text_string_to_metric_families(exposition(collector).decode())}

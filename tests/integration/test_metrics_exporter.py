@@ -17,7 +17,8 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import FAMILIES, CanaryCollector, exposition
+from tasks.metrics import CanaryCollector, exposition
+from tasks.store.metric_text import FAMILIES
 from tasks.store.settlement import save_settlement
 
 pytestmark = pytest.mark.integration
@@ -60,23 +61,23 @@ def test_the_save_transaction_rolls_up_once_and_a_scrape_reads_it(tmp_path: Path
         rolled = con.execute("SELECT count(*) FROM metric_rolled_rounds").fetchone()
     assert rolled == (1,)
     fams = _scrape([db])
-    assert _value(fams, "canary_probe_outcomes", outcome="fail", endpoint="b") == 1
-    assert _value(fams, "canary_probe_failures", reason="ttft_exceeded", endpoint="b") == 1
+    assert _value(fams, "canary_probe_outcomes", outcome="fail", provider_tag="b") == 1
+    assert _value(fams, "canary_probe_failures", reason="ttft_exceeded", provider_tag="b") == 1
     assert _value(fams, "canary_spend_usd", model="m") == pytest.approx(0.002)
-    assert _value(fams, "canary_probe_success", endpoint="a", contract="ttft") == 1
-    assert _value(fams, "canary_probe_success", endpoint="b", contract="ttft") == 0
-    assert _value(fams, "canary_probe_time_to_first_token_seconds", endpoint="b") == pytest.approx(3.0)
-    assert _value(fams, "canary_endpoint_excluded", endpoint="b", layer="canary") == 1
-    assert _value(fams, "canary_endpoint_excluded", endpoint="a", layer="canary") == 0
+    assert _value(fams, "canary_probe_success", provider_tag="a", contract="ttft") == 1
+    assert _value(fams, "canary_probe_success", provider_tag="b", contract="ttft") == 0
+    assert _value(fams, "canary_probe_time_to_first_token_seconds", provider_tag="b") == pytest.approx(3.0)
+    assert _value(fams, "canary_endpoint_excluded", provider_tag="b", layer="canary") == 1
+    assert _value(fams, "canary_endpoint_excluded", provider_tag="a", layer="canary") == 0
     assert _value(fams, "canary_routable_endpoints", model="m") == 1
-    assert _value(fams, "canary_endpoint_suspension_end_timestamp_seconds", endpoint="b") == (
+    assert _value(fams, "canary_endpoint_suspension_end_timestamp_seconds", provider_tag="b") == (
         s.states["b"].suspended_until.timestamp())  # type: ignore[union-attr]
     assert _value(fams, "canary_rounds", status="complete") == 1
     assert _value(fams, "canary_round_last_success_timestamp_seconds", model="m") == T0.timestamp()
     assert _value(fams, "canary_alerts_pending") == 1  # the suspension's alert, queued in the same transaction
     ttfc = "gen_ai_client_operation_time_to_first_chunk_seconds"
-    assert _value(fams, ttfc, endpoint="b", le="2.56") == 0 and _value(fams, ttfc, endpoint="b", le="5.12") == 1
-    assert _value(fams, ttfc, endpoint="a", le="+Inf") == 1
+    assert _value(fams, ttfc, provider_tag="b", le="2.56") == 0 and _value(fams, ttfc, provider_tag="b", le="5.12") == 1
+    assert _value(fams, ttfc, provider_tag="a", le="+Inf") == 1
     assert {lab["gen_ai_operation_name"] for lab, _ in fams[ttfc]} == {"chat"}
     assert _value(fams, "canary_build_info") == 1 and _value(fams, "canary_snapshot_up") == 1
 
@@ -88,8 +89,8 @@ def test_counters_accumulate_over_rounds_and_a_late_round_keeps_the_newest_gauge
         save_settlement(con, _settlement("m", T0, slow="b"), landed_at=T0)  # deferred: lands after a newer one
     fams = _scrape([db])
     assert _value(fams, "canary_probe_outcomes", outcome="fail") == 2
-    assert _value(fams, "canary_probe_success", endpoint="a") == 0  # the newer round's view
-    assert _value(fams, "canary_probe_success", endpoint="b") == 1
+    assert _value(fams, "canary_probe_success", provider_tag="a") == 0  # the newer round's view
+    assert _value(fams, "canary_probe_success", provider_tag="b") == 1
 
 
 def _hold_live_file(db: str, ready: multiprocessing.synchronize.Event, done: multiprocessing.synchronize.Event) -> None:
@@ -148,7 +149,7 @@ def test_a_kept_snapshot_still_shows_a_suspension_run_out(tmp_path: Path) -> Non
         text = exposition(collector).decode()
         fams = {f.name: f for f in text_string_to_metric_families(text)}
         return sum(x.value for x in fams["canary_endpoint_excluded"].samples
-                   if x.labels["endpoint"] == "b" and x.labels["layer"] == "canary")
+                   if x.labels["provider_tag"] == "b" and x.labels["layer"] == "canary")
 
     assert excluded() == 1
     clock[0] = s.states["b"].suspended_until + timedelta(seconds=1)  # type: ignore[operator]

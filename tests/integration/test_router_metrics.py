@@ -43,13 +43,20 @@ def test_failover_before_the_commit_and_death_after_it_are_counted(tmp_path: Pat
             for _ in client(r).chat.completions.create(model="chat", messages=MESSAGES, stream=True):  # type: ignore[arg-type]
                 pass
         fams = scrape(r)
-    t2 = f"{up.base_url} t2"
-    assert total(fams, "canary_router_failovers_total", tier="1", reason="http_503", route="model:chat") == 2
+    server = up.base_url.split("://", 1)[1].split("/", 1)[0]  # host:port, no scheme, no path
+    host, port = server.split(":")
+    assert total(fams, "canary_router_failovers_total", tier="1", reason="http_503", route="model:chat",
+                 server=server, model="t1") == 2
     assert total(fams, "canary_router_requests_total", outcome="served") == 2
-    assert {lab["upstream"] for lab, _ in fams["canary_router_requests_total"]} == {t2}
-    assert total(fams, "canary_router_first_chunk_seconds_count", upstream=t2) == 2
-    assert total(fams, "canary_router_first_chunk_seconds_bucket", upstream=t2, le="+Inf") == 2
-    assert total(fams, "canary_router_stream_failures_after_commit_total", upstream=t2) == 1
+    assert {(lab["tier"], lab["server"], lab["model"]) for lab, _ in fams["canary_router_requests_total"]} == {
+        ("2", server, "t2")}
+    ttfc = "gen_ai_client_operation_time_to_first_chunk_seconds"
+    genai = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "openrouter", "gen_ai_request_model": "t2",
+             "server_address": host, "server_port": port, "route": "model:chat", "tier": "2"}
+    assert total(fams, f"{ttfc}_count", **genai) == 2
+    assert total(fams, f"{ttfc}_bucket", **genai, le="+Inf") == 2
+    assert total(fams, "canary_router_stream_failures_after_commit_total", server=server, model="t2", tier="2") == 1
+    assert not [lab for name in fams for lab, _ in fams[name] if "upstream" in lab]  # no unbounded label left
 
 
 def test_all_tiers_failing_and_ignore_list_reloads_are_counted(tmp_path: Path) -> None:
@@ -63,4 +70,16 @@ def test_all_tiers_failing_and_ignore_list_reloads_are_counted(tmp_path: Path) -
             client(r).chat.completions.create(model="chat", messages=MESSAGES)  # type: ignore[arg-type]
         fams = scrape(r)
     assert total(fams, "canary_router_requests_total", outcome="all_failed", route="model:chat") == 1
+    assert total(fams, "canary_router_failovers_total", server=up.base_url.split("://", 1)[1].split("/", 1)[0]) == 2
     assert total(fams, "canary_router_ignore_reloads_total") == 1
+
+
+@pytest.mark.parametrize(("base_url", "server"), [
+    ("https://openrouter.ai/api/v1", "openrouter.ai"),
+    ("http://127.0.0.1:8080/v1", "127.0.0.1:8080"),
+    ("https://user:secret@proxy.example:8443/openrouter/api/v1?x=1", "proxy.example:8443"),
+])
+def test_server_is_host_and_port_only(base_url: str, server: str) -> None:
+    from router.metrics import server_of
+
+    assert server_of(base_url) == server  # never a credential, a path or a query in a label

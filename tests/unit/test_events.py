@@ -13,6 +13,7 @@ from tasks.core.events import (
     alert_events,
     crashed_round_events,
     decision_events,
+    mode_switch_event,
     round_events,
 )
 from tasks.core.render.endpoint_table import endpoint_contract_rows
@@ -64,6 +65,18 @@ def test_crashed_rounds_come_from_the_landing_lines() -> None:
              "round m@3 was saved; its process died during step publish"]
     (e,) = crashed_round_events("m", lines, T)
     assert e.event == ROUND_CRASHED and e.payload == {"round_id": "m@2", "step": "save"}
+
+
+def test_a_mode_switch_is_one_event_with_who_and_what_it_released() -> None:
+    from cli.mode_switch import mode_switch_alert
+
+    released = [Decision(T, "m", "x", Action.LIFT, Mode.OBSERVE, until=T + timedelta(days=1))]
+    alert = mode_switch_alert(Mode.OBSERVE, "ops", ["mode is now observe", "released m x"], ["m", "n"], T)
+    e = mode_switch_event(alert, "observe", "enforce", "ops", released)
+    assert e.event == "canary.mode.switched" and e.resource["prefect.resource.id"] == "canary.mode"
+    assert e.payload == {"mode": "observe", "previous": "enforce", "who": "ops", "models": ["m", "n"],
+                         "released": ["m x"], "alert_key": alert.key}
+    assert e.id == mode_switch_event(alert, "observe", "enforce", "ops", released).id  # once, however often sent
 
 
 def test_endpoint_contract_table_rows() -> None:

@@ -95,11 +95,13 @@ def test_a_round_rollup_counts_outcomes_failures_requests_spend_and_histograms()
     assert counters[(SPEND, "a", "", "reported")] == pytest.approx(0.002)
     assert counters[(SPEND, "a", "", "estimated")] == pytest.approx(10 * 0.001 + 5 * 0.002)
     assert counters[(FIRST_CHUNK + "_sum", "a", "", "")] == pytest.approx(0.27)
-    buckets = {(b.name, b.tag, b.le): b.count for b in r.buckets}
-    assert buckets[(FIRST_CHUNK, "a", INF)] == 3 and buckets[(FIRST_CHUNK, "a", 0.04)] == 1
-    assert buckets[(DURATION, "", 0.02)] == 1  # 20 ms, a failed request is still an operation (per model)
-    assert buckets[(DURATION, "", INF)] == 4
-    assert (FIRST_CHUNK, "b", INF) not in buckets  # no first chunk: no observation
+    buckets = {(b.name, b.tag, b.label, b.le): b.count for b in r.buckets}
+    assert buckets[(FIRST_CHUNK, "a", "", INF)] == 3 and buckets[(FIRST_CHUNK, "a", "", 0.04)] == 1
+    # a failed request is still an operation (per model), under its GenAI error.type
+    assert buckets[(DURATION, "", "http_status", 0.02)] == 1 and buckets[(DURATION, "", "http_status", INF)] == 1
+    assert buckets[(DURATION, "", "", INF)] == 3  # the ones that completed carry no error type
+    assert counters[(DURATION + "_sum", "", "", "http_status")] == pytest.approx(0.02)
+    assert (FIRST_CHUNK, "b", "", INF) not in buckets  # no first chunk: no observation
     last = {(p.tag, p.contract): p for p in r.last}
     assert last[("a", "language")].ttft_s == pytest.approx(0.09)  # the first attempt, not the confirmation
     assert last[("a", "opening")].ttft_s is None  # judged from the others' replies
