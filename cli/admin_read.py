@@ -172,8 +172,9 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
     print_spend(spend)
     for rd in rounds:
         late = " (deferred: landed late)" if rd["deferred"] else ""
-        step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""
-        typer.echo(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts")
+        step = f" at step {rd['step']}" if rd["status"] in ("crashed", "failed") else ""
+        why = f": {rd['error']}" if rd["status"] == "failed" and rd.get("error") else ""
+        typer.echo(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts{why}")
     for rid in waiting:
         typer.echo(f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)")
     if duplicates:
