@@ -193,8 +193,10 @@ def record_failure(cfg: CanaryConfig, journal: Journal, exc: Exception, artifact
     """A round that raised, in its own process: say why where the operator looks, then the caller re-raises (the
     flow run fails, `canary run` exits 1). The journal keeps the error first (the next round of the model marks
     the round `failed` with it when the store cannot take it now); then the round's row becomes `failed` with
-    the step and the error, and the journal is done; then the log line and the round's artifact. `crashed` stays
-    for a round whose process is gone. Returns the one-line error."""
+    the step and the error, and the journal is done; then the log line and the round's artifact. A store that
+    failed as a file (StoreError: damaged, a full disk) is not written again (a write can only damage it more):
+    its round waits in the spool and the journal. `crashed` stays for a round whose process is gone. Returns the
+    one-line error."""
     from tasks import store
     from tasks.store.rows import one_line
     from tasks.store.settlement import mark_failed
@@ -202,14 +204,18 @@ def record_failure(cfg: CanaryConfig, journal: Journal, exc: Exception, artifact
     error = one_line(f"{type(exc).__name__}: {exc}", 500) or type(exc).__name__
     step, info, logger = journal.step_name, journal.info, _run_logger()
     journal.fail(error)
-    try:
-        with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
-            mark_failed(con, info, step=step, error=error, at=utcnow(), started_at=journal.started_at)
-    except Exception as unusable:  # StoreError, or anything else: never hides the round's own error
-        logger.warning("Round %s: its failure is not in the store (%s); the next round of %s records it from the "
-                       "journal", info.round_id, one_line(str(unusable), 300), info.model)
+    if isinstance(exc, StoreError) or isinstance(exc.__cause__, StoreError):
+        logger.warning("Round %s: its failure stays in its journal beside the database; the next round that can "
+                       "use the store records it", info.round_id)
     else:
-        journal.finish()
+        try:
+            with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
+                mark_failed(con, info, step=step, error=error, at=utcnow(), started_at=journal.started_at)
+        except Exception as unusable:  # StoreError, or anything else: never hides the round's own error
+            logger.warning("Round %s: its failure is not in the store (%s); the next round of %s records it from "
+                           "the journal", info.round_id, one_line(str(unusable), 300), info.model)
+        else:
+            journal.finish()
     logger.error("Round %s failed during step %s: %s", info.round_id, step, error)
     if artifacts:
         _failure_artifact(info, step, error, logger)
