@@ -18,22 +18,17 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.plan import model_slug
 from tasks.core.types import Contract
-from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, hard_fault_fleet, round_overrides
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "acme/confirm-named"
 SLUG = model_slug(MODEL)
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-    {"tag": "broken", "provider_name": "Broken", "faults": [{"kind": "invalid_json"}]},
-]}]})
+FLEET = hard_fault_fleet(MODEL)
 
 
 @pytest.fixture(scope="module")

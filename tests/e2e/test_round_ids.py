@@ -18,20 +18,15 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
+from tests.support.rounds import GENEROUS_TTFT_S, hard_fault_fleet, round_overrides
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "acme/same-second"
 T0 = datetime(2026, 9, 1, 12, 0, 0, tzinfo=UTC)
-FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
-    {"tag": "alpha", "provider_name": "Alpha"},
-    {"tag": "beta", "provider_name": "Beta"},
-    {"tag": "broken", "provider_name": "Broken", "faults": [{"kind": "invalid_json"}]},
-]}]})
+FLEET = hard_fault_fleet(MODEL)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.processes import start_logged, stop_group
+from tests.support.run_config import write_run_config
 
 pytestmark = pytest.mark.e2e
 
@@ -185,11 +186,7 @@ def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: Simul
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     db = tmp_path / "canary.duckdb"
-    config = tmp_path / "canary.toml"
-    config.write_text(
-        f'models = ["{MODEL}"]\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
-        f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
-        'languages = ["en"]\nttft_s = 30\n', encoding="utf-8")
+    config = write_run_config(sim, tmp_path, db, MODEL, ttft_s=30)
     serve_env = _base_env(tmp_path / "prefect-client")
     serve_env.update(PREFECT_API_URL=api, PREFECT_RUNNER_POLL_FREQUENCY="2", OPENROUTER_API_KEY=sim.api_key,
                      CANARY_SERVE_INTERVAL_S="3600")
