@@ -78,39 +78,38 @@ def wait_for(what: str, check: Callable[[], bool], procs: list[subprocess.Popen[
         time.sleep(0.1)
 
 
+@pytest.mark.timeout(900)  # two whole `canary run`s, one after the other: minutes on a loaded 2-core machine
 def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHandle, tmp_path: Path) -> None:
-    """The second run is started once the first holds the cycle lock (its record names it), and the first is
-    held (SIGSTOP) until the second says it waits: the two always overlap, whatever the machine's load. The
-    second round's time is read once it has the lock, so it comes after the first round ended (two round ids,
-    even when both runs start in one second)."""
+    """Two runs started together, as two cron jobs would be. The one that takes the cycle lock first (its record
+    names it) is held there (SIGSTOP) until the other says it waits for it: the two always overlap, whatever the
+    machine's load. The second round's time is read once its run has the lock, so it comes after the first
+    round ended: two round ids, even when both runs start in one second."""
     db = tmp_path / "c.duckdb"
     cfg = write_config(sim, tmp_path, db)
-    runs: list[subprocess.Popen[str]] = []
     logs = [tmp_path / f"run-{i}.err" for i in range(2)]
     outs = [tmp_path / f"run-{i}.out" for i in range(2)]
-
-    def start(i: int) -> None:
+    runs: list[subprocess.Popen[str]] = []
+    for i in range(2):
         home = tmp_path / f"prefect-home-{i}"  # each its own private server, as two cron jobs would have
         with outs[i].open("w") as out, logs[i].open("w") as err:
             runs.append(subprocess.Popen([CANARY, "run", "--config", str(cfg)], stdout=out, stderr=err, text=True,
                                          cwd=tmp_path, env=env_for(sim, tmp_path, PREFECT_HOME=str(home))))
-
     try:
-        start(0)
-        wait_for("the first cycle's lock record", lambda: (lock_holder(db) or {}).get("pid") == runs[0].pid,
+        wait_for("a cycle's lock record", lambda: (lock_holder(db) or {}).get("pid") in {p.pid for p in runs},
                  runs, logs)
-        runs[0].send_signal(signal.SIGSTOP)  # the first cycle holds the lock until the second is waiting for it
-        start(1)
-        wait_for("the second run waiting", lambda: "Waiting for the previous cycle" in logs[1].read_text(),
-                 runs[1:], logs)
-        runs[0].send_signal(signal.SIGCONT)
-        codes = [p.wait(timeout=300) for p in runs]
+        first = 0 if (lock_holder(db) or {}).get("pid") == runs[0].pid else 1
+        order = [first, 1 - first]
+        runs[first].send_signal(signal.SIGSTOP)  # it holds the lock until the other one is waiting for it
+        wait_for("the other run waiting", lambda: "Waiting for the previous cycle" in logs[order[1]].read_text(),
+                 [runs[order[1]]], logs)
+        runs[first].send_signal(signal.SIGCONT)
+        codes = [p.wait(timeout=600) for p in runs]
     finally:
         for p in runs:
             if p.poll() is None:
                 p.send_signal(signal.SIGCONT)
                 p.kill()
-    errs = [x.read_text() for x in logs]
+    errs = [logs[i].read_text() for i in order]
     assert codes == [0, 0], [e[-2000:] for e in errs]
     assert ["Waiting for the previous cycle" in e for e in errs] == [False, True], [e[-2000:] for e in errs]
 
@@ -123,7 +122,7 @@ def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHand
     (first_id, _, _, _, first_end), (second_id, _, second_ts, second_probe, _) = rounds
     assert first_id != second_id
     assert first_end <= second_ts <= second_probe, rounds  # its time read after the lock; one after the other
-    assert [out.read_text().split(": ", 1)[0] for out in outs] == [first_id, second_id]  # each run, its own round
+    assert [outs[i].read_text().split(": ", 1)[0] for i in order] == [first_id, second_id]  # each its own round
 
 
 def flow_run_states(ids: list[str]) -> dict[str, str]:
