@@ -137,8 +137,9 @@ def round_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for rd in report["rounds"]:
         late = " (deferred: landed late)" if rd["deferred"] else ""
-        step = f" at step {rd['step']}" if rd["status"] == "crashed" else ""
-        lines.append(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts")
+        step = f" at step {rd['step']}" if rd["status"] in ("crashed", "failed") else ""
+        why = f": {rd['error']}" if rd["status"] == "failed" and rd.get("error") else ""
+        lines.append(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts{why}")
     lines += [f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)"
               for rid in report["deferred_waiting"]]
     if report["possible_duplicate_alerts"]:

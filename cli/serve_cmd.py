@@ -4,6 +4,10 @@ deployment, served from one process, and in the same process the watcher (live t
 as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
 `canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
+At start, before the schedules take over, one cycle runs at once when the database has no complete full round of
+a configured model or its newest one is older than an interval (tasks/core/startup.py); otherwise the first cycle
+comes with the schedule, one interval after the start.
+
 prefect.yaml holds the same deployments for `prefect deploy` (a work pool + worker; the watcher then runs as
 `canary watch`, cli/watch_cmd.py). Serving needs a real Prefect API (`prefect server start`, PREFECT_API_URL):
 a temporary server never fires schedules. `CANARY_SERVE_INTERVAL_S` overrides the round interval in seconds
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +65,32 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     )
 
 
+def startup_cycle_due(cfg: CanaryConfig, interval: timedelta, now: datetime) -> str | None:
+    """Why a cycle runs as soon as serving starts (tasks/core/startup.py), None when the schedule's first cycle
+    is soon enough; read from the database (read only) when there is one. A database that cannot be read now
+    runs one too: its cycle says what is wrong, loudly, instead of 30 silent minutes."""
+    from tasks import store
+    from tasks.core.startup import startup_cycle_reason
+    from tasks.errors import StoreError
+
+    if not Path(cfg.db_path).expanduser().is_file():
+        return startup_cycle_reason(dict.fromkeys(cfg.models), now, interval)
+    try:
+        with store.open_store(cfg.db_path, read_only=True, lock_timeout_s=10.0) as con:
+            full = {m: store.latest_complete_rounds(con, m, before=now + timedelta(seconds=1))[1] for m in cfg.models}
+    except StoreError as exc:
+        return f"the database cannot be read now ({exc})"
+    return startup_cycle_reason({m: r["round_ts"] if r else None for m, r in full.items()}, now, interval)
+
+
+def start_first_cycle(deployment: Any) -> str:
+    """Create the cycle deployment and one run of it due now (the runner starts it at its first poll); its id."""
+    from prefect.deployments import run_deployment
+
+    run = run_deployment(name=deployment.apply(), timeout=0, as_subflow=False, tags=["canary", "start-up"])
+    return str(run.id)  # type: ignore[union-attr]
+
+
 def _api_url() -> str | None:
     """The Prefect API this process talks to (environment or the active Prefect profile)."""
     from prefect.settings import get_current_settings
@@ -101,5 +131,22 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
         from tasks.metrics import serve_metrics
 
         serve_metrics([cfg.db_path], cfg, metrics_port)
+    cycle = build_deployment(cfg, cfg_path, interval=every)
+    _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
-    serve(build_deployment(cfg, cfg_path, interval=every), deadman_deployment(cfg_path))
+    serve(cycle, deadman_deployment(cfg_path))
+
+
+def _first_cycle(cfg: CanaryConfig, cycle: Any, every: timedelta) -> None:
+    """One line: whether a cycle runs at once (and why) or the schedule's first one is awaited."""
+    import typer
+
+    from tasks.clock import utcnow
+
+    reason = startup_cycle_due(cfg, every, utcnow())
+    if reason is None:
+        typer.echo(f"serve: every model has a complete full round under {every} old; the first cycle comes with"
+                   " the schedule", err=True)
+        return
+    typer.echo(f"serve: {reason}: a cycle runs now (flow run {start_first_cycle(cycle)}), then every {every}",
+               err=True)

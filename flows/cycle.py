@@ -10,7 +10,10 @@ the database (`<db>.cycle.lock`, tasks/cycle_lock.py: it holds between `canary r
 Prefect server), then a Prefect global concurrency limit of one slot per DuckDB file (`cycle_limit_name`: it
 holds across the workers of one server). A cycle that had to wait for the previous one, or that starts late, says
 so in its log and its result (`late_s`), it is never silently skipped; one that waited `CYCLE_WAIT_S` in vain
-returns `status: late` with the reason (and `canary run` exits 1). A cycle that died holding the lock is healed by
+returns `status: late` with the reason (and `canary run` exits 1). The rounds' time (`round_ts`, the round ids) is
+read once the lock and the slot are held, so two cycles that waited for each other never share it; a cycle passes
+its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run holds
+(tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by
 the next one at once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs
 one cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
@@ -42,13 +45,23 @@ from tasks.secrets import install_redaction
 CYCLE_LIMIT = "canary-cycle"
 #: How long a cycle waits for the previous one before it gives up (and says so), seconds.
 CYCLE_WAIT_S = 600.0
+#: The name a confirmation run of the cycle deployment is scheduled under, and keeps when it runs.
+CONFIRM_RUN_PREFIX = "canary-confirm-"
 
 
 def _flow_run_name() -> str:
+    """`canary-cycle-<time>`; a confirmation run keeps the `canary-confirm-<model>-<due>` name it was scheduled
+    under (tasks/round/confirmations.py, flows/watch.py), else gets one (the UI tells the two kinds apart)."""
     from prefect.runtime import flow_run
 
-    ts = (flow_run.parameters or {}).get("cycle_ts")
-    return f"canary-cycle-{(ts if isinstance(ts, datetime) else utcnow()).strftime('%Y-%m-%dT%H%M')}"
+    params = flow_run.parameters or {}
+    ts = params.get("cycle_ts")
+    stamp = (ts if isinstance(ts, datetime) else utcnow()).strftime("%Y-%m-%dT%H%M")
+    if not params.get("confirms"):
+        return f"canary-cycle-{stamp}"
+    current = flow_run.name or ""
+    return current if current.startswith(CONFIRM_RUN_PREFIX) else \
+        f"{CONFIRM_RUN_PREFIX}{model_slug(str(params.get('model') or ''))}-{stamp}"
 
 
 def _start_delay_s() -> float:
@@ -146,7 +159,7 @@ def canary_cycle(
     # each round assembles its config from the same parameters (tasks/config_loading.py `resolve_config`)
     config = {"mode": mode, "config_path": config_path, "base_url": base_url, "db_path": db_path,
               "overrides": overrides}
-    scheduled = cycle_ts or utcnow()
+    scheduled = cycle_ts or utcnow()  # what the log says; the rounds' time is read once the locks are held
     slot = cycle_limit_name(cfg.db_path)
     t_lock = time.monotonic()
     try:
@@ -160,9 +173,13 @@ def canary_cycle(
                 if late_s > 60:
                     logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
                                    "worker was busy)", scheduled.isoformat(), late_s)
+                # The rounds' time, read now that no other cycle of the database runs: two cycles that waited for
+                # each other never share it (their round ids differ; the save refuses one that would not)
+                round_ts = cycle_ts or utcnow()
                 warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
                 t0 = time.monotonic()
-                summaries = _run_models(chosen, config, scheduled, cfg.models_in_flight, confirmation)
+                summaries = _run_models(chosen, {**config, "run_id": flow_run_id()}, round_ts, cfg.models_in_flight,
+                                        confirmation)
                 refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
                 wall_s = time.monotonic() - t0
     except (TimeoutError, CycleLockTimeout) as exc:
@@ -173,7 +190,7 @@ def canary_cycle(
                 "reason": reason, "rounds": []}
     logger.info("Cycle of %d models in %.1f s (slot %s, %s): %s", len(chosen), wall_s, slot, cfg.db_path,
                 ", ".join(f"{s['model']} {s.get('status')}" for s in summaries))
-    return {"cycle_ts": scheduled.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
+    return {"cycle_ts": round_ts.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
             "slot": slot, "db_path": cfg.db_path, "rounds": summaries}
 
 

@@ -58,12 +58,15 @@ def canary_round(
     only: list[str] | None = None,  # confirmation round (tasks/round/confirmations.py): probe only these tags,
     contracts: dict[str, list[str]] | None = None,  # only these contracts per tag,
     confirms: str | None = None,  # confirming the hard failures model_id this round id
+    run_id: str | None = None,  # the run that chose round_ts (the cycle's flow run); default this flow run
 ) -> dict[str, Any]:
     """Probe every endpoint model_id `model`, judge the contracts, apply the policy, publish the ignore list.
 
     With `only`/`contracts` it is a confirmation round: a partial round probing just those
     (tasks/round/confirmations.py).
     `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models).
+    `run_id`: the run that chose `round_ts`; its round's save refuses a round id another run's round holds (the
+    cycle passes its own flow run, so a round it runs again after an orchestrator blip replaces its rows).
     """
     logger = get_run_logger()
     cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
@@ -81,7 +84,8 @@ def canary_round(
 
     engine = Engine(run=as_task_run, probe=probe_round, guard=lambda: steps.round_guard(model_id, logger, cfg.db_path),
                     follow_up=confirmations.follow_up, flow_run_id=steps.flow_run_id())
-    summary = run_round(engine, cfg, model_id, round_ts or utcnow(), partial=plan is not None, confirms=confirms)
+    summary = run_round(engine, cfg, model_id, round_ts or utcnow(), partial=plan is not None, confirms=confirms,
+                        run_id=run_id)
     if summary.status != "skipped":
         if refresh_snapshot:
             steps.refresh_snapshot(cfg)

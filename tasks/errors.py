@@ -5,6 +5,7 @@
   + StoreError           DuckDB lock held too long (`busy`) / file that cannot be opened, read or written
                          (truncated, not a DuckDB file, a full disk) / migration failed
   + SpoolError           a round's journal or spool file could not be written anywhere (a full disk)
+  + RoundIdTaken         a round id another run already holds (two rounds of one model at one instant)
   + FleetError           bad simulator fleet file
   + RoutesError          bad router routes file
 """
@@ -35,6 +36,11 @@ class StoreError(CanaryError):
 class SpoolError(CanaryError):
     """A file a round keeps beside the database (its journal, a deferred round) could not be written, neither
     next to the database nor in the fallback directory (tasks/spool.py): a full disk, a read-only mount."""
+
+
+class RoundIdTaken(CanaryError):
+    """A round's id is already held by another run's round: the save refuses rather than replace that round
+    (tasks/store/settlement.py `claim_round_id`). Not a StoreError: the round is not spooled to try again."""
 
 
 class FleetError(CanaryError):

@@ -95,6 +95,14 @@ def artifact_key(model: str) -> str:
     return f"provider-ignore-{model_slug(model)}"
 
 
+def round_artifact_keys(model: str, *, partial: bool = False) -> tuple[str, str]:
+    """A round's Markdown and table artifact keys: `round-<slug>` and `endpoints-<slug>` for a full round; a
+    confirmation round's own `confirm-<slug>` and `confirm-endpoints-<slug>`, so the model's latest `round-` and
+    `endpoints-` artifacts stay the last full round's, every endpoint in them (docs/operations.md "What runs")."""
+    slug = model_slug(model)
+    return (f"confirm-{slug}", f"confirm-endpoints-{slug}") if partial else (f"round-{slug}", f"endpoints-{slug}")
+
+
 def current_ignore_list(
     con: store.Connection, cfg: CanaryConfig, model: str, endpoint_tags: Sequence[str] | None, now: datetime
 ) -> IgnoreList:

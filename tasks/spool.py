@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tasks.core.plan import model_slug
+from tasks.core.plan import model_slug, round_stamp
 from tasks.core.types import Attempt, Endpoint, Mode, RoundInfo
 from tasks.errors import SpoolError
 from tasks.liveness import ProcessId
@@ -76,7 +76,8 @@ def write_kept(db_path: str | os.PathLike[str], name: str, payload: dict[str, An
 
 
 def _stem(info: RoundInfo) -> str:
-    return f"{model_slug(info.model)}@{info.round_ts.strftime('%Y%m%dT%H%M%S')}"
+    """`<model slug>@<round time>`, to the millisecond like the round id (two rounds in one second: two files)."""
+    return f"{model_slug(info.model)}@{round_stamp(info.round_ts, '%Y%m%dT%H%M%S')}"
 
 
 def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -99,21 +100,23 @@ def _encode(value: object) -> object:
     raise TypeError(f"cannot spool {type(value).__name__}")
 
 
-def _info_json(info: RoundInfo) -> dict[str, str | bool]:
+def _info_json(info: RoundInfo) -> dict[str, str | bool | None]:
     return {"round_id": info.round_id, "model": info.model, "round_ts": info.round_ts.isoformat(),
-            "mode": str(info.mode), "partial": info.partial}
+            "mode": str(info.mode), "partial": info.partial, "run_id": info.run_id}
 
 
 def _info(obj: dict[str, Any]) -> RoundInfo:
     return RoundInfo(obj["round_id"], obj["model"], datetime.fromisoformat(obj["round_ts"]), Mode(obj["mode"]),
-                     bool(obj.get("partial", False)))
+                     bool(obj.get("partial", False)), obj.get("run_id"))
 
 
 # -- journals ------------------------------------------------------------------------------------------------
 @dataclass
 class Journal:
     """The running round's trail on disk: which step it is in, and which process runs it. A step that cannot be
-    written anywhere does not raise: `fault` keeps the first such failure (the round reports it at its end)."""
+    written anywhere does not raise: `fault` keeps the first such failure (the round reports it at its end).
+    A round that raised says so (`fail`): the next round marks it `failed` with that error, not `crashed`, when
+    its own process could not record it in the store."""
 
     path: Path
     info: RoundInfo
@@ -122,6 +125,7 @@ class Journal:
     step_name: str = "start"
     db_path: str = ""
     fault: SpoolError | None = None
+    error: str | None = None  # why the round failed (`fail`)
 
     @classmethod
     def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None) -> Journal:
@@ -133,7 +137,7 @@ class Journal:
     def step(self, name: str) -> None:
         self.step_name = name
         payload = {**_info_json(self.info), **ProcessId.current().as_json(), "flow_run_id": self.flow_run_id,
-                   "step": name, "started_at": self.started_at.isoformat()}
+                   "step": name, "started_at": self.started_at.isoformat(), "error": self.error}
         try:
             kept = write_kept(self.db_path, self.path.name, payload)
         except SpoolError as exc:
@@ -145,6 +149,11 @@ class Journal:
             with contextlib.suppress(OSError):
                 self.path.unlink(missing_ok=True)
             self.path = kept.path
+
+    def fail(self, error: str) -> None:
+        """The round raised during its current step: keep why, beside the step."""
+        self.error = error
+        self.step(self.step_name)
 
     def finish(self) -> None:
         for directory in spool_dirs(self.db_path):
@@ -160,6 +169,7 @@ class DeadRound:
     journal: Path
     flow_run_id: str | None = None
     alive: bool = False  # its process is still running (or runs on another host: it cannot be told)
+    error: str | None = None  # the round raised and said why (`Journal.fail`): failed, not crashed
 
 
 def round_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
@@ -180,9 +190,12 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
             if info.model != model or info.round_id == besides:
                 continue
             owner = ProcessId.from_json(obj)
-            alive = (not own_process) if owner.is_me() else not owner.is_gone()
+            if obj.get("error"):  # the round raised and said so: over, whatever its process does now
+                alive = False
+            else:
+                alive = (not own_process) if owner.is_me() else not owner.is_gone()
             out.append(DeadRound(info, str(obj.get("step", "unknown")), started_at, path, obj.get("flow_run_id"),
-                                 alive))
+                                 alive, obj.get("error")))
     return sorted(out, key=lambda d: d.info.round_ts)
 
 

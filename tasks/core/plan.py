@@ -25,8 +25,17 @@ class Probe:
 
 
 def make_round_id(model: str, round_ts: datetime) -> str:
-    """Stable per (model, round time): rerunning a round with the same time replaces its rows."""
-    return f"{model}@{round_ts.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    """The model and the round time to the millisecond: `m@2026-11-01T10:00:00.250Z`, or to the second when the
+    time is a whole second (`m@2026-11-01T10:00:00Z`: the ids of a schedule's or a history's whole-second times,
+    and every id stored before milliseconds were added). Two rounds of one model in one second get two ids; the
+    save refuses a round id another run already holds (tasks/store/settlement.py `claim_round_id`)."""
+    return f"{model}@{round_stamp(round_ts, '%Y-%m-%dT%H:%M:%S')}Z"
+
+
+def round_stamp(round_ts: datetime, fmt: str) -> str:
+    """`round_ts` in `fmt`, plus `.mmm` when the time is not a whole second (round ids, spool file names)."""
+    stamp = round_ts.strftime(fmt)
+    return stamp if round_ts.microsecond == 0 else f"{stamp}.{round_ts.microsecond // 1000:03d}"
 
 
 def model_slug(model: str) -> str:

@@ -138,3 +138,4 @@ class RoundInfo:
     round_ts: datetime  # UTC; the policy's "now" for this round
     mode: Mode
     partial: bool = False  # a confirmation round: only some endpoints probed (tasks/core/confirm.py)
+    run_id: str | None = None  # the run that chose round_ts (a cycle's flow run): another run never replaces it

@@ -185,16 +185,18 @@ def settle_round(
     round_id: str | None = None,
     partial: bool = False,
     extra_alerts: Sequence[Alert] = (),
+    run_id: str | None = None,
 ) -> Settlement:
     """Judge the round's attempts, then settle it against `prior` at `now` (the round's time).
 
     `partial`: a confirmation round (tasks/core/confirm.py): `endpoints` are the probed ones only; the
     others are absent (frozen) and the floor counts them as discovered (`discovered_tags`).
-    `extra_alerts`: alerts about the round itself, not its decisions (the budget footprint's), sent with them."""
+    `extra_alerts`: alerts about the round itself, not its decisions (the budget footprint's), sent with them.
+    `run_id`: the run that chose the round's time (`RoundInfo.run_id`: the save refuses another run's round)."""
     judgement = judge_round(attempts, endpoints, cfg)
     return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
                          round_id=round_id or make_round_id(prior.model, now), partial=partial,
-                         extra_alerts=extra_alerts)
+                         extra_alerts=extra_alerts, run_id=run_id)
 
 
 def new_suspension_evidence(decisions: Sequence[Decision], results: Sequence[ContractResult]) -> dict[str, str]:
@@ -226,6 +228,7 @@ def settle_judged(
     round_id: str,
     partial: bool = False,
     extra_alerts: Sequence[Alert] = (),
+    run_id: str | None = None,
 ) -> Settlement:
     """`settle_round` after judging: statuses, policy, ignore list, alerts (cheap; runs again on a new prior)."""
     model = prior.model
@@ -255,7 +258,7 @@ def settle_judged(
         alerts += silence_alerts({model: prior.last_complete_ts}, now, prior.interval,
                                  ignore_lists={model: ignore})
     return Settlement(
-        info=RoundInfo(round_id=round_id, model=model, round_ts=now, mode=prior.mode, partial=partial),
+        info=RoundInfo(round_id=round_id, model=model, round_ts=now, mode=prior.mode, partial=partial, run_id=run_id),
         endpoints=tuple(endpoints),
         attempts=tuple(attempts),
         judgement=judgement,

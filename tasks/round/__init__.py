@@ -3,10 +3,11 @@
 * sequence       `run_round(engine, ...)`: the one step sequence (journal steps, failpoints, publish, deliver) that
                  the `canary-round` flow runs as Prefect task runs and the pipelined history as plain calls;
                  its typed `RoundSummary`
-* steps          the round's Prefect tasks: load the prior, discover, settle, save, publish, deliver
+* steps          the round's Prefect tasks: load the prior, discover, settle, save, publish, deliver; and
+                 `record_failure`, which marks a round that raised `failed` with its step and error
 * probe_task     the probe task (one per endpoint, its contracts inside), and the probe worker's warm-up
 * footprint      the day's budget: which endpoints this round probes (`plan_footprint`)
 * write_window   the write window's reads and writes: the prior, settle-and-save in one transaction, landing
-                 deferred rounds and marking crashed ones
+                 deferred rounds and marking failed and crashed ones
 * confirmations  confirmation rounds: the plan of a partial round, and the follow-up round after hard failures
 """

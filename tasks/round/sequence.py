@@ -6,7 +6,8 @@
     -> [publish] the ignore list (complete rounds only) -> failpoint after-publish
     -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
 
-`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it. The
+`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it; a step
+that raises marks the round `failed` with the step and its error, in its own process (`steps.record_failure`). The
 `canary-round` flow (flows/round.py) runs each step as a Prefect task run; the history pipeline
 (demo/pipeline.py) runs the same steps as plain calls (`.fn`), its probes taken from its pipeline. An
 `Engine` says only what differs: how a step is run, where the probes come from, whether publishing makes
@@ -15,6 +16,7 @@ artifacts, what guards the round and what follows it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -144,34 +146,23 @@ def planned_probes(endpoints: Sequence[Endpoint], languages: Sequence[str],
 
 
 def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime, *, partial: bool = False,
-              confirms: str | None = None) -> RoundSummary:
-    """One round of `model` at `round_ts`: every step in order, each run by `engine` (the module docstring)."""
+              confirms: str | None = None, run_id: str | None = None) -> RoundSummary:
+    """One round of `model` at `round_ts`: every step in order, each run by `engine` (the module docstring).
+    `run_id`: the run that chose `round_ts` (a cycle's flow run; default this round's flow run, else a fresh
+    id): the round's save refuses a round id another run's round holds. A step that raises marks the round
+    `failed` with its error (`steps.record_failure`), then the error goes on up."""
     round_id = make_round_id(model, round_ts)
+    info = RoundInfo(round_id, model, round_ts, resolve_mode(cfg.run_mode, None, cfg.mode), partial,
+                     run_id or engine.flow_run_id or uuid.uuid4().hex)
     try:
         with engine.guard():
-            journal = Journal.start(cfg.db_path, RoundInfo(round_id, model, round_ts,
-                                                           resolve_mode(cfg.run_mode, None, cfg.mode)),
-                                    utcnow(), engine.flow_run_id)
-            prior, variable_value = engine.run(steps.load_prior, cfg, model, round_id, round_ts)
-            journal.step("probe")
-            footprint = engine.run(plan_footprint, cfg, prior, model, round_ts)  # within the budget (full without)
-            probed = engine.probe(round_id, prior, footprint)
-            failpoint("after-probe")
-            journal.step("settle")
-            settled = engine.run(steps.settle, prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id,
-                                 partial, () if footprint.alert is None else (footprint.alert,))
-            engine.settled(settled)
-            journal.step("save")
-            settled, status = engine.run(steps.save, cfg, settled, variable_value)
-            failpoint("after-save")
-            if status == "complete":
-                journal.step("publish")
-                engine.run(steps.publish, cfg, settled, engine.artifacts)
-                failpoint("after-publish")
-            journal.step("deliver")
-            delivered = engine.run(steps.deliver, cfg, round_ts)
-            journal.finish()
-            steps.report_journal_fault(cfg, journal)  # a journal the disk refused: loud, once the round is done
+            journal = Journal.start(cfg.db_path, info, utcnow(), engine.flow_run_id)
+            try:
+                settled, status, probed, delivered = _steps(engine, cfg, info, journal)
+            except Exception as exc:
+                steps.record_failure(cfg, journal, exc, engine.artifacts)
+                raise
+            steps.report_journal_fault(cfg, journal)  # a journal the disk refused: loud, though the round saved
         confirmation = engine.follow_up(cfg, settled, status)
     except RoundSkipped:  # logged by the guard; a skipped round is not a failure
         return RoundSummary.skipped(round_id, model, steps.ignore_in_force(cfg, model))
@@ -181,3 +172,29 @@ def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime,
         ignore=tuple(settled.ignore.ignore), partial=partial, confirms=confirms, confirmation=confirmation,
         delivered=delivered, reprobed=probed.reprobed,
     )
+
+
+def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
+           ) -> tuple[Settlement, str, RoundProbes, int]:
+    """The round's steps from load-prior to deliver, the journal following them (`run_round` wraps them)."""
+    round_id, model, round_ts = info.round_id, info.model, info.round_ts
+    prior, variable_value = engine.run(steps.load_prior, cfg, model, round_id, round_ts, info.run_id)
+    journal.step("probe")
+    footprint = engine.run(plan_footprint, cfg, prior, model, round_ts)  # within the budget (full without)
+    probed = engine.probe(round_id, prior, footprint)
+    failpoint("after-probe")
+    journal.step("settle")
+    settled = engine.run(steps.settle, prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id,
+                         info.partial, () if footprint.alert is None else (footprint.alert,), info.run_id)
+    engine.settled(settled)
+    journal.step("save")
+    settled, status = engine.run(steps.save, cfg, settled, variable_value)
+    failpoint("after-save")
+    if status == "complete":
+        journal.step("publish")
+        engine.run(steps.publish, cfg, settled, engine.artifacts)
+        failpoint("after-publish")
+    journal.step("deliver")
+    delivered = engine.run(steps.deliver, cfg, round_ts)
+    journal.finish()
+    return settled, status, probed, delivered

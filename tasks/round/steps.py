@@ -31,6 +31,7 @@ from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
 from tasks.http_errors import is_orchestrator_blip, is_retryable_exception
 from tasks.secrets import read_secret
+from tasks.spool import Journal
 
 log = logging.getLogger("canary")
 
@@ -79,10 +80,12 @@ def flow_run_id() -> str | None:
 
 
 @task(name="load-prior", cache_policy=NO_CACHE)
-def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime) -> tuple[Prior, Any]:
-    """One short window: land what earlier rounds left (deferred, crashed), sync the operational Variable,
-    read the prior and mark this round running. A busy store costs the round nothing but its rotation
-    memory: it probes anyway and settles against the store inside its save window."""
+def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
+               run_id: str | None = None) -> tuple[Prior, Any]:
+    """One short window: land what earlier rounds left (deferred, failed, crashed), sync the operational
+    Variable, read the prior and mark this round running. A busy store costs the round nothing but its rotation
+    memory: it probes anyway and settles against the store inside its save window. A round id another run's
+    round holds: RoundIdTaken, before anything is probed."""
     from tasks import store, variable_sync
     from tasks.core.events import crashed_round_events
     from tasks.events import emit_canary_events
@@ -99,7 +102,7 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime)
             for line in leftovers:
                 logger.warning("%s", line)
             prior = read_prior(con, cfg, model, round_ts)
-            mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode), started_at=utcnow())
+            mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode, run_id=run_id), started_at=utcnow())
     except StoreError as exc:
         from tasks.store_alarm import alarm_unreadable_store
 
@@ -126,11 +129,13 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
 
 @task(name="settle", cache_policy=NO_CACHE)
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
-           round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = ()) -> Settlement:
+           round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = (),
+           run_id: str | None = None) -> Settlement:
     """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
-    round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's)."""
+    round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's; `run_id`:
+    the run that chose the round's time)."""
     return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
-                        extra_alerts=extra_alerts)
+                        extra_alerts=extra_alerts, run_id=run_id)
 
 
 @task(name="save", cache_policy=NO_CACHE)
@@ -184,6 +189,55 @@ def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Set
     raise StoreError(f"{exc} (round {info.round_id} not saved; {where})") from exc
 
 
+def record_failure(cfg: CanaryConfig, journal: Journal, exc: Exception, artifacts: bool) -> str:
+    """A round that raised, in its own process: say why where the operator looks, then the caller re-raises (the
+    flow run fails, `canary run` exits 1). The journal keeps the error first (the next round of the model marks
+    the round `failed` with it when the store cannot take it now); then the round's row becomes `failed` with
+    the step and the error, and the journal is done; then the log line and the round's artifact. A store that
+    failed as a file (StoreError: damaged, a full disk) is not written again (a write can only damage it more):
+    its round waits in the spool and the journal. `crashed` stays for a round whose process is gone. Returns the
+    one-line error."""
+    from tasks import store
+    from tasks.store.rows import one_line
+    from tasks.store.settlement import mark_failed
+
+    error = one_line(f"{type(exc).__name__}: {exc}", 500) or type(exc).__name__
+    step, info, logger = journal.step_name, journal.info, _run_logger()
+    journal.fail(error)
+    if isinstance(exc, StoreError) or isinstance(exc.__cause__, StoreError):
+        logger.warning("Round %s: its failure stays in its journal beside the database; the next round that can "
+                       "use the store records it", info.round_id)
+    else:
+        try:
+            with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
+                mark_failed(con, info, step=step, error=error, at=utcnow(), started_at=journal.started_at)
+        except Exception as unusable:  # StoreError, or anything else: never hides the round's own error
+            logger.warning("Round %s: its failure is not in the store (%s); the next round of %s records it from "
+                           "the journal", info.round_id, one_line(str(unusable), 300), info.model)
+        else:
+            journal.finish()
+    logger.error("Round %s failed during step %s: %s", info.round_id, step, error)
+    if artifacts:
+        _failure_artifact(info, step, error, logger)
+    return error
+
+
+def _failure_artifact(info: RoundInfo, step: str, error: str, logger: Any) -> None:
+    """The round's Markdown artifact says it failed and why (under the round's own key), never hiding the error
+    it reports when Prefect cannot take the artifact."""
+    from prefect.artifacts import create_markdown_artifact
+
+    from tasks.core.render import render_failed_round_markdown
+    from tasks.publish import round_artifact_keys
+
+    try:
+        create_markdown_artifact(key=round_artifact_keys(info.model, partial=info.partial)[0],
+                                 markdown=render_failed_round_markdown(info, step, error),
+                                 description=f"Round {info.round_id}: failed")
+    except Exception as exc:  # the round's own failure is what gets reported
+        logger.warning("Round %s: its failure artifact was not created: %s", info.round_id, type(exc).__name__)
+
+
 def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
     """At the end of a round: a journal step that could not be written beside the database (tasks/spool.py
     `Journal.fault`) is a loud failure even when the round saved: the direct alert, then SpoolError."""
@@ -203,24 +257,23 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
 
     from tasks.core.cost import round_cost
     from tasks.core.events import round_events
-    from tasks.core.plan import model_slug
     from tasks.core.render import render_round_markdown
     from tasks.core.render.endpoint_table import endpoint_contract_rows
     from tasks.events import emit_canary_events
-    from tasks.publish import create_ignore_artifact, publish_ignore_list
+    from tasks.publish import create_ignore_artifact, publish_ignore_list, round_artifact_keys
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
     if not artifacts:
         return
-    cost = round_cost(settled.info.round_id, settled.info.model, settled.attempts, settled.endpoints)
-    md = render_round_markdown(settled.info, settled.results, list(settled.decisions), settled.ignore,
+    info = settled.info
+    round_key, table_key = round_artifact_keys(info.model, partial=info.partial)
+    cost = round_cost(info.round_id, info.model, settled.attempts, settled.endpoints)
+    md = render_round_markdown(info, settled.results, list(settled.decisions), settled.ignore,
                                list(settled.changes), cost, settled.endpoints)
-    create_markdown_artifact(key=f"round-{model_slug(settled.info.model)}", markdown=md,
-                             description=f"Round {settled.info.round_id}")
+    create_markdown_artifact(key=round_key, markdown=md, description=f"Round {info.round_id}")
     create_ignore_artifact(settled.ignore)
-    create_table_artifact(key=f"endpoints-{model_slug(settled.info.model)}",
-                          table=endpoint_contract_rows(settled.results, settled.statuses),
-                          description=f"Endpoints x contracts, round {settled.info.round_id}")
+    create_table_artifact(key=table_key, table=endpoint_contract_rows(settled.results, settled.statuses),
+                          description=f"Endpoints x contracts, round {info.round_id}")
     emit_canary_events(round_events(settled.decisions, [*settled.alerts, *settled.extra_alerts]), _run_logger())
 
 

@@ -1,7 +1,7 @@
 """Read what a round needs from the past (`Prior`), and land what earlier rounds left behind (shell, no Prefect).
 
     with open_store(db) as con:
-        land_leftovers(con, cfg, model, round_id, judged_spools, now)  # deferred rounds, then crashed marks
+        land_leftovers(con, cfg, model, round_id, judged_spools, now)  # deferred rounds, then failed/crashed marks
         prior = read_prior(con, cfg, model, round_ts)
 
 Both run inside one write window: at the start of a round (`load_prior`) and again inside the save window,
@@ -22,9 +22,11 @@ from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
-from tasks.spool import SpooledRound, round_journals, spooled_rounds
+from tasks.errors import RoundIdTaken
+from tasks.spool import SPOOL_SUFFIX, SpooledRound, round_journals, spooled_rounds
 from tasks.store.settlement import (
     mark_crashed,
+    mark_failed,
     policy_applied,
     save_settlement,
     stored_round_status,
@@ -84,7 +86,7 @@ def settle_and_save(
     prior = read_prior(con, cfg, info.model, info.round_ts)
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
         settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
-                                round_id=info.round_id, partial=info.partial,
+                                round_id=info.round_id, partial=info.partial, run_id=info.run_id,
                                 extra_alerts=settled.extra_alerts if settled is not None else ())
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled
@@ -99,18 +101,16 @@ def land_leftovers(
     con: store.Connection, cfg: CanaryConfig, model: str, current_round_id: str,
     spools: Sequence[JudgedSpool], now: datetime,
 ) -> list[str]:
-    """Land deferred rounds (oldest first), then mark `model`'s dead rounds `crashed` with the step they
-    reached: a round whose journal names a process that still runs (tasks/liveness.py: pid, host and start
-    time) is left alone, whatever its row says. Returns one line per thing done (for the run log)."""
+    """Land deferred rounds (oldest first), then end `model`'s rounds that never finished: `failed` with its
+    error when its journal says the round raised (its process could not record it), else `crashed` with the
+    step it reached once its process is gone: a round whose journal names a process that still runs
+    (tasks/liveness.py: pid, host and start time) is left alone, whatever its row says. Returns one line per
+    thing done (for the run log)."""
     done: list[str] = []
+    landed: set[str] = set()
     for js in spools:
-        s = js.spool
-        settle_and_save(con, spooled_run_config(cfg, s), s.info, js.judgement, s.attempts, s.endpoints,
-                        landed_at=now, deferred=True)
-        if s.path is not None:
-            s.path.unlink(missing_ok=True)
-        done.append(f"landed deferred round {s.info.round_id} ({len(s.attempts)} attempts)")
-    landed = {js.spool.info.round_id for js in spools}
+        if _land_spool(con, cfg, js, now, done):
+            landed.add(js.spool.info.round_id)
     trail = round_journals(cfg.db_path, model, besides=current_round_id)
     live = {d.info.round_id for d in trail if d.alive}  # its process still runs: never marked crashed
     journals = {d.info.round_id: d for d in trail if not d.alive}
@@ -120,9 +120,9 @@ def land_leftovers(
             continue
         dead = journals.pop(rid, None)
         step = dead.step if dead is not None else str(row.get("step") or "unknown")
-        info = RoundInfo(rid, model, row["round_ts"], Mode(str(row["mode"])))  # type: ignore[arg-type]
-        mark_crashed(con, info, step=step, at=now)
-        done.append(f"round {rid} crashed during step {step}")
+        info = RoundInfo(rid, model, row["round_ts"], Mode(str(row["mode"])),  # type: ignore[arg-type]
+                         run_id=dead.info.run_id if dead is not None else None)
+        done.append(_end_round(con, info, step, dead.error if dead is not None else None, now))
         if dead is not None:
             dead.journal.unlink(missing_ok=True)
     for dead in journals.values():  # died before its round row was written, or after it was saved
@@ -130,9 +130,38 @@ def land_leftovers(
         if dead.info.round_id in landed:
             pass  # kept in the spool when its store failed, landed above
         elif status is None:
-            mark_crashed(con, dead.info, step=dead.step, at=now, started_at=dead.started_at)
-            done.append(f"round {dead.info.round_id} crashed during step {dead.step}")
+            done.append(_end_round(con, dead.info, dead.step, dead.error, now, started_at=dead.started_at))
         elif status == "complete":
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
         dead.journal.unlink(missing_ok=True)
     return done
+
+
+def _land_spool(con: store.Connection, cfg: CanaryConfig, js: JudgedSpool, now: datetime, done: list[str]) -> bool:
+    """Land one deferred round and delete its file (True). A spooled round whose id another run's round holds
+    is set aside as `<stem>.refused.json` (kept for a human, said in `done`) instead of blocking every round
+    after it (False)."""
+    s = js.spool
+    try:
+        settle_and_save(con, spooled_run_config(cfg, s), s.info, js.judgement, s.attempts, s.endpoints,
+                        landed_at=now, deferred=True)
+    except RoundIdTaken as exc:
+        kept = s.path.with_name(s.path.name.removesuffix(SPOOL_SUFFIX) + ".refused.json") if s.path else None
+        if s.path is not None and kept is not None:
+            s.path.replace(kept)
+        done.append(f"deferred round {s.info.round_id} not landed: {exc}; its attempts are kept in {kept}")
+        return False
+    if s.path is not None:
+        s.path.unlink(missing_ok=True)
+    done.append(f"landed deferred round {s.info.round_id} ({len(s.attempts)} attempts)")
+    return True
+
+
+def _end_round(con: store.Connection, info: RoundInfo, step: str, error: str | None, now: datetime, *,
+               started_at: datetime | None = None) -> str:
+    """A round that will never finish: `failed` with the error its journal kept, else `crashed`."""
+    if error is not None:
+        mark_failed(con, info, step=step, error=error, at=now, started_at=started_at)
+        return f"round {info.round_id} failed during step {step}: {error}"
+    mark_crashed(con, info, step=step, at=now, started_at=started_at)
+    return f"round {info.round_id} crashed during step {step}"

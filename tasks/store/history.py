@@ -108,13 +108,14 @@ def _round_filter(
 
 
 def recent_rounds(con: Connection, models: list[str], *, per_model: int = 3) -> list[dict[str, object]]:
-    """The latest rounds of each model (newest first): id, status, the step a crashed one reached, whether it
-    was deferred (spooled and landed later), and its attempt count; timestamps as ISO strings."""
+    """The latest rounds of each model (newest first): id, status, the step a crashed or failed one reached and
+    its error, whether it was deferred (spooled and landed later), and its attempt count; timestamps as ISO
+    strings."""
     if not models:
         return []
     rows = fetch_dicts(
         con,
-        "SELECT round_id, model, round_ts, status, step, coalesce(deferred, false) AS deferred, attempt_count"
+        "SELECT round_id, model, round_ts, status, step, error, coalesce(deferred, false) AS deferred, attempt_count"
         " FROM rounds WHERE list_contains(?, model)"
         " QUALIFY row_number() OVER (PARTITION BY model ORDER BY round_ts DESC) <= ? ORDER BY model, round_ts DESC",
         [models, per_model],

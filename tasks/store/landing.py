@@ -1,8 +1,9 @@
 """Landing rounds, attempts and outcomes: idempotent by round id.
 
 A round's lifecycle in ``rounds.status``: ``running`` (landed, not yet decided), ``complete`` (the flow
-finished: only these are judged and replayed), ``crashed`` (never judged). Landing a round id again
-replaces every row of that id in one transaction, so a rerun never duplicates.
+finished: only these are judged and replayed), ``failed`` (it raised; its own process recorded why) and
+``crashed`` (its process died), both never judged. Landing a round id again replaces every row of that id in
+one transaction, so a rerun never duplicates (whose rerun may: tasks/store/settlement.py `claim_round_id`).
 
     land_round(con, info, attempts, endpoints=endpoints)        # status running
     land_outcomes(con, info.round_id, results)
@@ -20,7 +21,7 @@ from tasks.store.metric_rollup import record_round_end
 from tasks.store.records import attempt_row, endpoint_row, outcome_row
 from tasks.store.rows import Connection, fetch_first, insert_rows, one_line, transaction, utc
 
-ROUND_STATES = ("running", "complete", "crashed")
+ROUND_STATES = ("running", "complete", "failed", "crashed")
 #: Tables holding rows keyed by round id, children first.
 _ROUND_TABLES = ("endpoint_rounds", "outcomes", "attempts", "round_endpoints", "rounds")
 
@@ -60,6 +61,7 @@ def land_round(
         "attempt_count": len(attempts),
         "outcome_count": 0,
         "error": one_line(error),
+        "run_id": round.run_id,
     }
     with transaction(con):
         # Child rows only exist under a round row (landed together), so a new round id skips the deletes:
@@ -118,7 +120,7 @@ def complete_round(
 def finish_round(
     con: Connection, round_id: str, *, status: str, at: datetime, error: str | None = None
 ) -> bool:
-    """Set a round's final state (``complete`` or ``crashed``) and ``finished_at``; False if unknown."""
+    """Set a round's final state (``complete``, ``failed`` or ``crashed``) and ``finished_at``; False if unknown."""
     _check_state(status)
     row = con.execute(
         "UPDATE rounds SET status = ?, finished_at = ?, error = ? WHERE round_id = ? RETURNING round_id",

@@ -20,6 +20,7 @@ from tasks.store.schema import (
     ATTEMPT_TOOL_CALLS_SQL,
     ENDPOINT_PRICING_SQL,
     LIVE_QUALITY_SQL,
+    ROUND_FAILED_SQL,
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
     SUSPICION_SQL,
@@ -49,6 +50,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "metrics rollup", METRIC_ROLLUP_SQL),
     Migration(11, "metrics exposition text per model", METRIC_TEXT_SQL),
     Migration(12, "live judged answers", LIVE_QUALITY_SQL),
+    Migration(13, "failed rounds and the run holding a round id", ROUND_FAILED_SQL),
     Migration(14, "metric labels that survive Kubernetes, GenAI error.type, the rounds ledger", METRIC_LABELS_SQL,
               then=render_all_text),
 )

@@ -290,3 +290,34 @@ ALTER TABLE live_requests ADD COLUMN quality VARCHAR;
 ALTER TABLE live_requests ADD COLUMN reason VARCHAR;
 ALTER TABLE suspicions ADD COLUMN quality VARCHAR
 """
+
+#: Migration 13: a round that failed in its own process says so. ``rounds.status`` may now be ``failed`` (the
+#: round raised and its process recorded why in ``error``; ``crashed`` stays for a round whose process is gone);
+#: ``rounds.run_id``: the run that chose the round's time (a cycle's flow run, tasks/round/sequence.py), so a save
+#: that would replace another run's round of the same id refuses instead (NULL for rounds stored before). DuckDB
+#: cannot change a CHECK constraint in place, so the table is rebuilt (same columns, rows kept).
+ROUND_FAILED_SQL = """
+CREATE TABLE rounds_v13 (
+    round_id        VARCHAR PRIMARY KEY,
+    model           VARCHAR NOT NULL,
+    round_ts        TIMESTAMPTZ NOT NULL,
+    mode            VARCHAR NOT NULL,
+    status          VARCHAR NOT NULL CHECK (status IN ('running', 'complete', 'crashed', 'failed')),
+    started_at      TIMESTAMPTZ NOT NULL,
+    finished_at     TIMESTAMPTZ,
+    endpoints       VARCHAR[] NOT NULL,
+    endpoint_count  INTEGER NOT NULL,
+    attempt_count   INTEGER NOT NULL,
+    outcome_count   INTEGER NOT NULL DEFAULT 0,
+    error           VARCHAR,
+    step            VARCHAR,
+    landed_at       TIMESTAMPTZ,
+    deferred        BOOLEAN DEFAULT false,
+    partial         BOOLEAN DEFAULT false,
+    run_id          VARCHAR
+);
+INSERT INTO rounds_v13 SELECT round_id, model, round_ts, mode, status, started_at, finished_at, endpoints,
+    endpoint_count, attempt_count, outcome_count, error, step, landed_at, deferred, partial, NULL FROM rounds;
+DROP TABLE rounds;
+ALTER TABLE rounds_v13 RENAME TO rounds
+"""

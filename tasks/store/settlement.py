@@ -6,7 +6,11 @@
                                                           # round marked complete
 A crash anywhere before COMMIT leaves nothing of the round's decisions; after it, all of them with their
 alerts queued. Saving the same settlement again (a spool landed twice) replaces the round's rows, never
-applies the policy twice (``policy_applied:<model>``) and never queues an alert twice (outbox keys).
+applies the policy twice (``policy_applied:<model>``) and never queues an alert twice (outbox keys). A save
+that would replace another run's round of the same id refuses instead (``claim_round_id``: RoundIdTaken).
+
+Rounds that never complete: ``mark_failed`` (the round raised in its own process, which records why) and
+``mark_crashed`` (its process is gone: the next round of the model marks it).
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import TYPE_CHECKING
 
 from tasks.core.metric_rollup import round_rollup
 from tasks.core.types import RoundInfo
+from tasks.errors import RoundIdTaken
 from tasks.failpoints import failpoint
 from tasks.store.landing import complete_round, land_outcomes, land_round
 from tasks.store.metric_rollup import record_round_end, roll_up_round
 from tasks.store.outbox import enqueue_alerts
-from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, transaction, utc
+from tasks.store.rows import Connection, fetch_dicts, fetch_first, insert_rows, one_line, transaction, utc
 from tasks.store.state import append_decisions, get_setting, replace_policy_states, set_setting
 
 if TYPE_CHECKING:
@@ -40,6 +45,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
     info = s.info
     model = info.model
     with transaction(con):
+        claim_round_id(con, info)  # another run's round of this id is refused, never replaced
         land_round(con, info, list(s.attempts), endpoints=list(s.endpoints), status="running")
         land_outcomes(con, info.round_id, s.results)
         applied = policy_applied(con, model)
@@ -64,15 +70,38 @@ def partial_round_ids(con: Connection, model: str | None = None) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> None:
-    """Record that a round started (status ``running``, step ``probe``), unless it is already stored."""
-    exists = con.execute("SELECT 1 FROM rounds WHERE round_id = ?", [info.round_id]).fetchall()
-    if exists:
+def claim_round_id(con: Connection, info: RoundInfo) -> None:
+    """Refuse (RoundIdTaken) a round id that another run's round already holds: two rounds of one model at one
+    instant never replace each other. The same run may land its round again (a deferred round from the spool, a
+    round the cycle ran again after the orchestrator refused it); a row or a round with no run (stored before
+    runs were recorded, or landed by a tool) is not checked."""
+    row = fetch_first(con, "SELECT run_id, status FROM rounds WHERE round_id = ?", [info.round_id])
+    if row is None or row[0] is None or info.run_id is None or row[0] == info.run_id:
         return
+    raise RoundIdTaken(
+        f"round {info.round_id}: another run's round ({row[1]}, run {row[0]}) holds this id; this run's round"
+        f" (run {info.run_id}) is not saved, so that round is not replaced"
+    )
+
+
+def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> None:
+    """Record that a round started (status ``running``, step ``probe``), unless it is already stored (the same
+    run trying again after a failure: ``running`` again); RoundIdTaken when another run's round holds the id."""
+    claim_round_id(con, info)
+    status = stored_round_status(con, info.round_id)
+    if status == "failed":
+        con.execute("UPDATE rounds SET status = 'running', step = 'probe', finished_at = NULL, error = NULL"
+                    " WHERE round_id = ?", [info.round_id])
+    if status is not None:
+        return
+    _insert_running(con, info, started_at)
+
+
+def _insert_running(con: Connection, info: RoundInfo, started_at: datetime) -> None:
     insert_rows(con, "rounds", [{
         "round_id": info.round_id, "model": info.model, "round_ts": utc(info.round_ts), "mode": str(info.mode),
         "status": "running", "started_at": utc(started_at), "endpoints": [], "endpoint_count": 0,
-        "attempt_count": 0, "outcome_count": 0, "step": "probe", "partial": info.partial,
+        "attempt_count": 0, "outcome_count": 0, "step": "probe", "partial": info.partial, "run_id": info.run_id,
     }])
 
 
@@ -95,14 +124,36 @@ def stored_round_status(con: Connection, round_id: str) -> str | None:
 
 def mark_crashed(
     con: Connection, info: RoundInfo, *, step: str, at: datetime, started_at: datetime | None = None
-) -> None:
-    """Mark a round that died ``crashed`` with the step it reached (inserting its row if it had none)."""
+) -> bool:
+    """Mark a round whose process died ``crashed`` with the step it reached (inserting its row if it had none)."""
+    return _mark_ended(con, info, "crashed", step, f"the round's process died during step {step}", at, started_at)
+
+
+def mark_failed(
+    con: Connection, info: RoundInfo, *, step: str, error: str, at: datetime, started_at: datetime | None = None
+) -> bool:
+    """Mark a round that raised in its own process ``failed`` with its error and the step it reached (inserting
+    its row if it had none)."""
+    return _mark_ended(con, info, "failed", step, error, at, started_at)
+
+
+def _mark_ended(con: Connection, info: RoundInfo, status: str, step: str, error: str, at: datetime,
+                started_at: datetime | None) -> bool:
+    """A round that never completed, ended as `status`. Only a round still ``running`` changes (``failed`` again:
+    also a failed one its run tried again), and only this run's: a saved round stays ``complete``, a failed one
+    is never marked crashed, another run's round of the same id is left alone. True when the row changed."""
     with transaction(con):
-        mark_running(con, info, started_at=started_at or info.round_ts)
-        crashed = con.execute(
-            "UPDATE rounds SET status = 'crashed', step = ?, finished_at = ?, error = ? WHERE round_id = ?"
-            " AND status = 'running' RETURNING round_id",
-            [step, utc(at), one_line(f"the round's process died during step {step}"), info.round_id],
+        row = fetch_first(con, "SELECT run_id FROM rounds WHERE round_id = ?", [info.round_id])
+        if row is None:
+            _insert_running(con, info, started_at or info.round_ts)
+        elif row[0] is not None and info.run_id is not None and row[0] != info.run_id:
+            return False
+        changed = con.execute(
+            "UPDATE rounds SET status = ?, step = ?, finished_at = ?, error = ? WHERE round_id = ?"
+            " AND list_contains(?, status) RETURNING round_id",
+            [status, step, utc(at), one_line(error), info.round_id,
+             ["running", "failed"] if status == "failed" else ["running"]],
         ).fetchall()
-        if crashed:
-            record_round_end(con, info.round_id, "crashed", at)
+        if changed:
+            record_round_end(con, info.round_id, status, at)
+    return bool(changed)

@@ -2,8 +2,9 @@
 runs it: the installed console script in subprocesses, the loopback simulator with a slow endpoint).
 
 * Without PREFECT_API_URL each `canary run` starts its own private Prefect server, so the Prefect slots are not
-  shared: the file lock beside the database makes the second run wait for the first (it says so), and neither
-  round is marked `crashed` by the other.
+  shared: the file lock beside the database makes the second run wait for the first (it says so), its round's
+  time is read once it has the lock (its own round id, after the first round ended), and neither round is marked
+  `crashed` by the other.
 * With a real Prefect server, a `canary run` killed (SIGKILL, a failpoint) in the middle of its round leaves its
   cycle slot under a 300 s lease: the next run frees it at once (the lock file names the dead cycle and its lease),
   starts without waiting, and the dead cycle's and round's flow runs are marked Crashed instead of staying Running.
@@ -11,20 +12,23 @@ runs it: the installed console script in subprocesses, the loopback simulator wi
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tasks.cycle_lock import lock_path
 from tasks.failpoints import ENV
 from tests.support.run_config import write_run_config
 
@@ -56,28 +60,69 @@ def env_for(sim: SimulatorHandle, tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def lock_holder(db: Path) -> dict[str, Any] | None:
+    """The record the cycle holding `<db>.cycle.lock` wrote (pid, host, its flow run), None before one did."""
+    try:
+        record = json.loads(lock_path(db).read_text() or "null")
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("flow_run_id") else None
+
+
+def wait_for(what: str, check: Callable[[], bool], procs: list[subprocess.Popen[str]], logs: list[Path]) -> None:
+    """Poll `check` until true; fail (with every run's log) when a run exits first or after 300 s."""
+    deadline = time.monotonic() + 300
+    while not check():
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            pytest.fail(f"{what}: not seen\n" + "\n".join(f"--- {x.name}\n{x.read_text()[-3000:]}" for x in logs))
+        time.sleep(0.1)
+
+
+@pytest.mark.timeout(900)  # two whole `canary run`s, one after the other: minutes on a loaded 2-core machine
 def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHandle, tmp_path: Path) -> None:
+    """Two runs started together, as two cron jobs would be. The one that takes the cycle lock first (its record
+    names it) is held there (SIGSTOP) until the other says it waits for it: the two always overlap, whatever the
+    machine's load. The second round's time is read once its run has the lock, so it comes after the first
+    round ended: two round ids, even when both runs start in one second."""
     db = tmp_path / "c.duckdb"
     cfg = write_config(sim, tmp_path, db)
-    runs = []
+    logs = [tmp_path / f"run-{i}.err" for i in range(2)]
+    outs = [tmp_path / f"run-{i}.out" for i in range(2)]
+    runs: list[subprocess.Popen[str]] = []
     for i in range(2):
         home = tmp_path / f"prefect-home-{i}"  # each its own private server, as two cron jobs would have
-        runs.append(subprocess.Popen([CANARY, "run", "--config", str(cfg)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                                     env=env_for(sim, tmp_path, PREFECT_HOME=str(home))))
-        time.sleep(1.5)  # two distinct round ids (one per second)
-    outputs = [p.communicate(timeout=300) for p in runs]
-    assert [p.returncode for p in runs] == [0, 0], [err[-2000:] for _, err in outputs]
-    assert sum("Waiting for the previous cycle" in err for _, err in outputs) == 1, [e[-2000:] for _, e in outputs]
+        with outs[i].open("w") as out, logs[i].open("w") as err:
+            runs.append(subprocess.Popen([CANARY, "run", "--config", str(cfg)], stdout=out, stderr=err, text=True,
+                                         cwd=tmp_path, env=env_for(sim, tmp_path, PREFECT_HOME=str(home))))
+    try:
+        wait_for("a cycle's lock record", lambda: (lock_holder(db) or {}).get("pid") in {p.pid for p in runs},
+                 runs, logs)
+        first = 0 if (lock_holder(db) or {}).get("pid") == runs[0].pid else 1
+        order = [first, 1 - first]
+        runs[first].send_signal(signal.SIGSTOP)  # it holds the lock until the other one is waiting for it
+        wait_for("the other run waiting", lambda: "Waiting for the previous cycle" in logs[order[1]].read_text(),
+                 [runs[order[1]]], logs)
+        runs[first].send_signal(signal.SIGCONT)
+        codes = [p.wait(timeout=600) for p in runs]
+    finally:
+        for p in runs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+    errs = [logs[i].read_text() for i in order]
+    assert codes == [0, 0], [e[-2000:] for e in errs]
+    assert ["Waiting for the previous cycle" in e for e in errs] == [False, True], [e[-2000:] for e in errs]
 
     with store.open_store(db, read_only=True) as con:
         rounds = con.execute(
-            "SELECT r.status, min(a.started_at), r.finished_at FROM rounds r JOIN attempts a USING (round_id) "
-            "WHERE r.model = ? GROUP BY ALL ORDER BY 2", [MODEL]).fetchall()
+            "SELECT r.round_id, r.status, r.round_ts, min(a.started_at), r.finished_at FROM rounds r"
+            " JOIN attempts a USING (round_id) WHERE r.model = ? GROUP BY ALL ORDER BY r.round_ts", [MODEL]).fetchall()
     # both rounds landed (a deferred one, spooled on a busy file, would be missing: its run's stderr says why)
-    assert [r[0] for r in rounds] == ["complete", "complete"], (rounds, [err[-3000:] for _, err in outputs])
-    (_, _, first_end), (_, second_probe, _) = rounds
-    assert first_end <= second_probe, rounds  # one after the other, never at once
+    assert [r[1] for r in rounds] == ["complete", "complete"], (rounds, [e[-3000:] for e in errs])
+    (first_id, _, _, _, first_end), (second_id, _, second_ts, second_probe, _) = rounds
+    assert first_id != second_id
+    assert first_end <= second_ts <= second_probe, rounds  # its time read after the lock; one after the other
+    assert [outs[i].read_text().split(": ", 1)[0] for i in order] == [first_id, second_id]  # each its own round
 
 
 def flow_run_states(ids: list[str]) -> dict[str, str]:

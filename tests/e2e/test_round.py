@@ -74,11 +74,11 @@ def overrides(sim: SimulatorChild, tmp: Path, mode: str = "enforce") -> dict[str
     )
 
 
-def run_round(sim: SimulatorChild, tmp: Path, ts: datetime, **kw: Any) -> dict[str, Any]:
+def run_round(sim: SimulatorChild, tmp: Path, ts: datetime, run_id: str | None = None, **kw: Any) -> dict[str, Any]:
     from flows.round import canary_round
 
     sim.reset_counters()  # reset the deterministic fault counters: every round sees the same faults
-    return canary_round(model=MODEL, round_ts=ts, overrides=overrides(sim, tmp, **kw))
+    return canary_round(model=MODEL, round_ts=ts, overrides=overrides(sim, tmp, **kw), run_id=run_id)
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +89,11 @@ def two_rounds(
 
     tmp = tmp_path_factory.mktemp("round")
     os.environ["OPENROUTER_API_KEY"] = sim.api_key
-    first = run_round(sim, tmp, T0)
+    first = run_round(sim, tmp, T0, run_id="run-1")
     with store.open_store(tmp / "canary.duckdb") as con:
         rows_after_first = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
         ids_first = sorted(r[0] for r in con.execute("SELECT attempt_id FROM attempts").fetchall())
-    rerun = run_round(sim, tmp, T0)
+    rerun = run_round(sim, tmp, T0, run_id="run-1")  # the same run lands its round again (as a cycle's retry does)
     with store.open_store(tmp / "canary.duckdb") as con:
         ids_rerun = sorted(r[0] for r in con.execute("SELECT attempt_id FROM attempts").fetchall())
         outcomes = con.execute(

@@ -22,6 +22,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
+from tests.support.run_config import write_run_config
 
 pytestmark = pytest.mark.e2e
 
@@ -159,6 +160,48 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     assert list(alerts["status"].unique()) == ["sent"]  # Slack not configured: "sent" to the log
     assert 'canary_endpoint_suspension_end_timestamp_seconds{model="' + MODEL + '",provider_tag="refuser"' in exposition
     print(f"serve e2e: {time.monotonic() - started:.1f} s")
+
+
+def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: SimulatorHandle, tmp_path: Path) -> None:
+    """With an hour's interval: a fresh database gets its first cycle at once, not an hour later (and it says
+    why); served again on that database, the cycle it just ran is recent, so the schedule's first one is awaited."""
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    db = tmp_path / "canary.duckdb"
+    config = write_run_config(sim, tmp_path, db, MODEL, ttft_s=30)
+    serve_env = _base_env(tmp_path / "prefect-client")
+    serve_env.update(PREFECT_API_URL=api, PREFECT_RUNNER_POLL_FREQUENCY="2", OPENROUTER_API_KEY=sim.api_key,
+                     CANARY_SERVE_INTERVAL_S="3600")
+    logs = [tmp_path / "server.log", tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
+    procs = [_start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                    _base_env(tmp_path / "prefect-server"), logs[0])]
+    try:
+        with httpx.Client(base_url=api, timeout=5) as client:
+            _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 180, procs, logs)
+
+            def cycles(state: str) -> list[dict[str, Any]] | None:
+                return client.post("/flow_runs/filter", json={
+                    "flows": {"name": {"any_": ["canary-cycle"]}},
+                    "flow_runs": {"state": {"type": {"any_": [state]}}},
+                }).json() or None
+
+            first = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
+            procs.append(first)
+            [done] = _poll("a completed cycle right after the start", lambda: cycles("COMPLETED"), 180, procs, logs)
+            _stop(procs.pop())
+            assert f"serve: no complete full round of {MODEL} yet: a cycle runs now (flow run {done['id']})" \
+                in logs[1].read_text()
+
+            procs.append(_start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[2]))
+            said = "the first cycle comes with the schedule"
+            _poll("the second serve's first line", lambda: said in logs[2].read_text(), 120, procs, logs)
+            every_cycle = client.post("/flow_runs/filter", json={"flows": {"name": {"any_": ["canary-cycle"]}}}).json()
+            assert [r["id"] for r in every_cycle if "start-up" in r["tags"]] == [done["id"]]  # none at the restart
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+    with store.open_store(db, read_only=True) as con:
+        assert [r[0] for r in con.execute("SELECT status FROM rounds").fetchall()] == ["complete"]
 
 
 @pytest.mark.unit

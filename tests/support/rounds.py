@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from demo.simulator_process import SimulatorChild, simulator_process
-from simulator.fleet import DEFAULT_FLEET_PATH
+from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
 from simulator.server import SimulatorHandle
 
 
@@ -66,3 +66,13 @@ def round_overrides(sim: SimulatorHandle | SimulatorChild, tmp: Path, model: str
         "mode": "enforce",
         **extra,
     }
+
+
+def hard_fault_fleet(model: str) -> Fleet:
+    """Two healthy endpoints and `broken`, whose structured replies never parse (`invalid_json`: a hard failure
+    every round, so two rounds suspend it and each asks for a confirmation)."""
+    return parse_fleet({"models": [{"id": model, "endpoints": [
+        {"tag": "alpha", "provider_name": "Alpha"},
+        {"tag": "beta", "provider_name": "Beta"},
+        {"tag": "broken", "provider_name": "Broken", "faults": [{"kind": "invalid_json"}]},
+    ]}]})

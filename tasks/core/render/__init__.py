@@ -8,7 +8,12 @@
 * status     `canary status` as text (what traffic avoids first), from its JSON report
 """
 
-from tasks.core.render.markdown import describe_changes, render_round_markdown, round_status
+from tasks.core.render.markdown import (
+    describe_changes,
+    render_failed_round_markdown,
+    render_round_markdown,
+    round_status,
+)
 from tasks.core.render.round_alerts import (
     alerts_for_round,
     evidence_from_round,
@@ -41,6 +46,7 @@ __all__ = [
     "render_pin_mismatch_alerts",
     "render_probe_weak_alert",
     "silence_alerts",
+    "render_failed_round_markdown",
     "render_round_markdown",
     "round_status",
 ]

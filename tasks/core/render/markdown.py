@@ -156,3 +156,22 @@ def render_ignore_markdown(ignore: IgnoreList) -> str:
     else:
         lines.append("Nothing is excluded.")
     return "\n".join(lines) + "\n"
+
+
+def render_failed_round_markdown(round_info: RoundInfo, step: str, error: str) -> str:
+    """The artifact of a round that failed in its own process: which step, the error, and that nothing was
+    decided (the ignore list in force is unchanged)."""
+    r = round_info
+    kind = "confirmation round" if r.partial else "round"
+    return "\n".join([
+        f"# Canary {kind} {name(r.round_id, 'markdown')}: failed",
+        "",
+        f"- model: {name(r.model, 'markdown')}",
+        f"- round_ts: {fmt_ts(r.round_ts)}",
+        f"- mode: {r.mode}",
+        f"- status: failed during step {name(step, 'markdown')}",
+        f"- error: {name(error, 'markdown', 500)}",
+        "",
+        "Nothing of this round was judged or decided: every endpoint's state and the published ignore list stay as"
+        " the last complete round left them (`canary ignore-list`). The next round tries again.",
+    ])
