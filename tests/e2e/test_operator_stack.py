@@ -355,6 +355,27 @@ def _kill_the_running_cycle(db: Path, not_run: set[str], logs: list[Path]) -> st
     return str(record["flow_run_id"])
 
 
+class _Trail:
+    """A stand-in log file for `_wait`'s tails: the flow-run and automation events the server received (what
+    crashed, what the trigger did), read when a wait times out."""
+
+    def __init__(self, api: str, since: datetime) -> None:
+        self.api, self.since, self.name = api, since, "events"
+
+    def exists(self) -> bool:
+        return True
+
+    def read_text(self, errors: str = "strict") -> str:
+        body = {"filter": {"occurred": {"since": self.since.isoformat()}}, "limit": 50}
+        try:
+            reply = httpx.post(f"{self.api}/events/filter", json=body, timeout=10)
+            events = reply.raise_for_status().json()["events"]
+        except httpx.HTTPError as e:
+            return f"(events unreadable: {e!r})"
+        return "\n".join(f"{e['occurred']} {e['event']} {e['resource']['prefect.resource.id']}" for e in events
+                         if "automation" in e["event"] or e["event"].startswith("prefect.flow-run."))
+
+
 def _run_now(api: httpx.Client, deployment_id: str, logs: list[Path]) -> None:
     """A run of the deployment, now (the server's SQLite answers 503 while it is busy: asked again)."""
     _wait("a flow run created", lambda: api.post(f"/deployments/{deployment_id}/create_flow_run", json={})
@@ -390,17 +411,19 @@ def test_a_sigkilled_cycle_runs_again_once_per_window(stack: Stack) -> None:
                 60, logs)
             assert [(a["actions"][0]["type"], a["actions"][0]["source"], a["actions"][0]["deployment_id"])
                     for a in owned] == [("run-deployment", "selected", deployment["id"])], owned
-            automation = f"prefect.automation.{owned[0]['id']}"
+            automation_trail: Any = _Trail(stack.api, since)  # what the server saw, printed if a wait times out
 
             def executed() -> list[dict[str, Any]]:
+                # by name: `canary serve` applies the deployment twice (its start-up cycle, then `serve`), and each
+                # apply replaces the deployment's automations, so the id read above may be gone already
                 return [e for e in _events(stack.api, "prefect.automation.action.executed", since)
-                        if e["resource"]["prefect.resource.id"] == automation]
+                        if e["resource"].get("prefect.resource.name") == "canary-cycle-crashed"]
 
-            _run_now(api, deployment["id"], logs)
+            # the first run to kill is serve's own start-up cycle (its database has no round yet)
             killed = _kill_the_running_cycle(db, set(), logs)
             _wait("the killed cycle's run Crashed", lambda: api.get(f"/flow_runs/{killed}").json()["state_type"]
                   == "CRASHED", 60, logs)
-            (action,) = _wait("prefect.automation.action.executed", executed, 90, logs)
+            (action,) = _wait("prefect.automation.action.executed", executed, 90, logs + [automation_trail])
             (rerun,) = [r["prefect.resource.id"].removeprefix("prefect.flow-run.") for r in action["related"]
                         if r["prefect.resource.id"].startswith("prefect.flow-run.")]
             assert rerun != killed
