@@ -633,6 +633,9 @@ def main() -> None:
         if other:
             raise SystemExit(f"bench_exposure: parts of another history (seed, days) {sorted(other)}: pass the "
                              "--seed and --days they ran with")
+        for variant, ps in sorted(parts.items()):
+            print(f"{variant}: {len(ps)} part(s), rpm/tick {sorted({(p['rpm'], p['tick']) for p in ps})}, "
+                  + ", ".join(f"{p['span'][2][:10]} ({p['wall_s']:.0f} s)" for p in ps))
         report(parts, windows)
         return
     blips = noise_windows(HISTORY_START, args.days, args.seed + 1, BLIPS_PER_DAY, BLIP_LENGTH)

@@ -45,16 +45,16 @@ def main() -> None:
     args = ap.parse_args()
     con = duckdb.connect(args.db, read_only=True)
     con.execute("SET TimeZone = 'UTC'")
-    last = con.execute("SELECT max(round_ts) FROM rounds WHERE status = 'complete'").fetchone()[0]
-    attempts = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
+    [(last,)] = con.execute("SELECT max(round_ts) FROM rounds WHERE status = 'complete'").fetchall()
+    [(attempts,)] = con.execute("SELECT count(*) FROM attempts").fetchall()
     suspends = con.execute("SELECT tag, decided_at FROM decisions WHERE action = 'suspend' ORDER BY decided_at"
                            ).fetchall()
     all_windows = bench.fault_windows(HISTORY_START, args.days, args.seed)
     windows = [w for w in all_windows if w[2] + bench.GRACE <= last]
     days = (last - HISTORY_START).total_seconds() / 86400
     print(f"{args.db}: {days:.2f} simulated days (to {last:%m-%d %H:%M}), {attempts} probe requests")
-    print("  faults live traffic sees:", exposure([w for w in windows if w[0] in bench.LIVE_VISIBLE], suspends))
-    print("  faults it cannot see:    ", exposure([w for w in windows if w[0] not in bench.LIVE_VISIBLE], suspends))
+    for _, label, tags in bench.FAULT_CLASSES:
+        print(f"  {label + ':':<40}", exposure([w for w in windows if w[0] in tags], suspends))
     false = bench.false_suspensions(suspends, all_windows)
     print(f"  false suspensions: {len(false)}", *(f"{t} at {at:%m-%d %H:%M}" for t, at in false))
 
