@@ -33,7 +33,6 @@ empty reply, the masked failure's included: tier 2 answered them. The wall time 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -50,7 +49,7 @@ import pytest
 
 from tasks import store
 from tasks.core.plan import model_slug
-from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
+from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
 
 # Not `timing`: no verdict rests on a latency margin (the TTFT threshold is 8 s against first tokens of
@@ -93,11 +92,7 @@ def _fleet(faults_at: datetime | None) -> str:
     return "\n".join(lines)
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SLACK_", "OPENROUTER_", "CANARY_"))}
-    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(home),
-               PREFECT_LOGGING_LEVEL="INFO")
-    return env
+_env = served_env
 
 
 # -- the clients ------------------------------------------------------------------------------------------------
@@ -193,7 +188,7 @@ def _published(path: Path) -> list[str]:
 
 def _routes_toml(tmp: Path, sim_url: str, db: Path) -> Path:
     text = (f'[router]\npublish_dir = "{tmp / "published"}"\nevents_path = "{tmp / "route_events.jsonl"}"\n'
-            f'savings_path = "{tmp / "savings.jsonl"}"\nevents_db = "{db}"\nfirst_chunk_budget_s = 5.0\n\n')
+            f'savings_path = "{tmp / "savings.jsonl"}"\nevents_db = "{db}"\nfirst_chunk_budget_s = 10.0\n\n')
     for name, tiers in ROUTES.items():
         text += f'[[route]]\nmodel = "{name}"\n'
         for tag in tiers:
