@@ -58,6 +58,9 @@ def test_merged_parts_count_each_window_round_and_suspension_once() -> None:
     assert t.probes == 100 + 5 + 100 + 7 and t.rounds == {"full": 2, "confirm": 1, "suspicion": 1}
     assert t.false == [] and t.suspicions == {"live_quality:tools confirmed": 2}
     assert t.days == 2.0 and t.requests == 20
+    day0 = bench.tally([first, second], windows, within=[(START, day1)])  # another variant's days only
+    assert day0.minutes["judged"] == [7.0] and day0.probes == 105 and day0.suspicions == {
+        "live_quality:tools confirmed": 1}
 
 
 def test_parts_of_one_variant_that_count_the_same_time_are_refused(tmp_path: Path) -> None:
