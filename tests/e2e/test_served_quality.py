@@ -20,8 +20,9 @@ Timeline (wall clock):
     F         alpha answers every tool call with arguments missing a required key (`schema_violating_args`, a
               well-formed HTTP 200); delta answers OpenRouter's masked upstream failure (`masked_upstream_failure`:
               HTTP 200, `finish_reason: stop`, `native_finish_reason: network_error`, no content)
-    F + ~20 s the watcher: alpha `live_quality` (class tools, clearly above its peers), delta `live_failure_rate`
-              -> a `canary-cycle` run confirming them (alpha: its tools contract only): they fail
+    F + ~40 s the watcher (once the failures outweigh the window's earlier healthy answers): alpha `live_quality`
+              (class tools, clearly above its peers), delta `live_failure_rate` -> a `canary-cycle` run confirming
+              them (alpha: its tools contract only): they fail
     + 1 min   the follow-up confirmation (`confirm_after_min = 1`) fails them again -> suspended, published
     after     tier 1 of `agent` and `chat` is skipped: the clients' tool calls come from beta, valid
 
