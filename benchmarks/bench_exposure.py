@@ -407,6 +407,7 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
                     summary = run(kind, round_ts=due, only=request["only"], contracts=request["contracts"],
                                   confirms=request["confirms"])
                     follow(summary, next_at)
+        judge = router.shell.judge.health() if router is not None else {}  # answers judged, dropped, failed
         with store.open_store(db, read_only=True) as con:
             suspends = con.execute("SELECT tag, decided_at FROM decisions WHERE action = 'suspend' "
                                    "ORDER BY decided_at").fetchall()
@@ -415,7 +416,7 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
         clock.close()
     return {"variant": variant, "span": [_iso(span.begin), _iso(span.until), _iso(span.counts_from)],
             "rpm": rpm, "tick": tick_s, "rounds": rounds, "requests": requests, "wall_s": time.monotonic() - t_wall,
-            "phases": {k: round(v, 1) for k, v in phases.items()},
+            "phases": {k: round(v, 1) for k, v in phases.items()}, "judge": judge,
             "published": published, "suspends": [(t, _iso(at)) for t, at in suspends],
             "suspicions": [(_iso(at), tag, signal, quality, status) for at, tag, signal, quality, status in suspicions]}
 
@@ -527,6 +528,10 @@ def report(results: Mapping[str, Sequence[Mapping[str, Any]]], windows: Sequence
     print(f"{'live requests through the router':<34}" + "".join(f"{rows[v].requests:>{width}}" for v in names))
     print(f"{'wall, s':<34}" + "".join(f"{rows[v].wall_s:>{width}.0f}" for v in names))
     for v in names:
+        judges = [p["judge"] for p in results[v] if p.get("judge")]
+        if judges:
+            print(f"router's judge ({v}): " + ", ".join(f"{k} {sum(j[k] for j in judges):g}"
+                                                     for k in ("judged", "dropped", "errors")))
         if rows[v].suspicions:
             print(f"suspicions ({v}): " + ", ".join(f"{k} {n}" for k, n in sorted(rows[v].suspicions.items())))
         for tag, at in rows[v].false:
