@@ -18,7 +18,9 @@ applies (`tasks.core.live_records.LiveQuality`), each with the canary's `Reason`
                  answer has text and no tool call
     encoding     the answer has text or tool arguments       encoding_corruption (textscan: U+FFFD, C1 controls,
                                                              mojibake, BPE symbols), then corrupted_opening
-                                                             (opening.py, free text only)
+                                                             (opening.py, free text only); protocol_violation: a
+                                                             stream's frame after its first content that does not
+                                                             decode (bytes that are not UTF-8, a broken event)
 
 An exchange that is no answer (an error object, a protocol violation, an upstream failure reported as success:
 `tasks.core.classify.exchange_verdict`) is not judged: it is the attempt's failure. `masked_failure` names
@@ -244,7 +246,12 @@ def _encoding_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
 
 
 def check(a: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
-    """One verdict per class that applies (module docstring); none for an exchange that is no answer."""
+    """One verdict per class that applies (module docstring); none for an exchange that is no answer. A stream
+    with a frame that does not decode after its first content (the client got it: the relay forwards events as
+    they come, and the attempt ended `ok`) fails `encoding` with the probe's `protocol_violation`, and nothing
+    else is judged of it."""
+    if a.error_class is ErrorClass.PROTOCOL and has_output(a):
+        return (Verdict(LiveQuality.ENCODING, Reason.PROTOCOL_VIOLATION),)
     if a.error_class is not None or exchange_verdict(a) is not None:
         return ()
     verdicts: list[Verdict] = []

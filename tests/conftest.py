@@ -69,6 +69,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_round.py": "round",
     "tests/e2e/test_round_tools.py": "round_tools",
     "tests/e2e/test_round_upstream_words.py": "round_upstream_words",
+    "tests/e2e/test_served_quality.py": "served_quality",
     "tests/e2e/test_served_watcher.py": "served_watcher",
     "tests/e2e/test_toy_contract.py": "toy_contract",
     "tests/integration/test_at.py": "shared_history",

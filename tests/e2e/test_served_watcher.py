@@ -36,7 +36,7 @@ from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.store.live import append_live_counts
 from tests.support.prefect_runs import read_events
-from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
+from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -64,11 +64,7 @@ class Served:
     sim: SimulatorHandle
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SLACK_", "OPENROUTER_", "CANARY_"))}
-    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(home),
-               PREFECT_LOGGING_LEVEL="INFO")
-    return env
+_env = served_env
 
 
 _poll = poll_while_running

@@ -121,6 +121,31 @@ def test_quality_faults_are_counted_per_endpoint_and_class_streaming_and_not(tmp
                      metrics)
 
 
+def test_bytes_that_are_not_utf8_after_the_first_chunk_are_counted_not_passed_as_ok(tmp_path: Path) -> None:
+    """The simulator's `invalid_utf8` (a chunk of bytes that are not UTF-8 after two text chunks), streamed through
+    the router: the client got them, the attempt ended `ok`; the judge counts the answer's encoding as the probe
+    would, `protocol_violation`. Non-streamed, the body is no JSON: a failover (`bad_frame_before_commit`)."""
+    endpoints = [{"tag": "badbytes", "provider_name": "Badbytes", "faults": [{"kind": "invalid_utf8"}]}]
+    fleet = simulator_fleet.parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+    with simulator_server.start_simulator(fleet, time_scale=0.0) as sim:
+        raw = {"router": {"flush_interval_s": 0.05, "savers": [], "events_db": str(tmp_path / "canary.duckdb"),
+                          "events_path": str(tmp_path / "events.jsonl"), "savings_path": str(tmp_path / "s.jsonl"),
+                          "publish_dir": str(tmp_path / "published")},
+               "route": [{"model": "badbytes", "tier": [{
+                   "base_url": sim.base_url, "model": MODEL, "api_key_env": "SIM_KEY",
+                   "provider": {"only": ["badbytes"]}}]}]}
+        with start_router(parse_routes(raw), env={"SIM_KEY": sim.api_key}) as r:
+            for _ in range(3):
+                with httpx.stream("POST", r.base_url + "/chat/completions", timeout=30, json={
+                        "model": "badbytes", "stream": True, "messages": ASK_TEXT}) as reply:
+                    assert reply.status_code == 200 and b"\xff\xfe" in reply.read()  # forwarded as it came
+            with pytest.raises(openai.APIStatusError):
+                ask(r, "badbytes", False, messages=ASK_TEXT)
+            health = httpx.get(r.base_url.removesuffix("/v1") + "/healthz").json()
+    assert judged(tmp_path) == Counter({("badbytes", "encoding", "protocol_violation"): 3})
+    assert health["judge"]["judged"] == 3 and health["judge"]["errors"] == 0
+
+
 MARKER = "ZQX-MARKER-7781"
 
 

@@ -18,6 +18,15 @@ import pytest
 T = TypeVar("T")
 
 
+def served_env(home: Path) -> dict[str, str]:
+    """This process's environment without Prefect, Slack, OpenRouter or canary settings, for a served process of
+    the test's own (Prefect's home under `home`, no telemetry, INFO logs)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SLACK_", "OPENROUTER_", "CANARY_"))}
+    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(home),
+               PREFECT_LOGGING_LEVEL="INFO")
+    return env
+
+
 def start_logged(argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,

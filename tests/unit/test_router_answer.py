@@ -109,6 +109,26 @@ def test_encoding(content: str, expected: str) -> None:
     assert verdicts(answer(content))["encoding"] == expected
 
 
+def _sse(*contents: bytes, finish: str = "stop") -> bytes:
+    def chunk(delta: bytes, reason: str | None = None) -> bytes:
+        head = b'data: {"id":"gen-1","object":"chat.completion.chunk","provider":"P","choices":[{"index":0,'
+        end = f'"finish_reason":{json.dumps(reason)}}}]}}\n\n'.encode()
+        return head + b'"delta":{"content":"' + delta + b'"},' + end
+    return b"".join(chunk(c) for c in contents) + chunk(b"", finish) + b"data: [DONE]\n\n"
+
+
+def test_a_stream_with_a_frame_that_does_not_decode_after_its_first_content_fails_its_encoding() -> None:
+    """The relay forwards every event after the commit as it came, and the attempt ended `ok`: the judge is what
+    sees the bytes the client got that are not UTF-8 (the probe's `protocol_violation`), so it says so."""
+    broken = a.read_stream(_sse(b"*She ", b"glances ", b"\xc3(\xff\xfeat the ", b"window."))
+    assert {str(v.quality): v.reason for v in a.check(broken, a.NOTHING_EXPECTED)} == {
+        "encoding": "protocol_violation"}
+    clean = a.read_stream(_sse(b"*She ", b"glances at the window."))
+    assert {str(v.quality): v.reason for v in a.check(clean, a.NOTHING_EXPECTED)} == {"empty": "ok", "encoding": "ok"}
+    cut = a.read_stream(_sse(b"*She ", b"\xc3(\xff\xfe"), cut=True)  # kept bytes cut by the router's cap
+    assert a.check(cut, a.NOTHING_EXPECTED) != (a.Verdict(LiveQuality.ENCODING, "protocol_violation"),)
+
+
 def test_a_structured_reply_is_not_judged_on_its_opening() -> None:
     assert verdicts(answer('{"name": "Ana", "age": 40}'), response_format=JSON_SCHEMA)["encoding"] == "ok"
     assert verdicts(answer('[1, 2]'), response_format={"type": "json_object"})["encoding"] == "ok"
