@@ -77,12 +77,13 @@ def follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[str, 
 
 def schedule_deployment_run(deployment_id: str, request: ConfirmationRequest, parent: Mapping[str, Any]) -> str:
     """A Scheduled run of the deployment at `request.due` with the parent's parameters plus the confirmation's
-    (`round_ts` left out: the run's time is when it starts). Idempotent per confirmed round."""
+    (`round_ts` and `run_id` left out: the run's time is when it starts, and it is its own run; a cycle
+    deployment's flow has no `run_id` and would refuse to start). Idempotent per confirmed round."""
     from uuid import UUID
 
     from prefect.deployments import run_deployment
 
-    params = {k: v for k, v in parent.items() if k not in ("round_ts", "only", "contracts", "confirms")}
+    params = {k: v for k, v in parent.items() if k not in ("round_ts", "run_id", "only", "contracts", "confirms")}
     params.update(request.parameters())
     run = run_deployment(
         name=UUID(str(deployment_id)),

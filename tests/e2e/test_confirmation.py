@@ -150,7 +150,8 @@ def test_a_deployment_confirmation_is_a_scheduled_canary_round_run(prefect_harne
     due = datetime.now(UTC) + timedelta(hours=1)
     request = ConfirmationRequest(MODEL, make_round_id(MODEL, T0), due, {"broken": (Contract.STRUCTURED,)})
     run_id = schedule_deployment_run(str(deployment_id), request,
-                                     {"model": MODEL, "config_path": "canary.toml", "round_ts": T0})
+                                     {"model": MODEL, "config_path": "canary.toml", "round_ts": T0,
+                                      "run_id": "the-parent-run"})  # a round's own: never the new run's
     again = schedule_deployment_run(str(deployment_id), request, {"model": MODEL})
     assert again == run_id  # idempotent per confirmed round
 
