@@ -53,8 +53,6 @@ FLOW_NAME = "canary-round"
 #: Round slots (limit names) this process's cycle holds for its rounds (`cycle_round_slots`).
 _CYCLE_HELD: set[str] = set()
 _CYCLE_HELD_LOCK = threading.Lock()
-#: How long a cycle waits for the batch of free slots it just saw before its rounds go one by one, seconds.
-BATCH_WAIT_S = 10.0
 
 
 class RoundSkipped(Exception):
@@ -274,8 +272,6 @@ def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = 
     docstring); yields the models it holds. Slots held by dead rounds are healed first (as a round would); a
     model whose slot stays taken is left to its round (`round_slot`: wait, or skip). A failed batch costs
     nothing but the batch: every round then takes its own slot."""
-    from prefect.concurrency.sync import concurrency
-
     by_name = {limit_name(m): m for m in dict.fromkeys(models)}
     try:
         taken = _limits_taken(list(by_name))
@@ -284,9 +280,8 @@ def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = 
         free = [name for name in by_name if not taken[name]]
         stack = contextlib.ExitStack()
         if free:
-            stack.enter_context(concurrency(free, occupy=1, timeout_seconds=BATCH_WAIT_S, lease_duration=LEASE_S,
-                                            strict=True, raise_on_lease_renewal_failure=False))
-    except Exception as exc:  # TimeoutError (taken meanwhile), the API: each round takes its own slot
+            stack.enter_context(_leased(free))
+    except Exception as exc:  # taken meanwhile (423), the API: each round takes its own slot
         logger.warning("Round slots not taken for the whole cycle (%s: %s); each round takes its own",
                        type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
         yield []
@@ -299,6 +294,35 @@ def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = 
         finally:
             with _CYCLE_HELD_LOCK:
                 _CYCLE_HELD.difference_update(free)
+
+
+@contextlib.contextmanager
+def _leased(names: list[str]) -> Iterator[None]:
+    """One slot of each limit of `names` under one lease, renewed by one thread and released at the end; fails at
+    once (HTTP 423) when one of them is full. Prefect's `concurrency()` would emit an event per limit relating all
+    the others (a catalog's hundred limits overflow an event's related resources)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        lease_id = UUID(str(client.increment_concurrency_slots_with_lease(
+            names, 1, "concurrency", LEASE_S).json()["lease_id"]))
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(LEASE_S / 3):
+            with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # a blip: the next try
+                client.renew_concurrency_lease(lease_id, LEASE_S)
+
+    renewer = threading.Thread(target=renew, name="round-slots-lease", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # else the lease runs out
+            client.release_concurrency_slots_with_lease(lease_id)
 
 
 def held_by_cycle(model: str) -> bool:

@@ -52,6 +52,7 @@ from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.http_errors import classify_exception
 from tasks.probe_body import ERROR_BODY_CAP_BYTES, SNIFF_CAP_BYTES, BodyReader
 from tasks.probe_record import AttemptRecorder
+from tasks.probe_stream import arrival_of, sent_of
 
 __all__ = ["ERROR_BODY_CAP_BYTES", "SNIFF_CAP_BYTES", "probe_once", "probe_once_async"]
 
@@ -246,8 +247,9 @@ async def probe_once_async(
     body: dict[str, Any] | None = None,
 ) -> Attempt:
     """`probe_once` on an event loop (the probe worker's): the same request, the same body reading
-    (tasks/probe_body.py), and each block stamped when the loop reads it. The budget is a timeout of the loop
-    from the headers on (the thread's shell shuts the socket down at the deadline instead)."""
+    (tasks/probe_body.py), each block stamped when the loop read it from the socket and TTFT counted from when the
+    request was written to it (a client of tasks/probe_stream.py; with another client, when the task runs). The budget
+    is a timeout of the loop from the headers on (the thread's shell shuts the socket down at the deadline instead)."""
     req = _request(base_url, api_key, endpoint, contract, attempt_no, language, cfg, body)
     started_at = clock.now()
     t0 = clock.monotonic()
@@ -258,12 +260,13 @@ async def probe_once_async(
         async with client.stream("POST", req.url, json=req.body, headers=req.headers,
                                  timeout=req.timeout) as response:
             rec.http_status = response.status_code
+            rec.ttft_from = sent_of(response) or t0  # the provider's time starts when the request went out
             reader = BodyReader(response.status_code, response.reason_phrase, response.headers, rec, deadline,
                                 clock.now())
             try:
                 async with asyncio.timeout(max(0.0, deadline - clock.monotonic())):
                     async for data in response.aiter_bytes():
-                        if reader.feed(data, clock.monotonic()):
+                        if reader.feed(data, arrival_of(response) or clock.monotonic()):
                             break
             except TimeoutError:
                 budget_cut = True

@@ -1,28 +1,29 @@
 """Probe requests run on one event loop in a worker process, so the bytes are timestamped where they arrive
 (issues 12 and 32).
 
-The round process is busy: judging replies, detecting languages, other models' rounds. A thread of that process
-reading a socket must take the GIL back before it can timestamp the bytes it received, and a thread per request
-does not scale either: at 128-256 requests in flight the threads' turns alone (a plain threaded httpx client,
-benchmarks/ttft_floor.py) put hundreds of milliseconds on a provider's TTFT. A canary that reports slowness it
-causes itself suspends healthy providers. So the requests run in one child process (`python -m
-tasks.probe_worker <fd>`) that does nothing else: one asyncio event loop (uvloop when installed) carrying every
-request in flight (`tasks.probe.probe_once_async`: HTTP, the SSE parser, the clock), each block of a body stamped
-as the loop reads it. The round process sends it one `ProbeCall` per attempt over a socket pair and gets the
+The round process is busy: judging replies, detecting languages, other models' rounds. A thread of that process reading
+a socket must take the GIL back before it can timestamp the bytes it received, and a thread per request does not scale
+either: at 128-256 requests in flight the threads' turns alone (a plain threaded httpx client, benchmarks/ttft_floor.py)
+put hundreds of milliseconds on a provider's TTFT. A canary that reports slowness it causes itself suspends healthy
+providers. So the requests run in one child process (`python -m tasks.probe_worker <fd>`) that does nothing else: one
+asyncio event loop (uvloop when installed) carrying every request in flight (`tasks.probe.probe_once_async`: HTTP, the
+SSE parser, the clock), each block of a body stamped as the loop reads it from the socket, before any parsing
+(tasks/probe_stream.py). The round process sends it one `ProbeCall` per attempt over a socket pair and gets the
 `Attempt` back.
 
-- The bound on requests in flight (`concurrency`) is the caller's (`Dispatcher`): calls wait there, the
-  earliest round's first, so a round's chains (a tool call's second turn, a language confirmation) pass the
-  rounds started after it; at most `concurrency` are in the worker at once.
+- The bound on requests in flight (`concurrency`) is kept in the worker (`LoopRunner`): the caller sends every call
+  at once with its priority, the worker starts the earliest round's first (a round's chains, a tool call's second
+  turn or a language confirmation, pass the rounds started after it) and the next one as soon as one ends, without
+  waiting for the busy caller to take an answer and send more.
 - Requests are spread over several httpx clients (`CLIENT_STREAMS` each): httpcore's pool scans all of its
   connections for every request it starts or ends, which at 256 in flight on one client cost more CPU than the
   requests' own bytes.
 - One worker per process, started on first use (`start`) and again if it died; it exits when its parent goes
   (end of file on the socket), so nothing is left behind, even after SIGKILL. It runs with
   `MALLOC_ARENA_MAX` capped (tasks/arenas.py).
-- A bug of ours inside the worker comes back as `ProbeWorkerError` with its message; a worker that dies, or does
-  not answer within the attempt's budget and `ANSWER_GRACE_S`, fails its calls in flight the same way: the caller
-  records them, the other endpoints keep their results.
+- A bug of ours inside the worker comes back as `ProbeWorkerError` with its message; a worker that dies, or says
+  nothing (no answer, no heartbeat every `HEARTBEAT_S`) for `ANSWER_GRACE_S` while calls are out, fails its calls
+  the same way (a silent one is killed): the caller records them, the other endpoints keep their results.
 - `CANARY_PROBE_PROCESS=0` runs the same event loop in a thread of this process instead (debugging,
   profiling).
 """
@@ -30,6 +31,7 @@ as the loop reads it. The round process sends it one `ProbeCall` per attempt ove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import os
@@ -59,8 +61,13 @@ from tasks.failpoints import raise_point
 
 ENV = "CANARY_PROBE_PROCESS"
 ROOT = Path(__file__).resolve().parents[1]
-#: Seconds past the probe budget the caller waits for the worker's answer before giving the attempt up.
+#: Seconds the caller waits for any word of a worker that has calls out (an answer or a heartbeat) before it
+#: gives those calls up and kills the worker.
 ANSWER_GRACE_S = 30.0
+#: Seconds between a busy worker's heartbeats (requests running, requests queued).
+HEARTBEAT_S = 2.0
+#: The id a heartbeat comes with instead of a call's.
+HEARTBEAT = -1
 #: Requests one httpx client carries at once (module docstring).
 CLIENT_STREAMS = 8
 
@@ -103,9 +110,10 @@ class _Clients:
 
     @contextmanager
     def lend(self) -> Iterator[httpx.AsyncClient]:
+        from tasks.probe_stream import new_async_client
+
         if not self._spare:
-            client = httpx.AsyncClient(verify=self._ssl, limits=httpx.Limits(
-                max_connections=None, max_keepalive_connections=CLIENT_STREAMS))
+            client = new_async_client(self._ssl, CLIENT_STREAMS)  # its blocks stamped as the loop reads them
             self._load[client] = 0
             self._spare.append(client)
         client = self._spare[-1]
@@ -147,21 +155,48 @@ def new_loop() -> asyncio.AbstractEventLoop:
 
 
 class LoopRunner:
-    """Attempts on one event loop: `submit` from any thread, each answer to `deliver(rid, ok, attempt or error)`."""
+    """Attempts on one event loop (module docstring): `submit` from any thread; at most the latest call's
+    `concurrency` run at once, lowest priority first; each answer goes to `deliver(rid, ok, attempt or error)`, and
+    while there is work, `deliver(HEARTBEAT, True, (running, queued))` every `HEARTBEAT_S`."""
 
     def __init__(self, deliver: Deliver, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.loop = loop or new_loop()
         self._deliver = deliver
         self._clients: _Clients | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._queue: list[tuple[Any, int, int, ProbeCall, str | None]] = []
+        self._order = itertools.count()
+        self._running: set[asyncio.Task[None]] = set()
+        self._limit = 1
+        self._beating = False
 
-    def submit(self, rid: int, call: ProbeCall, armed: str | None) -> None:
-        self.loop.call_soon_threadsafe(self._start, rid, call, armed)
+    def submit(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        self.loop.call_soon_threadsafe(self._queued, rid, priority, call, armed)
 
-    def _start(self, rid: int, call: ProbeCall, armed: str | None) -> None:
-        task = self.loop.create_task(self._run(rid, call, armed))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _queued(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        heapq.heappush(self._queue, (priority, next(self._order), rid, call, armed))
+        self._limit = max(1, call.cfg.concurrency)
+        self._start()
+        if not self._beating:
+            self._beating = True
+            self.loop.call_later(HEARTBEAT_S, self._beat)
+
+    def _start(self) -> None:
+        while self._queue and len(self._running) < self._limit:
+            _, _, rid, call, armed = heapq.heappop(self._queue)
+            task = self.loop.create_task(self._run(rid, call, armed))
+            self._running.add(task)
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._start()
+
+    def _beat(self) -> None:
+        self._deliver(HEARTBEAT, True, (len(self._running), len(self._queue)))
+        if self._running or self._queue:
+            self.loop.call_later(HEARTBEAT_S, self._beat)
+        else:
+            self._beating = False
 
     async def _run(self, rid: int, call: ProbeCall, armed: str | None) -> None:
         if self._clients is None:
@@ -187,8 +222,11 @@ class _Transport:
 
     alive = True
 
-    def send(self, rid: int, call: ProbeCall, armed: str | None) -> None:
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
         raise NotImplementedError
+
+    def stop(self) -> None:
+        """End it now (a worker that went silent)."""
 
     def is_running(self) -> bool:
         raise NotImplementedError
@@ -211,12 +249,12 @@ class _Worker(_Transport):
         self._landed, self._orphaned = landed, orphaned
         threading.Thread(target=self._read, name="probe-worker-reader", daemon=True).start()
 
-    def send(self, rid: int, call: ProbeCall, armed: str | None) -> None:
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
         with self.lock:  # a Connection is not thread-safe: one sender at a time
             if not self.alive:
                 raise ProbeWorkerError("the probe worker process is gone")
             try:
-                self.conn.send((rid, call, armed))
+                self.conn.send((rid, priority, call, armed))
             except OSError as exc:
                 self.alive = False
                 raise ProbeWorkerError(f"the probe worker process is gone ({exc})") from None
@@ -239,45 +277,39 @@ class _Worker(_Transport):
     def is_running(self) -> bool:
         return self.alive and self.proc.poll() is None
 
+    def stop(self) -> None:
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+
 
 class _InThread(_Transport):
     def __init__(self, landed: Deliver) -> None:
         self.runner = LoopRunner(landed)
         self.runner.run_in_thread()
 
-    def send(self, rid: int, call: ProbeCall, armed: str | None) -> None:
-        self.runner.submit(rid, call, armed)
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        self.runner.submit(rid, priority, call, armed)
 
     def is_running(self) -> bool:
         return True
 
 
-@dataclass
-class _Out:
-    """A call sent to the transport and not answered yet."""
-
-    future: Future[Attempt]
-    transport: _Transport
-    overdue_at: float
-
-
 class Dispatcher:
-    """This process's bound on requests in flight and its one transport (module docstring).
+    """This process's one transport to the worker, and the futures of the calls out (module docstring).
 
-    `submit(call, priority)` queues a call (lowest priority first, then in order) and returns its future; at most
-    `call.cfg.concurrency` calls (the latest call's) are out at once. Answers resolve the futures in the
-    transport's thread: a caller's callback runs there."""
+    `submit(call, priority)` sends a call at once and returns its future; the worker bounds and orders them.
+    Answers resolve the futures in the transport's thread: a caller's callback runs there."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: list[tuple[Any, int, ProbeCall, Future[Attempt]]] = []
         self._order = itertools.count()
-        self._out: dict[int, _Out] = {}
-        self._limit = 1
+        self._out: dict[int, tuple[Future[Attempt], _Transport]] = {}
+        self._heard = time.monotonic()  # the transport's latest word (an answer or a heartbeat)
+        self._counts = (0, 0)  # (running, queued) in the latest heartbeat
         self._transport: _Transport | None = None
         self._watch: threading.Thread | None = None
 
-    # the transport ---------------------------------------------------------------------------------------
     def transport(self) -> _Transport:
         """The running transport, started (again) when there is none alive (or the mode changed)."""
         with self._lock:
@@ -289,84 +321,68 @@ class Dispatcher:
         if t is None or not t.is_running() or isinstance(t, _InThread) != want_thread:
             t = _InThread(self._landed) if want_thread else _Worker(self._landed, self._orphaned)
             self._transport = t
+            self._heard = time.monotonic()
         return t
 
-    # calls -----------------------------------------------------------------------------------------------
     def submit(self, call: ProbeCall, priority: Any = 0) -> Future[Attempt]:
         future: Future[Attempt] = Future()
         with self._lock:
-            self._limit = max(1, call.cfg.concurrency)
-            heapq.heappush(self._queue, (priority, next(self._order), call, future))
-        self._pump()
+            rid = next(self._order)
+            try:
+                transport = self._ensure_transport()
+                if not self._out:
+                    self._heard = time.monotonic()
+                self._out[rid] = (future, transport)
+                transport.send(rid, priority, call, os.environ.get(FAILPOINTS_ENV))
+            except Exception as exc:  # the worker is gone: this call fails, the next one starts a new one
+                self._out.pop(rid, None)
+                future.set_exception(exc if isinstance(exc, ProbeWorkerError) else ProbeWorkerError(
+                    f"the probe worker could not be started: {type(exc).__name__}: {exc}"))
+                return future
+            self._start_watch()
         return future
 
     def in_flight(self) -> tuple[int, int]:
-        """(calls out in the worker, calls waiting for a slot)."""
+        """(requests running in the worker, calls queued there), as its latest heartbeat said."""
         with self._lock:
-            return len(self._out), len(self._queue)
-
-    def _pump(self) -> None:
-        """Send queued calls while there are free slots (in the caller's or the transport's thread)."""
-        failed: list[tuple[Future[Attempt], Exception]] = []
-        with self._lock:
-            while self._queue and len(self._out) < self._limit:
-                _, rid, call, future = heapq.heappop(self._queue)
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    transport = self._ensure_transport()
-                    due = time.monotonic() + call.cfg.probe_budget_s + call.cfg.connect_timeout_s + ANSWER_GRACE_S
-                    self._out[rid] = _Out(future, transport, due)
-                    transport.send(rid, call, os.environ.get(FAILPOINTS_ENV))
-                except Exception as exc:  # the worker is gone: this call fails, the next one starts a new one
-                    self._out.pop(rid, None)
-                    failed.append((future, exc if isinstance(exc, ProbeWorkerError) else ProbeWorkerError(
-                        f"the probe worker could not be started: {type(exc).__name__}: {exc}")))
-            self._start_watch()
-        for future, error in failed:
-            future.set_exception(error)
+            return self._counts if self._out else (0, 0)
 
     def _landed(self, rid: int, ok: bool, value: Any) -> None:
         with self._lock:
+            self._heard = time.monotonic()
+            if rid == HEARTBEAT:
+                self._counts = value
+                return
             out = self._out.pop(rid, None)
         if out is not None:
-            out.future.set_result(value) if ok else out.future.set_exception(ProbeWorkerError(value))
-        self._pump()
+            out[0].set_result(value) if ok else out[0].set_exception(ProbeWorkerError(value))
 
     def _orphaned(self, transport: _Transport, why: str) -> None:
-        """A transport died: its calls in flight fail, the queued ones go to the next transport."""
+        """A transport died (or went silent): its calls fail; the next call starts a new one."""
         with self._lock:
-            gone = {rid: o for rid, o in self._out.items() if o.transport is transport}
-            for rid in gone:
-                del self._out[rid]
-        for out in gone.values():
-            out.future.set_exception(ProbeWorkerError(why))
-        self._pump()
+            gone = [rid for rid, (_, t) in self._out.items() if t is transport]
+            futures = [self._out.pop(rid)[0] for rid in gone]
+        for future in futures:
+            future.set_exception(ProbeWorkerError(why))
 
     def _start_watch(self) -> None:
         if self._watch is None or not self._watch.is_alive():
-            self._watch = threading.Thread(target=self._overdue, name="probe-overdue", daemon=True)
+            self._watch = threading.Thread(target=self._silence, name="probe-silence", daemon=True)
             self._watch.start()
 
-    def _overdue(self) -> None:
-        """Fail calls the transport did not answer in time (a worker that hangs must not hang a round)."""
+    def _silence(self) -> None:
+        """While calls are out, a transport that says nothing for ANSWER_GRACE_S is given up (module docstring)."""
         while True:
             time.sleep(1.0)
-            now = time.monotonic()
             with self._lock:
-                late = {rid: o for rid, o in self._out.items() if o.overdue_at <= now}
-                for rid in late:
-                    del self._out[rid]
-                idle = not self._out and not self._queue
-            for out in late.values():
-                out.future.set_exception(ProbeWorkerError("no answer from the probe worker process in time"))
-            if late:
-                self._pump()
-            if idle:
-                with self._lock:
-                    if not self._out and not self._queue:
-                        self._watch = None
-                        return
+                if not self._out:
+                    self._watch = None
+                    return
+                silent = time.monotonic() - self._heard > ANSWER_GRACE_S
+                transport = self._transport
+            if silent and transport is not None:
+                transport.stop()
+                self._orphaned(transport, "no answer from the probe worker process in time")
 
 
 _DISPATCHER = Dispatcher()
@@ -432,10 +448,10 @@ def _serve(fd: int) -> None:
     def read() -> None:
         while True:
             try:
-                rid, call, armed = conn.recv()
+                rid, priority, call, armed = conn.recv()
             except (EOFError, OSError):
                 os._exit(0)
-            runner.submit(rid, call, armed)
+            runner.submit(rid, priority, call, armed)
 
     threading.Thread(target=send, name="probe-answers", daemon=True).start()
     threading.Thread(target=read, name="probe-calls", daemon=True).start()

@@ -3,16 +3,16 @@
     attempts, lines = probe_round(plans, round_id, cfg, footprint)   # a round: every endpoint at once
     attempts = probe_endpoint(plan, round_id, cfg, footprint)        # one endpoint (the pipelined history)
 
-Part of the round's shell (tasks/round/steps.py has the other steps). No Prefect task run and no thread per probe:
-each contract is a chain of attempts (its turns in order, then the confirmations of a first language failure)
-that the answers' callbacks move on (a bug of ours in a chain ends it and fails the round once every chain
-ended), and the requests run on the probe worker's event loop
-(tasks/probe_worker.py), which stamps the bytes where they arrive. The dispatcher there bounds the requests in
-flight (`concurrency`) and sends the earliest round's first, so a round's later turns pass the rounds started
-after it. A probe never retries: a transport outcome is data that freezes the streak, not something to hide.
-A bug of ours in a probe becomes that attempt's `bad_frame` with the error, never the other endpoints' loss.
-What a probe task run showed in the UI (each endpoint's attempts and failures) is the round's log: one line per
-endpoint (`endpoint_line`).
+Part of the round's shell (tasks/round/steps.py has the other steps). No Prefect task run and no thread per probe: each
+contract is a chain of attempts (its turns in order, then the confirmations of a first language failure) that the
+answers' callbacks move on (a bug of ours in a chain ends it and fails the round once every chain ended), and the
+requests run on the probe worker's event loop (tasks/probe_worker.py), which stamps the bytes where they arrive. The
+worker bounds the requests in flight (`concurrency`) and starts them in priority order: a chain's later attempts (a tool
+call's second turn, a language confirmation) before any first attempt, so a long chain does not wait behind the queue
+between its turns (its round's wall, and the cycle's tail, would carry it); then the earliest round's first. A probe
+never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a probe
+becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed in the
+UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ def warm_up() -> None:
 
 
 def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL,
-                *, priority: Any = None) -> tuple[list[Attempt], list[str]]:
+                *, priority: Any = None, sent: Callable[[], None] | None = None) -> tuple[list[Attempt], list[str]]:
     """Every contract of every endpoint in `plans`, all at once: the attempts in plan order (endpoint by endpoint,
-    its contracts in order) and one log line per endpoint. `priority`: the dispatcher's order (default: this
-    round's turn in the process)."""
+    its contracts in order) and one log line per endpoint. `priority`: the worker's order among first attempts
+    (default: this round's turn in the process); `sent()` is called once every chain's first attempt is sent."""
     probes = [p for plan in plans for p in plan.probes]
-    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority)
+    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent)
     attempts: list[Attempt] = []
     lines: list[str] = []
     i = 0
@@ -81,10 +81,12 @@ def endpoint_line(plan: EndpointPlan, attempts: Sequence[Attempt]) -> str:
     return f"probe-{name(plan.endpoint.tag, 'log')}: {len(attempts)} attempts, {first}{tail}"
 
 
-def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: Footprint, priority: Any
-         ) -> list[list[Attempt]]:
+def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: Footprint, priority: Any,
+         sent: Callable[[], None] | None = None) -> list[list[Attempt]]:
     """Each probe's attempts, its chain moved on by the answers; returns when every chain is done."""
     if not probes:
+        if sent is not None:
+            sent()
         return []
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
@@ -103,6 +105,8 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
               for i, probe in enumerate(probes)]
     for chain in chains:
         chain.start()
+    if sent is not None:
+        sent()
     done.wait()
     broken = next((c.error for c in chains if c.error is not None), None)
     if broken is not None:  # a bug of ours outside an attempt: the round fails with it (after every chain ended)
@@ -164,7 +168,8 @@ class _Chain:
         call = ProbeCall(base_url=cfg.base_url, endpoint=endpoint, contract=probe.contract, round_id=self.round_id,
                          attempt_no=n, language=prompt_language(probe.contract, probe.language), cfg=cfg,
                          api_key=self.key.get(), secrets=known_values(), body=body)
-        return dispatcher().submit(call, self.priority)
+        later = 0 if self.attempts else 1  # a chain's later attempts first (module docstring)
+        return dispatcher().submit(call, (later, self.priority))
 
     def _answered(self, n: int, started: Any, future: Any) -> None:
         try:

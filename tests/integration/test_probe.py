@@ -28,6 +28,7 @@ from tasks.core.classify import is_transport
 from tasks.core.contracts import spec_of, ttft
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe import probe_once, probe_once_async
+from tasks.probe_stream import new_async_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -157,7 +158,7 @@ def run(
                 attempt = probe_once(client, **kwargs)
         else:
             async def on_a_loop() -> Attempt:
-                async with httpx.AsyncClient() as client:
+                async with new_async_client() as client:  # the probe worker's (tasks/probe_stream.py)
                     return await probe_once_async(client, **kwargs)
 
             attempt = asyncio.run(on_a_loop())
