@@ -1,42 +1,42 @@
-"""Catalog benchmark: one cycle over N models x M simulated endpoints, beside a one-after-another baseline.
+"""Catalog benchmark: one cycle over N models x M simulated endpoints, this tree beside a baseline tree, same run.
 
-    .venv/bin/python benchmarks/bench_catalog.py                  # 10 models x 15 endpoints (~6 min today)
-    .venv/bin/python benchmarks/bench_catalog.py --quick          # 3 x 5, smoke run (~1.5 min)
-    .venv/bin/python benchmarks/bench_catalog.py --models 100 --endpoints 15   # the catalog (add
-                                         # --baseline none while `canary run` is itself the loop: ~20 min)
-    .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity --baseline none   # 100 x 15, all healthy,
-                                         # 0.3 s first tokens (~8 min today)
+    .venv/bin/python benchmarks/bench_catalog.py --baseline-tree ../catalog-base          # 100 and 300 models x 15
+    .venv/bin/python benchmarks/bench_catalog.py --models 100 --baseline-tree ../catalog-base --api server
+    .venv/bin/python benchmarks/bench_catalog.py --quick                                   # 3 x 5, this tree only
+    .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity --models 100             # all healthy
 
-Driven the way an operator drives the canary, so it measures today's code and tomorrow's without edits:
+`--baseline-tree DIR`: a checkout of the previous main with its own `.venv` (`git worktree add DIR <commit>`,
+then `DIR/scripts/setup`); each size's cycle runs in both trees, one after the other, against the same fleet and
+a fresh simulator each, and the table gives both and their ratio. Without it, this tree only.
+
+Driven the way an operator drives the canary, so it measures any tree without edits:
 
 * the simulator runs as its own process (`canary simulator --fleet F`, a generated `[catalog]` fleet file,
   simulator/catalog.py), started afresh for each phase so fault counters and its CPU count per phase;
-* cycle: `canary run --config C --db D` as a subprocess (every configured model; today one after another,
-  after issue 12 all of them concurrently in one process);
-* baseline, the same catalog with models strictly one after another: `loop` (default) is one process calling
-  the deployment entry point `flows/round.py:canary_round(model=M)` per model (one start-up, like today's
-  `canary run`); `per-model` is one `canary run --model M` subprocess per model (start-up paid per model);
-* before both, an unmeasured warm-up `canary run --model <first>` migrates the private PREFECT_HOME and warms
-  the page cache. A configured PREFECT_API_URL in the environment is passed through (no temporary server).
+* a cycle is `canary run --config C --db D` as a subprocess of the tree's own `.venv`, every configured model;
+* before the first cycle of each tree, an unmeasured warm-up `canary run --model <first>` migrates its PREFECT_HOME
+  and warms the page cache;
+* `--api private` (default): each `canary run` starts its private Prefect server, inside the measured tree (the
+  issue's "peak tree RSS, private API server included"); `--api server`: the benchmark starts one `prefect server
+  start` outside the measured trees first and passes its PREFECT_API_URL (production's shape: no server in the
+  tree). A PREFECT_API_URL already in the environment is used as `server`.
 
 Figures (catalog_figures.py), from the run's DuckDB file, its published ignore lists and /proc:
-  wall / slowest chain   phase wall time (process start to exit) / the slowest single probe chain, a chain
-                         being one endpoint's attempts in one round, total_ms summed (today the contracts of
-                         an endpoint run in parallel, so a single-model ratio below 1 is possible);
-  peak RSS               the summed VmRSS of the canary process and all its descendants (Prefect's temporary
-                         server included), polled every 0.25 s; per-model baseline: the largest run;
-  CPU                    user + system seconds of the whole canary tree (getrusage of waited children);
-  simulator CPU share    the simulator's CPU seconds / the time any probe was in flight (1.0 = one core
-                         busy: then the simulator, not the canary, would be the bottleneck);
+  wall                   phase wall time (process start to exit), with the load average before and after;
+  peak RSS               the summed VmRSS of the canary process and all its descendants, polled every 0.25 s, and
+                         each kind of process's own peak (the process tree of docs/operations.md);
+  CPU                    user + system seconds of the whole canary tree (getrusage of waited children), and per
+                         endpoint-round (models x endpoints);
+  memory per extra model (peak RSS of the largest size - of the smallest) / (the models between them);
+  simulator CPU share    the simulator's CPU seconds / the time any probe was in flight (near 1.0: the simulator,
+                         not the canary, would be the bottleneck);
   TTFT error             ttft_ms minus the simulator's planned first-token delay, over every attempt on a
                          healthy endpoint; healthy endpoints failing ttft (or any contract) are false alarms;
-                         a faulty endpoint counts as seen when any contract is not `pass` (pin_not_honoured
-                         is `inconclusive`; mojibake on an English-only reply is invisible);
-  round overhead         per round: (published ignore-list mtime - round start) - probe phase (first attempt
-                         start to last attempt end); non-probing time = wall - the union of attempt intervals;
-  TTFT floor             benchmarks/ttft_floor.py: the same error measured by a plain httpx client in 16
-                         threads (or --concurrency) against a fresh simulator: the machine's and the
-                         simulator's share of the error; what the canary measures beyond it is its own.
+                         a faulty endpoint counts as seen when any contract is not `pass`;
+  round overhead         per round: (published ignore-list mtime - round start) - probe phase;
+  TTFT floor             benchmarks/ttft_floor.py against a fresh simulator at the chosen concurrency: the canary's
+                         probe worker alone, and a plain httpx client in as many threads: the machine's and the
+                         simulator's share of the error; what a cycle measures beyond it is the cycle's own.
 Each simulator gets a few warm-up requests first (a fresh one answers its first requests ~150 ms late).
 The last line of output is one JSON object with every figure.
 """
@@ -49,6 +49,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -76,29 +77,25 @@ from simulator.catalog import (  # noqa: E402
 )
 from simulator.fleet_file import load_fleet  # noqa: E402
 
-LOOP = """import sys, time
-from flows.round import canary_round
-config, db, models = sys.argv[1], sys.argv[2], sys.argv[3:]
-for m in models:
-    canary_round(model=m, config_path=config, db_path=db)
-    print("round done", m, time.time(), flush=True)
-"""
 CHILD_ENV = {
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
 }
-DROP_ENV = ("OPENROUTER_BASE_URL", "CANARY_DB", "CANARY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
+DROP_ENV = ("OPENROUTER_BASE_URL", "CANARY_DB", "CANARY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL",
+            "MALLOC_ARENA_MAX")
 
 
-def canary_argv() -> list[str]:
-    script = Path(sys.executable).with_name("canary")
-    return [str(script)] if script.exists() else [sys.executable, "-c", "from cli.main import main; main()"]
+def canary_argv(tree: Path = ROOT) -> list[str]:
+    script = tree / ".venv" / "bin" / "canary"
+    if not script.exists():
+        raise SystemExit(f"no {script}: run {tree}/scripts/setup first")
+    return [str(script)]
 
 
 @contextmanager
 def simulator_process(fleet_file: Path, log: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
-    """`canary simulator --fleet F` on a free port; yields (process, base_url, api_key)."""
+    """`canary simulator --fleet F` (this tree's) on a free port; yields (process, base_url, api_key)."""
     argv = [*canary_argv(), "simulator", "--port", "0", "--fleet", str(fleet_file)]
     with open(log, "w") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
@@ -118,6 +115,34 @@ def simulator_process(fleet_file: Path, log: Path) -> Iterator[tuple[subprocess.
             yield proc, base_url, key
         finally:
             stop(proc)
+
+
+@contextmanager
+def prefect_server(log: Path) -> Iterator[str]:
+    """`prefect server start` (this tree's) on a free port, outside every measured tree; yields its API URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, **CHILD_ENV, "PREFECT_HOME": str(log.parent / "prefect-server-home"),
+           "PREFECT_UI_ENABLED": "0"}
+    env.pop("PREFECT_API_URL", None)
+    argv = [str(ROOT / ".venv" / "bin" / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            raise SystemExit(f"prefect server did not start: {log.read_text()[-500:]}")
+        yield url
+    finally:
+        stop(proc)
 
 
 def warm_simulator(base_url: str, key: str, fleet_file: Path, requests: int = 4) -> None:
@@ -141,9 +166,7 @@ def stop(proc: subprocess.Popen[Any]) -> None:
             proc.wait()
 
 
-def write_config(
-    path: Path, models: Sequence[str], base_url: str, work: Path, args: argparse.Namespace
-) -> None:
+def write_config(path: Path, models: Sequence[str], base_url: str, work: Path, args: argparse.Namespace) -> None:
     lines = [
         f"models = {json.dumps(list(models))}",
         'mode = "observe"',
@@ -160,245 +183,245 @@ def write_config(
     path.write_text("\n".join(lines) + "\n")
 
 
-def run_measured(
-    argvs: Sequence[list[str]], cwd: Path, env: dict[str, str], timeout_s: float
-) -> dict[str, Any]:
-    """Run the commands one after another; wall, CPU, peak tree RSS and exit codes of the whole lot."""
-    wall = cpu = peak = 0.0
-    epochs: tuple[float, float] | None = None
-    procs, codes = 0, []
-    names: list[str] = []
-    for i, argv in enumerate(argvs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.monotonic()
-        epochs = epochs or (time.time(), 0.0)
-        with open(cwd / f"out-{i}.log", "w") as out:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-            with TreeSampler(proc.pid) as sampler:
-                try:
-                    codes.append(proc.wait(timeout_s))
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    codes.append(proc.wait())
-        wall += time.monotonic() - t0
-        epochs = (epochs[0], time.time())
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        peak = max(peak, sampler.peak_rss_mb)
-        procs = max(procs, sampler.peak_processes)
-        if i == 0:
-            names = sorted(set(sampler.names.values()))
+def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+    """Run the command; its wall, CPU, peak tree RSS (in all and per process) and exit code."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0, started = time.monotonic(), time.time()
+    with open(cwd / "out.log", "w") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        with TreeSampler(proc.pid) as sampler:
+            try:
+                code = proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "wall_s": wall,
-        "started_epoch": epochs[0] if epochs else None,
-        "ended_epoch": epochs[1] if epochs else None,
-        "cpu_s": cpu,
-        "peak_rss_mb": peak,
-        "peak_processes": procs,
-        "exit_codes": sorted(set(codes)),
-        "processes_seen": names,
+        "wall_s": time.monotonic() - t0,
+        "started_epoch": started,
+        "ended_epoch": time.time(),
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "peak_rss_mb": sampler.peak_rss_mb,
+        "peak_rss_by_process_mb": {k: round(v) for k, v in sorted(sampler.peak_by_role.items())},
+        "peak_processes": sampler.peak_processes,
+        "exit_code": code,
     }
 
 
-def phase(
-    name: str,
-    args: argparse.Namespace,
-    fleet_file: Path,
-    models: list[str],
-    work: Path,
-    plan: tuple[dict[Any, str], dict[Any, float]],
-) -> dict[str, Any]:
+def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, models: list[str], work: Path,
+          plan: tuple[dict[Any, str], dict[Any, float]]) -> dict[str, Any]:
+    """One `canary run` of `tree` (a warm-up of its first model, or the cycle of every model)."""
     work.mkdir(parents=True)
     cfg = work / "canary.toml"
     with simulator_process(fleet_file, work / "simulator.log") as (sim, base_url, key):
         write_config(cfg, models, base_url, work, args)
         env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
-        env.update(CHILD_ENV, OPENROUTER_API_KEY=key, PREFECT_HOME=str(args.prefect_home))
-        db = str(work / "canary.duckdb")
-        run = [*canary_argv(), "run", "--config", str(cfg), "--db", db]
-        if name == "warm-up":
-            argvs = [[*run, "--model", models[0]]]
-        elif name == "cycle":
-            argvs = [run]
-        elif args.baseline == "per-model":
-            argvs = [[*run, "--model", m] for m in models]
+        env.update(CHILD_ENV, OPENROUTER_API_KEY=key, PREFECT_HOME=str(args.work / f"prefect-home-{tree.name}"))
+        if args.api_url:
+            env["PREFECT_API_URL"] = args.api_url
         else:
-            argvs = [[sys.executable, "-c", LOOP, str(cfg), db, *models]]
+            env.pop("PREFECT_API_URL", None)
+        db = str(work / "canary.duckdb")
+        argv = [*canary_argv(tree), "run", "--config", str(cfg), "--db", db]
+        if name == "warm-up":
+            argv += ["--model", models[0]]
         sim_cpu0 = cpu_seconds(sim.pid)
         load0 = os.getloadavg()
-        res = run_measured(argvs, work, env, args.timeout)
+        res = run_measured(argv, work, env, args.timeout)
         res["simulator_cpu_s"] = cpu_seconds(sim.pid) - sim_cpu0
         res["load_before"], res["load_after"] = load0, os.getloadavg()
-    if res["exit_codes"] != [0]:
-        tail = (work / "out-0.log").read_text()[-1500:]
-        print(f"{name}: exit codes {res['exit_codes']} (log {work}/out-*.log)\n{tail}", file=sys.stderr)
-    if Path(db).exists():
+    if res["exit_code"] != 0:
+        tail = (work / "out.log").read_text()[-1500:]
+        print(f"{name} ({tree}): exit code {res['exit_code']} (log {work}/out.log)\n{tail}", file=sys.stderr)
+    if name != "warm-up" and Path(db).exists():
         res.update(run_figures(db, plan[0], plan[1], work / "published"))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None
-        res["wall_per_slowest_chain"] = (
-            res["wall_s"] / res["slowest_chain_s"] if res["slowest_chain_s"] else None
-        )
+        endpoint_rounds = len(models) * args.endpoints_n
+        res["cpu_ms_per_endpoint_round"] = res["cpu_s"] * 1000 / endpoint_rounds if endpoint_rounds else None
         if res.get("first_attempt_epoch") and res["started_epoch"]:
             res["start_to_first_probe_s"] = res["first_attempt_epoch"] - res["started_epoch"]
             res["last_probe_to_exit_s"] = res["ended_epoch"] - res["last_attempt_end_epoch"]
-        rounds = res.get("rounds") or 0
-        res["non_probing_s_per_round"] = (res["wall_s"] - probing) / rounds if rounds else None
     return res
 
 
-def ttft_floor(fleet_file: Path, work: Path, requests: int, threads: int) -> dict[str, Any] | None:
-    """benchmarks/ttft_floor.py against a fresh simulator: the error a plain httpx client measures."""
+def ttft_floor(fleet_file: Path, work: Path, requests: int, in_flight: int) -> list[dict[str, Any]]:
+    """benchmarks/ttft_floor.py against a fresh simulator: the canary's probe worker, and a plain threaded client."""
     with simulator_process(fleet_file, work / "floor-simulator.log") as (_, base_url, key):
-        argv = [sys.executable, str(Path(__file__).with_name("ttft_floor.py")), "--base-url", base_url]
-        argv += ["--key", key, "--fleet", str(fleet_file), "--requests", str(requests)]
-        proc = subprocess.run(argv + ["--threads", str(threads)], capture_output=True, text=True, check=False)
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-    if not lines:
+        argv = [sys.executable, str(Path(__file__).with_name("ttft_floor.py")), "--base-url", base_url, "--key", key,
+                "--fleet", str(fleet_file), "--requests", str(requests), "--threads", str(in_flight)]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    found = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    if not found:
         print(f"ttft floor failed: {proc.stderr[-800:]}", file=sys.stderr)
-        return None
-    return dict(json.loads(lines[-1]))
+    return found
 
 
 def _f(value: Any, fmt: str = "{:.2f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def table(cycle: dict[str, Any], base: dict[str, Any] | None, base_name: str) -> str:
-    def ttft(r: dict[str, Any]) -> str:
-        t = r.get("ttft_error_ms") or {}
-        return (
-            "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
-        )
+def _ratio(a: Any, b: Any) -> str:
+    return f"{a / b:.2f}x" if isinstance(a, int | float) and isinstance(b, int | float) and b else "-"
 
-    rows = [
-        ("wall s", lambda r: _f(r["wall_s"], "{:.1f}")),
-        ("slowest single chain s", lambda r: _f(r.get("slowest_chain_s"), "{:.1f}")),
-        ("wall / slowest chain", lambda r: _f(r.get("wall_per_slowest_chain"))),
-        (
-            "peak RSS MB, process tree",
-            lambda r: _f(r["peak_rss_mb"], "{:.0f}") + f" ({r['peak_processes']} procs)",
-        ),
-        ("CPU s, canary tree", lambda r: _f(r["cpu_s"], "{:.1f}")),
-        ("simulator CPU share while probing", lambda r: _f(r.get("simulator_cpu_share"))),
-        ("TTFT error ms p50/p95/p99/max", ttft),
-        ("healthy endpoints failing ttft", lambda r: str(r.get("healthy_failing_ttft", "-"))),
-        ("healthy endpoints failing any", lambda r: str(r.get("healthy_failing_any", "-"))),
-        (
-            "slow starts failing ttft",
-            lambda r: f"{r.get('slow_starts_failing_ttft', '-')}/{r.get('slow_starts', '-')}",
-        ),
-        ("faulty endpoints not passing", lambda r: f"{r.get('faulty_caught', '-')}/{r.get('faulty', '-')}"),
-        (
-            "round overhead s mean/median/max",
-            lambda r: "/".join(_f(r.get(f"round_overhead_s_{k}")) for k in ("mean", "median", "max")),
-        ),
-        (
-            "start to first probe / last probe to exit s",
-            lambda r: _f(r.get("start_to_first_probe_s")) + "/" + _f(r.get("last_probe_to_exit_s")),
-        ),
-        ("non-probing s per round", lambda r: _f(r.get("non_probing_s_per_round"))),
-        ("rounds complete / attempts", lambda r: f"{r.get('rounds_complete', '-')}/{r.get('attempts', '-')}"),
-    ]
-    head = f"{'':<36}{'cycle (canary run)':>28}{'baseline (' + base_name + ')':>28}"
+
+ROWS: list[tuple[str, str, str]] = [  # label, key, format
+    ("wall s", "wall_s", "{:.1f}"),
+    ("peak RSS MB, process tree", "peak_rss_mb", "{:.0f}"),
+    ("CPU s, canary tree", "cpu_s", "{:.1f}"),
+    ("CPU ms per endpoint-round", "cpu_ms_per_endpoint_round", "{:.1f}"),
+    ("slowest single chain s", "slowest_chain_s", "{:.1f}"),
+    ("simulator CPU share while probing", "simulator_cpu_share", "{:.2f}"),
+    ("start to first probe s", "start_to_first_probe_s", "{:.1f}"),
+    ("last probe to exit s", "last_probe_to_exit_s", "{:.1f}"),
+    ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
+]
+
+
+def _ttft(r: dict[str, Any]) -> str:
+    t = r.get("ttft_error_ms") or {}
+    return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
+
+
+def _load(r: dict[str, Any]) -> str:
+    return "/".join(f"{x:.1f}" for x in (r["load_before"][0], r["load_after"][0]))
+
+
+def table(size: int, runs: dict[str, dict[str, Any]]) -> str:
+    """One size's figures: this tree, the baseline tree, their ratio."""
+    names = list(runs)
+    head = f"{size} models: {'':<30}" + "".join(f"{n:>30}" for n in names) + ("   ratio" if len(names) == 2 else "")
     lines = [head]
-    for label, get in rows:
-        lines.append(f"{label:<36}{get(cycle):>28}{(get(base) if base else '-'):>28}")
+    for label, key, fmt in ROWS:
+        values = [runs[n].get(key) for n in names]
+        row = f"{label:<42}" + "".join(f"{_f(v, fmt):>30}" for v in values)
+        if len(names) == 2:
+            row += f"   {_ratio(values[0], values[1])}"
+        lines.append(row)
+    def pair(a: str, b: str) -> Any:
+        return lambda r: f"{r.get(a, '-')}/{r.get(b, '-')}"
+
+    extra = [
+        ("load average before/after", _load),
+        ("TTFT error ms p50/p95/p99/max", _ttft),
+        ("healthy failing ttft / any", pair("healthy_failing_ttft", "healthy_failing_any")),
+        ("slow starts failing ttft", pair("slow_starts_failing_ttft", "slow_starts")),
+        ("faulty endpoints caught", pair("faulty_caught", "faulty")),
+        ("rounds complete / attempts", pair("rounds_complete", "attempts")),
+        ("processes at once / exit code", pair("peak_processes", "exit_code")),
+    ]
+    for label, get in extra:
+        lines.append(f"{label:<42}" + "".join(f"{get(runs[n]):>30}" for n in names))
+    for n in names:
+        by = runs[n].get("peak_rss_by_process_mb") or {}
+        lines.append(f"  peak RSS by process, {n}: " + ", ".join(f"{k} {v} MB" for k, v in by.items()))
     return "\n".join(lines)
+
+
+def per_extra_model(results: dict[int, dict[str, dict[str, Any]]], name: str) -> float | None:
+    """(peak RSS at the largest size - at the smallest) / the models between them, MB."""
+    sizes = sorted(s for s in results if name in results[s])
+    if len(sizes) < 2:
+        return None
+    lo, hi = results[sizes[0]][name], results[sizes[-1]][name]
+    return float((hi["peak_rss_mb"] - lo["peak_rss_mb"]) / (sizes[-1] - sizes[0]))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", type=int)
-    ap.add_argument("--endpoints", type=int)
+    ap.add_argument("--models", default="100,300", help="catalog sizes, comma-separated (default 100,300)")
+    ap.add_argument("--endpoints", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="3 models x 5 endpoints (smoke run)")
-    ap.add_argument(
-        "--ttft-integrity",
-        action="store_true",
-        help="all endpoints healthy (no faults, no slow starts); default 100 x 15",
-    )
+    ap.add_argument("--baseline-tree", type=Path, help="a checkout of the previous main with its own .venv")
+    ap.add_argument("--api", choices=("private", "server"), default="private",
+                    help="private: each canary run starts its own Prefect server (in the tree); server: one "
+                         "`prefect server start` outside the measured trees")
+    ap.add_argument("--ttft-integrity", action="store_true", help="all endpoints healthy (no faults, no slow starts)")
     ap.add_argument("--faulty-share", type=float, default=0.05)
     ap.add_argument("--slow-start-share", type=float, default=0.067)
     ap.add_argument("--slow-start-s", type=float, default=12.0)
     ap.add_argument("--base-delay-s", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--languages", default="en,es,pt,fr,de")
-    ap.add_argument("--concurrency", type=int, help="write `concurrency = N` into the config")
-    ap.add_argument("--models-in-flight", type=int, help="write `models_in_flight = N` into the config")
-    ap.add_argument("--baseline", choices=("loop", "per-model", "none"), default="loop")
+    ap.add_argument("--concurrency", type=int, help="write `concurrency = N` into the config (both trees)")
+    ap.add_argument("--models-in-flight", type=int, help="write `models_in_flight = N` into the config (both trees)")
     ap.add_argument("--no-warmup", action="store_true")
-    ap.add_argument("--floor-requests", type=int, default=300, help="TTFT floor requests (0 = skip)")
+    ap.add_argument("--floor-requests", type=int, default=1024, help="TTFT floor requests (0 = skip)")
+    ap.add_argument("--floor-in-flight", type=int, default=256, help="requests in flight for the TTFT floor")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per canary process")
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, removed)")
     args = ap.parse_args()
-    default_models, default_endpoints = (
-        (3, 5) if args.quick else (100, 15) if args.ttft_integrity else (10, 15)
-    )
-    spec = CatalogSpec(
-        models=args.models or default_models,
-        endpoints=args.endpoints or default_endpoints,
-        faulty_share=0.0 if args.ttft_integrity else args.faulty_share,
-        slow_start_share=0.0 if args.ttft_integrity else args.slow_start_share,
-        slow_start_s=args.slow_start_s,
-        base_delay_s=args.base_delay_s,
-        seed=args.seed,
-    )
-    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-catalog-"))
-    work.mkdir(parents=True, exist_ok=True)
-    args.prefect_home = work / "prefect-home"
-    fleet_file = work / "fleet.toml"
-    fleet_file.write_text(catalog_toml(spec))
-    fleet = load_fleet(fleet_file)
-    plan = (
-        roles(fleet),
-        {(m.id, e.tag): planned_first_token_s(e) * 1000 for m in fleet.models for e in m.endpoints},
-    )
-    models = [m.id for m in fleet.models]
-    print(
-        f"catalog bench: {spec.models} models x {spec.endpoints} endpoints, {role_counts(fleet)}, "
-        f"seed {spec.seed}, languages {args.languages}; {os.cpu_count()} cores, load {os.getloadavg()}"
-    )
+    sizes = [3] if args.quick else [int(x) for x in str(args.models).split(",") if x.strip()]
+    args.endpoints_n = 5 if args.quick else args.endpoints
+    trees = {"this tree": ROOT}
+    if args.baseline_tree:
+        trees["baseline"] = args.baseline_tree.resolve()
+        canary_argv(trees["baseline"])
+    args.work = args.keep or Path(tempfile.mkdtemp(prefix="bench-catalog-"))
+    args.work.mkdir(parents=True, exist_ok=True)
+    results: dict[int, dict[str, dict[str, Any]]] = {}
+    floor: list[dict[str, Any]] = []
+    print(f"catalog bench: sizes {sizes} x {args.endpoints_n} endpoints, trees {', '.join(map(str, trees.values()))}, "
+          f"api {args.api}, seed {args.seed}, languages {args.languages}; {os.cpu_count()} cores, "
+          f"load {os.getloadavg()}", flush=True)
     try:
-        if not args.no_warmup:
-            phase("warm-up", args, fleet_file, models, work / "warm-up", plan)
-        cycle = phase("cycle", args, fleet_file, models, work / "cycle", plan)
-        base = (
-            None
-            if args.baseline == "none"
-            else phase("baseline", args, fleet_file, models, work / "baseline", plan)
-        )
-        floor = None
-        if args.floor_requests:
-            threads = args.concurrency or 16
-            floor = ttft_floor(fleet_file, work, args.floor_requests, threads)
+        with contextlib_api(args) as api_url:
+            args.api_url = api_url
+            warmed: set[str] = set()
+            for size in sizes:
+                spec = CatalogSpec(models=size, endpoints=args.endpoints_n,
+                                   faulty_share=0.0 if args.ttft_integrity else args.faulty_share,
+                                   slow_start_share=0.0 if args.ttft_integrity else args.slow_start_share,
+                                   slow_start_s=args.slow_start_s, base_delay_s=args.base_delay_s, seed=args.seed)
+                fleet_file = args.work / f"fleet-{size}.toml"
+                fleet_file.write_text(catalog_toml(spec))
+                fleet = load_fleet(fleet_file)
+                plan = (roles(fleet), {(m.id, e.tag): planned_first_token_s(e) * 1000
+                                       for m in fleet.models for e in m.endpoints})
+                models = [m.id for m in fleet.models]
+                print(f"{size} models: {role_counts(fleet)}", flush=True)
+                results[size] = {}
+                for name, tree in trees.items():
+                    slug = name.replace(" ", "-")
+                    if not args.no_warmup and name not in warmed:
+                        phase("warm-up", tree, args, fleet_file, models, args.work / f"warm-up-{slug}", plan)
+                        warmed.add(name)
+                    res = phase("cycle", tree, args, fleet_file, models, args.work / f"cycle-{size}-{slug}", plan)
+                    results[size][name] = res
+                    print(f"  {name}: wall {res['wall_s']:.1f} s (load {_load(res)}), peak RSS "
+                          f"{res['peak_rss_mb']:.0f} MB, CPU {res['cpu_s']:.1f} s", flush=True)
+            if args.floor_requests:
+                floor = ttft_floor(args.work / f"fleet-{sizes[0]}.toml", args.work, args.floor_requests,
+                                   args.floor_in_flight)
     finally:
         if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    print(table(cycle, base, args.baseline))
-    if floor:
-        print(
-            f"TTFT error floor, plain httpx client in {floor['threads']} threads, same simulator: "
-            + "/".join(_f(floor[k], "{:.0f}") for k in ("p50", "p95", "p99", "max"))
-            + f" ms p50/p95/p99/max (n={floor['n']})"
-        )
-    if cycle.get("simulator_cpu_share") and cycle["simulator_cpu_share"] > 0.7:
-        print("warning: the simulator used > 0.7 of a core while probing: it may be the bottleneck")
-    print("processes in the cycle's tree: " + " | ".join(cycle["processes_seen"]))
-    record = {
-        "spec": {k: v for k, v in vars(spec).items() if k != "fault_kinds"},
-        "roles": role_counts(fleet),
-        "cores": os.cpu_count(),
-        "baseline_kind": args.baseline,
-        "cycle": cycle,
-        "baseline": base,
-        "ttft_floor_ms": floor,
-    }
-    for r in (cycle, base):
-        if r:
-            r.pop("processes_seen", None)
-    print(json.dumps(record, default=str))
+            shutil.rmtree(args.work, ignore_errors=True)
+    for size in sizes:
+        print(table(size, results[size]))
+    for name in trees:
+        extra = per_extra_model(results, name)
+        if extra is not None:
+            print(f"memory per extra model, {name}: {extra:.2f} MB ({sizes[0]} -> {sizes[-1]} models)")
+    for f in floor:
+        print(f"TTFT error, {f['client']} at {f.get('in_flight') or f.get('threads')} in flight, same simulator: "
+              + "/".join(_f(f[k], "{:.0f}") for k in ("p50", "p95", "p99", "max"))
+              + f" ms p50/p95/p99/max (n={f['n']}), {_f(f.get('cpu_ms_per_request'))} ms CPU per request")
+    print(json.dumps({"sizes": sizes, "endpoints": args.endpoints_n, "api": args.api, "cores": os.cpu_count(),
+                      "trees": {k: str(v) for k, v in trees.items()}, "results": results, "ttft_floor": floor},
+                     default=str))
+
+
+@contextmanager
+def contextlib_api(args: argparse.Namespace) -> Iterator[str | None]:
+    """The PREFECT_API_URL the cycles use: none (each starts a private server), or one server for all."""
+    if os.environ.get("PREFECT_API_URL"):
+        args.api = "server"
+        yield os.environ["PREFECT_API_URL"]
+    elif args.api == "server":
+        with prefect_server(args.work / "prefect-server.log") as url:
+            yield url
+    else:
+        yield None
 
 
 if __name__ == "__main__":

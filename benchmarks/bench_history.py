@@ -57,11 +57,9 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
     from demo.simulator_process import _one_cert_bundle
 
     os.environ["SSL_CERT_FILE"] = str(_one_cert_bundle())  # the same httpx.Client cost as the lean variant
-    from concurrent.futures import ThreadPoolExecutor
 
     from demo import history as h
     from demo import scenario
-    from flows.round import PROBE_WORKERS
     from tasks.config_loading import resolve_config
     from tasks.core.plan import by_endpoint, make_round_id, plan_probes
     from tasks.publish import publish_ignore_list
@@ -85,21 +83,19 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
         )
         cfg = resolve_config(None, ov)
         model = h.DEMO_MODEL
-        with ThreadPoolExecutor(PROBE_WORKERS) as pool:
-            for _ in range(rounds):
-                t0, ts = time.monotonic(), clock.now()
-                rid = make_round_id(model, ts)
-                prior, variable_value = steps.load_prior.fn(cfg, model, rid, ts)
-                endpoints = steps.discover.fn(cfg, model)
-                plans = by_endpoint(plan_probes(endpoints, cfg.languages, prior.previous_languages))
-                results = pool.map(probe_task.probe.fn, plans, [rid] * len(plans), [cfg] * len(plans))
-                attempts = [a for r in results for a in r]
-                settled = steps.settle.fn(prior, attempts, endpoints, cfg, ts, rid)
-                settled, status = steps.save.fn(cfg, settled, variable_value)
-                publish_ignore_list(cfg, settled.ignore, artifact=False)  # the artifacts need an API
-                steps.deliver.fn(cfg, ts)
-                walls.append(time.monotonic() - t0)
-                clock.advance(timedelta(minutes=30))
+        for _ in range(rounds):
+            t0, ts = time.monotonic(), clock.now()
+            rid = make_round_id(model, ts)
+            prior, variable_value = steps.load_prior(cfg, model, rid, ts)
+            endpoints = steps.discover(cfg, model)
+            plans = by_endpoint(plan_probes(endpoints, cfg.languages, prior.previous_languages))
+            attempts = probe_task.probe_round(plans, rid, cfg)[0]
+            settled = steps.settle(prior, attempts, endpoints, cfg, ts, rid)
+            settled, status = steps.save(cfg, settled, variable_value)
+            publish_ignore_list(cfg, settled.ignore, artifact=False)  # the artifacts need an API
+            steps.deliver(cfg, ts)
+            walls.append(time.monotonic() - t0)
+            clock.advance(timedelta(minutes=30))
     clock.close()
     return {"rounds": rounds, "wall_s": time.monotonic() - t_all, "walls": walls}
 

@@ -182,16 +182,29 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def process_role(cmdline: str) -> str:
+    """What a process of a canary's tree is, from its command line (the process tree of docs/operations.md)."""
+    for marker, role in (("tasks.probe_worker", "probe worker"), ("server_child", "private Prefect API server"),
+                         ("prefect_api.watchdog", "server watchdog"), ("uvicorn", "private Prefect API server"),
+                         ("prefect server", "Prefect server")):
+        if marker in cmdline:
+            return role
+    return "canary run (the flow process)" if " run " in f"{cmdline} " or "canary_round" in cmdline else \
+        cmdline.split(" ")[0].rsplit("/", 1)[-1]
+
+
 class TreeSampler:
     """Polls a process tree every `interval_s`: the peak of the summed RSS (shared pages count once per
-    process), the most processes seen at once, the command line of every process seen, and the CPU seconds of
-    the tree (`cpu_s`: each process as last seen, so children that exited still count)."""
+    process), each process's own peak RSS (`peak_by_role`, by `process_role`), the most processes seen at once,
+    the command line of every process seen, and the CPU seconds of the tree (`cpu_s`: each process as last seen,
+    so children that exited still count)."""
 
     def __init__(self, root: int, interval_s: float = 0.25) -> None:
         self.root, self.interval_s = root, interval_s
         self.peak_rss_mb = 0.0
         self.peak_processes = 0
         self.names: dict[int, str] = {}
+        self.peak_by_pid: dict[int, float] = {}
         self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
@@ -213,7 +226,9 @@ class TreeSampler:
         pids = tree_pids(self.root)
         total = 0.0
         for pid in pids:
-            total += rss_mb(pid)
+            rss = rss_mb(pid)
+            total += rss
+            self.peak_by_pid[pid] = max(self.peak_by_pid.get(pid, 0.0), rss)
             self._cpu[pid] = max(self._cpu.get(pid, 0.0), cpu_seconds(pid))
             if pid not in self.names:
                 try:
@@ -227,3 +242,12 @@ class TreeSampler:
     @property
     def cpu_s(self) -> float:
         return sum(self._cpu.values())
+
+    @property
+    def peak_by_role(self) -> dict[str, float]:
+        """Each kind of process's largest peak RSS, MB."""
+        out: dict[str, float] = {}
+        for pid, peak in self.peak_by_pid.items():
+            role = process_role(self.names.get(pid, ""))
+            out[role] = max(out.get(role, 0.0), peak)
+        return out

@@ -335,9 +335,11 @@ def router(
 
 
 def main() -> None:
+    from tasks.arenas import cap_arenas
     from tasks.errors import CanaryError
     from tasks.secrets import install_redaction, redact
 
+    cap_arenas()  # before any thread allocates: this process and every process it starts (tasks/arenas.py)
     install_redaction()
     try:
         app(standalone_mode=True)

@@ -145,8 +145,8 @@ class ProbePipeline:
     """The probes of rounds `0..len(times)-1` of one model, up to `lookahead` rounds ahead of the one settling.
 
     Its methods run on the history's thread; the pools' threads only run probes (tasks/round/probe_task.py's
-    `probe`, one contract each, in the probe worker process). Two lanes, each its own pool: the endpoints that
-    were slow last round (`SLOW_LANE` threads) and the others (`IN_FLIGHT`). The threads bound the requests in
+    `probe_endpoint`, one contract each, on the probe worker's event loop). Two lanes, each its own pool: the endpoints
+    that were slow last round (`SLOW_LANE` threads) and the others (`IN_FLIGHT`). The threads bound the requests in
     flight; the config's `concurrency` slots are set to their sum, so they never bind."""
 
     def __init__(self, cfg: CanaryConfig, model: str, times: Sequence[datetime], api_key: str, *,
@@ -186,7 +186,7 @@ class ProbePipeline:
         return self._endpoints[n]
 
     def _send(self, n: int, probe: Probe, footprint: Footprint = FULL) -> Future[list[Attempt]]:
-        from tasks.round.probe_task import probe as probe_task
+        from tasks.round.probe_task import probe_endpoint
 
         self.counts.sent += 1
         plan, round_id, cfg = EndpointPlan(probe.endpoint, (probe,)), self._round_ids[n], self.round_cfg(n)
@@ -194,7 +194,7 @@ class ProbePipeline:
         if probe.endpoint.tag in self._slow:
             pool = self._slow_pool
             self.counts.slow += 1
-        return pool.submit(n, lambda: probe_task.fn(plan, round_id, cfg, footprint))
+        return pool.submit(n, lambda: probe_endpoint(plan, round_id, cfg, footprint, priority=n))
 
     def _look_ahead(self) -> None:
         """Send what the rounds after the last real plan need, by the latest prediction: what is in flight
@@ -299,7 +299,7 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
     from tasks.round import probe_task
 
     cfg = resolve_config(None, dict(overrides))
-    probe_task.warm_up.fn(build_now=True)  # the probe worker, and the detector before any reply is judged
+    probe_task.warm_up()  # the probe worker (the detector loads its models at the first reply judged)
     pipe = ProbePipeline(cfg, model, times, api_key)
     try:
         pipe.start()
@@ -312,12 +312,11 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
 def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
     """Round n of the pipeline's model at `round_ts` (= times[n]): the round's steps as plain calls, its probes
     taken from the pipeline; returns the flow's summary (and `reprobed`)."""
-    from tasks.round.sequence import Engine, as_plain_call, run_round
+    from tasks.round.sequence import Engine, run_round
 
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")
     engine = Engine(
-        run=as_plain_call,
         probe=lambda _round_id, prior, footprint: pipe.take(n, prior.previous_languages, footprint),
         artifacts=False,  # the artifacts need a Prefect API
         settled=lambda settled: pipe.learned(language_outcomes(settled.results)),  # the next rounds' languages

@@ -78,11 +78,11 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
             f"time x{DEMO_TIME_SCALE:g} inside a round (12 s slow start = {12 * DEMO_TIME_SCALE:g} s, TTFT "
             f"threshold {overrides['ttft_s']:g} s)"
         )
-        # The probe worker and the language detector (2-4 s of CPU) while the Prefect server starts, not in
-        # round 1, whose wall the demo prints. Every wait of more than a few seconds says what it waits for.
+        # The probe worker while the Prefect server starts, not in round 1, whose wall the demo prints. Every
+        # wait of more than a few seconds says what it waits for.
         waited = time.monotonic()
-        console.print("starting the probe worker and the language detector...")
-        warm_up.fn(build_now=True)
+        console.print("starting the probe worker...")
+        warm_up()
         if api.server is not None:
             console.print("starting a private Prefect server (10-30 s on 2 cores)...")
         api.wait_ready()

@@ -1,21 +1,27 @@
 """The `canary-cycle` flow: every configured model's round at one schedule tick, concurrently, in one process.
 
-    canary-cycle ──> round-<model> (task, one per model, at most `models_in_flight` at once)
-                       └──> canary-round-<model>-<stamp> (the model's round: a named subflow run in the UI)
+    canary-cycle ──> canary-round-<model>-<stamp> (the model's round: a named subflow run in the UI, its steps and
+                     probes plain calls inside it; at most `models_in_flight` at once)
 
-One process holds one language detector (built once) and one bounded pool of probe requests (`concurrency`, sent by
-one probe worker process: tasks/probe_worker.py) shared by every model in flight; the policy stays sequential per
-model (each model's round settles and saves on its own). Two cycles of one database never overlap: a file lock beside
-the database (`<db>.cycle.lock`, tasks/cycle_lock.py: it holds between `canary run`s that each started a private
-Prefect server), then a Prefect global concurrency limit of one slot per DuckDB file (`cycle_limit_name`: it
-holds across the workers of one server). A cycle that had to wait for the previous one, or that starts late, says
-so in its log and its result (`late_s`), it is never silently skipped; one that waited `CYCLE_WAIT_S` in vain
-returns `status: late` with the reason (and `canary run` exits 1). The rounds' time (`round_ts`, the round ids) is
-read once the lock and the slot are held, so two cycles that waited for each other never share it; a cycle passes
-its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run holds
-(tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by
-the next one at once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs
-one cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
+One process holds one language detector (built on first use) and one bounded pool of probe requests
+(`concurrency`, sent by one probe worker process on one event loop: tasks/probe_worker.py) shared by every model in
+flight; the policy stays sequential per model (each model's round settles and saves on its own). What the rounds
+would each ask Prefect and the store for, the cycle does once: the rounds' slots (one acquisition under one lease,
+tasks/concurrency.py `cycle_round_slots`), the Secret blocks, the operational Variable's sync, and one DuckDB
+connection kept open between the rounds' write windows (tasks/store/connection.py `kept_open`: it lets go of the
+file whenever another process asks for it, and when the cycle is idle). Every `PROGRESS_EVERY_S` the cycle logs
+one line: rounds done, in flight, requests in flight and an ETA.
+
+Two cycles of one database never overlap: a file lock beside the database (`<db>.cycle.lock`, tasks/cycle_lock.py: it
+holds between `canary run`s that each started a private Prefect server), then a Prefect global concurrency limit of one
+slot per DuckDB file (`cycle_limit_name`: it holds across the workers of one server). A cycle that had to wait for the
+previous one, or that starts late, says so in its log and its result (`late_s`), it is never silently skipped; one that
+waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason (and `canary run` exits 1). The rounds' time
+(`round_ts`, the round ids) is read once the lock and the slot are held, so two cycles that waited for each other never
+share it; a cycle passes its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run
+holds (tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by the next one at
+once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs one cycle;
+`canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
 `db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run
@@ -25,19 +31,23 @@ at the same time on workers of one pool; the default file `canary.duckdb` keeps 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import os
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect import flow, get_run_logger
 
+from tasks.arenas import cap_arenas
 from tasks.clock import utcnow
 from tasks.config import DEFAULT_DB_PATH
 from tasks.core.plan import model_slug
+from tasks.core.progress import progress_line
 from tasks.cycle_lock import CycleLockTimeout
 from tasks.secrets import install_redaction
 
@@ -47,6 +57,10 @@ CYCLE_LIMIT = "canary-cycle"
 CYCLE_WAIT_S = 600.0
 #: The name a confirmation run of the cycle deployment is scheduled under, and keeps when it runs.
 CONFIRM_RUN_PREFIX = "canary-confirm-"
+#: Seconds between the cycle's progress lines (env CANARY_PROGRESS_S; 0: none).
+PROGRESS_EVERY_S = 5.0
+#: A model's round whose run the Prefect API refused is run again after these waits (orchestrator blips only).
+ROUND_RETRY_DELAYS_S = (10.0, 30.0)
 
 
 def _flow_run_name() -> str:
@@ -123,8 +137,7 @@ def _cycle_slot(name: str, wait_s: float, on_lease: Any = None) -> Any:
         yield time.monotonic() - t0
 
 
-@flow(name="canary-cycle", flow_run_name=_flow_run_name,
-      task_runner=ThreadPoolTaskRunner(max_workers=64))  # type: ignore[arg-type]
+@flow(name="canary-cycle", flow_run_name=_flow_run_name)
 def canary_cycle(
     models: list[str] | None = None,
     mode: str | None = None,
@@ -145,6 +158,7 @@ def canary_cycle(
     (tasks/round/confirmations.py schedules such a run of this deployment `confirm_after_min` after a round
     with hard failures)."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
+    cap_arenas()  # before the rounds' threads (a no-op when the `canary` command or the operator did it)
     from tasks.concurrency import heal_dead_cycle
     from tasks.config_loading import resolve_config
     from tasks.cycle_lock import cycle_lock
@@ -176,10 +190,11 @@ def canary_cycle(
                 # The rounds' time, read now that no other cycle of the database runs: two cycles that waited for
                 # each other never share it (their round ids differ; the save refuses one that would not)
                 round_ts = cycle_ts or utcnow()
-                warm_up(build_now=len(chosen) > 1)  # one detector and one probe worker for every model
+                warm_up()  # one probe worker for every model
                 t0 = time.monotonic()
-                summaries = _run_models(chosen, {**config, "run_id": flow_run_id()}, round_ts, cfg.models_in_flight,
-                                        confirmation)
+                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger):
+                    summaries = _run_models(chosen, {**config, "run_id": flow_run_id(), "in_cycle": True},
+                                            round_ts, cfg.models_in_flight, confirmation, logger)
                 refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
                 wall_s = time.monotonic() - t0
     except (TimeoutError, CycleLockTimeout) as exc:
@@ -202,30 +217,109 @@ def _waiting(db_path: str, logger: Any) -> Any:
     return say
 
 
-def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, in_flight: int,
-                confirmation: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every model's round, at most `in_flight` at once (a slow model does not hold the others back); a model
-    whose round failed is reported, never allowed to cost the other models theirs."""
-    from tasks.round.steps import retry_on_orchestrator
+@contextlib.contextmanager
+def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any) -> Iterator[None]:
+    """What each round would ask for, done once for the cycle's rounds (module docstring): the store kept open,
+    the Secret blocks read once, the operational Variable synced, every free round slot held."""
+    from tasks import store, variable_sync
+    from tasks.concurrency import cycle_round_slots
+    from tasks.secrets import blocks_read_once, preload_secrets
 
-    slots = threading.BoundedSemaphore(max(1, in_flight))
-
-    @task(name="round", task_run_name="round-{model}", cache_policy=NO_CACHE, retries=2,
-          retry_delay_seconds=[10, 30], retry_condition_fn=retry_on_orchestrator)
-    def model_round(model: str) -> dict[str, Any]:
-        from flows.round import canary_round
-
-        # Each round keeps its own flow-run heartbeats (up to 1 s at its end, the engine joins the heartbeat
-        # thread): turning them off for the subflow with a SettingsContext in this thread made a served cycle's
-        # second model wait for the first one's probes (tests/e2e/test_serve.py caught it).
-        with slots:
-            return canary_round(model=model, round_ts=round_ts, refresh_snapshot=False, **config, **confirmation)
-
-    futures = [(m, model_round.submit(m)) for m in models]
-    summaries: list[dict[str, Any]] = []
-    for m, fut in futures:
+    with store.kept_open(db_path), blocks_read_once():
+        preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
         try:
-            summaries.append(fut.result())
-        except Exception as exc:  # the round's own flow run shows the traceback
-            summaries.append({"model": m, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:300]})
+            if not variable_sync.sync(db_path, now):
+                logger.debug("operational exclusions: no Prefect Variable to sync this cycle")
+        except Exception as exc:  # the store's problem is each round's to report (its first window)
+            logger.warning("operational exclusions not synced with the Prefect Variable this cycle: %s: %s",
+                           type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
+        with cycle_round_slots(models, logger, db_path):
+            yield
+
+
+def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, in_flight: int,
+                confirmation: dict[str, Any], logger: Any) -> list[dict[str, Any]]:
+    """Every model's round, at most `in_flight` at once (a slow model does not hold the others back), each a
+    subflow run of this cycle; a model whose round failed is reported, never allowed to cost the other models
+    theirs. A round the Prefect API refused to start is run again (`ROUND_RETRY_DELAYS_S`)."""
+    from flows.round import canary_round
+    from tasks.http_errors import is_orchestrator_blip
+    from tasks.round.steps import with_retries
+
+    def model_round(model: str) -> dict[str, Any]:
+        # Each round keeps its own flow-run heartbeats when served (up to 1 s at its end, the engine joins the
+        # heartbeat thread): turning them off for the subflow made a served cycle's second model wait for the
+        # first one's probes (tests/e2e/test_serve.py caught it).
+        return with_retries(
+            lambda: canary_round(model=model, round_ts=round_ts, refresh_snapshot=False, **config, **confirmation),
+            is_orchestrator_blip, ROUND_RETRY_DELAYS_S, f"the round of {model}")
+
+    progress = _Progress(len(models), logger)
+    with ThreadPoolExecutor(max_workers=max(1, min(in_flight, len(models))), thread_name_prefix="round") as pool, \
+            progress.reporting():
+        # each round in a copy of this flow run's context: its flow run is a subflow of the cycle's
+        futures = [(m, pool.submit(contextvars.copy_context().run, progress.counted(model_round), m))
+                   for m in models]
+        summaries = [_summary(m, fut) for m, fut in futures]
     return summaries
+
+
+def _summary(model: str, future: Future[dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return future.result()
+    except Exception as exc:  # the round's own flow run shows the traceback
+        return {"model": model, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+class _Progress:
+    """The cycle's progress line every `PROGRESS_EVERY_S` (tasks/core/progress.py says it): rounds done, in
+    flight, the probe requests out and waiting, the ETA."""
+
+    def __init__(self, total: int, logger: Any) -> None:
+        self.total, self.logger = total, logger
+        self.done = self.running = 0
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+
+    def counted(self, fn: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+        def run(model: str) -> dict[str, Any]:
+            with self._lock:
+                self.running += 1
+            try:
+                return fn(model)
+            finally:
+                with self._lock:
+                    self.running -= 1
+                    self.done += 1
+
+        return run
+
+    @contextlib.contextmanager
+    def reporting(self) -> Iterator[None]:
+        every = _progress_every_s()
+        stop = threading.Event()
+        thread = threading.Thread(target=self._report, args=(every, stop), name="cycle-progress", daemon=True)
+        if every > 0 and self.total > 1:
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+
+    def _report(self, every: float, stop: threading.Event) -> None:
+        from tasks.probe_worker import dispatcher
+
+        while not stop.wait(every):
+            out, waiting = dispatcher().in_flight()
+            with self._lock:
+                done, running = self.done, self.running
+            self.logger.info("%s", progress_line(done, running, self.total, time.monotonic() - self._t0,
+                                                 requests=(out, waiting)))
+
+
+def _progress_every_s() -> float:
+    raw = os.environ.get("CANARY_PROGRESS_S", "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else PROGRESS_EVERY_S
+    except ValueError:
+        return PROGRESS_EVERY_S

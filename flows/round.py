@@ -1,12 +1,16 @@
-"""The `canary-round` flow: one round for one model. The flow only wires tasks; the tasks do the work.
+"""The `canary-round` flow: one round for one model, the round's one Prefect unit (its state, logs, artifacts).
+The flow only wires; the steps do the work.
 
-    load prior -> discover -> probe.map -> settle (pure) -> save (one transaction) -> publish -> deliver
+    load prior -> discover -> probe (every endpoint at once) -> settle (pure) -> save (one transaction)
+    -> publish -> deliver
 
 The steps and their order are tasks/round/sequence.py's `run_round` (the pipelined history runs the same
-sequence with plain calls); this flow runs each step as a Prefect task run and probes every endpoint as a mapped
-task. A journal file next to the database follows the round from step to step, so a round whose process dies is
-marked `crashed` with the step it reached by the next round of its model; a round whose write window cannot
-be had is spooled to disk (`deferred`) and landed by the next round that gets the store.
+sequence), each a plain call inside this flow run: no task run per step or per probe (each cost the round
+process ~5 ms of CPU and the API server a request or more, and Prefect kept every result until the cycle ended).
+What a probe task run showed is the round's log: one line per endpoint (tasks/round/probe_task.py). A journal
+file next to the database follows the round from step to step, so a round whose process dies is marked `crashed`
+with the step it reached by the next round of its model; a round whose write window cannot be had is spooled to
+disk (`deferred`) and landed by the next round that gets the store.
 """
 
 from __future__ import annotations
@@ -14,8 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from prefect import flow, get_run_logger, unmapped
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect import flow, get_run_logger
 
 from tasks.clock import utcnow
 from tasks.config_loading import resolve_config
@@ -23,11 +26,8 @@ from tasks.core.budget import Footprint
 from tasks.core.plan import by_endpoint
 from tasks.core.settle import Prior
 from tasks.round import confirmations, probe_task, steps
-from tasks.round.sequence import Engine, RoundProbes, as_task_run, planned_probes, run_round
+from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
 from tasks.secrets import preload_secrets
-
-#: Probe tasks (one per endpoint) in flight at once; the requests are bounded by the config's `concurrency`.
-PROBE_WORKERS = 32
 
 
 def _flow_run_name() -> str:
@@ -41,11 +41,7 @@ def _flow_run_name() -> str:
     return f"canary-{kind}-{model}-{stamp}"
 
 
-@flow(
-    name="canary-round",
-    flow_run_name=_flow_run_name,
-    task_runner=ThreadPoolTaskRunner(max_workers=PROBE_WORKERS),  # type: ignore[arg-type]
-)
+@flow(name="canary-round", flow_run_name=_flow_run_name)
 def canary_round(
     model: str | None = None,
     mode: str | None = None,
@@ -59,6 +55,7 @@ def canary_round(
     contracts: dict[str, list[str]] | None = None,  # only these contracts per tag,
     confirms: str | None = None,  # confirming the hard failures model_id this round id
     run_id: str | None = None,  # the run that chose round_ts (the cycle's flow run); default this flow run
+    in_cycle: bool = False,  # run by a cycle of this process: it holds the slot and synced the Variable
 ) -> dict[str, Any]:
     """Probe every endpoint model_id `model`, judge the contracts, apply the policy, publish the ignore list.
 
@@ -67,23 +64,28 @@ def canary_round(
     `refresh_snapshot`: republish the analysts' snapshot at the end (a cycle does it once for all models).
     `run_id`: the run that chose `round_ts`; its round's save refuses a round id another run's round holds (the
     cycle passes its own flow run, so a round it runs again after an orchestrator blip replaces its rows).
+    `in_cycle`: a cycle of this process runs it (flows/cycle.py): the cycle holds the model's round slot, read
+    the secrets and reconciled the operational Variable once for all its rounds.
     """
     logger = get_run_logger()
     cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path, mode=mode)
-    preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
+    if not in_cycle:
+        preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
     model_id = model or cfg.models[0]
     plan = confirmations.parse_plan(only, contracts)  # None: a full round
 
     def probe_round(round_id: str, prior: Prior, footprint: Footprint) -> RoundProbes:
-        endpoints = steps.discover.with_options(name=f"discover-{model_id}")(cfg, model_id)
-        probe_task.warm_up_once()
+        endpoints = steps.discover(cfg, model_id)
+        probe_task.warm_up()
         probes = planned_probes(endpoints, cfg.languages, prior.previous_languages, footprint)
         probes, endpoints = confirmations.narrow(probes, endpoints, plan)
-        futures = probe_task.probe.map(by_endpoint(probes), unmapped(round_id), unmapped(cfg), unmapped(footprint))
-        return RoundProbes(endpoints, [a for f in futures for a in f.result()])
+        attempts, lines = probe_task.probe_round(by_endpoint(probes), round_id, cfg, footprint)
+        for line in lines:
+            logger.info("%s", line)
+        return RoundProbes(endpoints, attempts)
 
-    engine = Engine(run=as_task_run, probe=probe_round, guard=lambda: steps.round_guard(model_id, logger, cfg.db_path),
-                    follow_up=confirmations.follow_up, flow_run_id=steps.flow_run_id())
+    engine = Engine(probe=probe_round, guard=lambda: steps.round_guard(model_id, logger, cfg.db_path),
+                    follow_up=confirmations.follow_up, flow_run_id=steps.flow_run_id(), sync_variable=not in_cycle)
     summary = run_round(engine, cfg, model_id, round_ts or utcnow(), partial=plan is not None, confirms=confirms,
                         run_id=run_id)
     if summary.status != "skipped":

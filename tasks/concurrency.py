@@ -18,6 +18,11 @@ slot is taken, the next round looks for holders whose journal names a dead proce
 their flow runs Crashed in Prefect and frees the slot before it waits. Dead holders' flow runs are marked
 Crashed even when their slot has meanwhile come back by itself (its lease ran out): nothing stays Running.
 
+A cycle takes its rounds' slots at once (`cycle_round_slots`): one read of every limit, one acquisition of every
+free slot under one lease (one renewal thread, one release at the cycle's end), instead of ~4 API calls and a
+renewal thread per round. A round of such a model finds its slot held by its own process's cycle and runs
+(`round_slot`); a slot another holder has goes the round's own way (heal, wait, free a stale one, or skip).
+
 The cycle's slot heals the same way (`heal_dead_cycle`): a cycle holds the database's file lock
 (tasks/cycle_lock.py) and records its flow run and its slot's lease there; the next cycle that finds such a record
 marks that flow run and its round runs Crashed and releases the lease at once, instead of waiting out the
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +48,11 @@ LEASE_S = 120.0
 #: A `canary-round` run still marked running after this long is a zombie, not a live holder.
 STALE_RUN = timedelta(hours=1)
 FLOW_NAME = "canary-round"
+
+
+#: Round slots (limit names) this process's cycle holds for its rounds (`cycle_round_slots`).
+_CYCLE_HELD: set[str] = set()
+_CYCLE_HELD_LOCK = threading.Lock()
 
 
 class RoundSkipped(Exception):
@@ -233,9 +244,100 @@ def heal_dead_cycle(dead: Any, logger: Any) -> list[str]:
     return marked
 
 
+def _limits_taken(names: Sequence[str]) -> dict[str, bool]:
+    """Each limit of `names`, created when missing: True when its slot is taken right now (one read of every
+    limit; a create per missing one)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    wanted, seen = set(names), {}
+    with get_client(sync_client=True) as client:
+        offset, page = 0, 200
+        while True:
+            batch = client.read_global_concurrency_limits(limit=page, offset=offset)
+            seen.update({lim.name: lim.active_slots >= lim.limit for lim in batch if lim.name in wanted})
+            if len(batch) < page:
+                break
+            offset += page
+        for name in wanted - seen.keys():
+            with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+            seen[name] = False
+    return seen
+
+
+@contextlib.contextmanager
+def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = None) -> Iterator[list[str]]:
+    """Hold the round slot of every model whose slot is free, for the whole cycle, in one acquisition (module
+    docstring); yields the models it holds. Slots held by dead rounds are healed first (as a round would); a
+    model whose slot stays taken is left to its round (`round_slot`: wait, or skip). A failed batch costs
+    nothing but the batch: every round then takes its own slot."""
+    by_name = {limit_name(m): m for m in dict.fromkeys(models)}
+    try:
+        taken = _limits_taken(list(by_name))
+        for name, model in by_name.items():
+            heal_dead_holders(model, db_path, logger, taken=taken[name])
+        free = [name for name in by_name if not taken[name]]
+        stack = contextlib.ExitStack()
+        if free:
+            stack.enter_context(_leased(free))
+    except Exception as exc:  # taken meanwhile (423), the API: each round takes its own slot
+        logger.warning("Round slots not taken for the whole cycle (%s: %s); each round takes its own",
+                       type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
+        yield []
+        return
+    with stack:
+        with _CYCLE_HELD_LOCK:
+            _CYCLE_HELD.update(free)
+        try:
+            yield [by_name[name] for name in free]
+        finally:
+            with _CYCLE_HELD_LOCK:
+                _CYCLE_HELD.difference_update(free)
+
+
+@contextlib.contextmanager
+def _leased(names: list[str]) -> Iterator[None]:
+    """One slot of each limit of `names` under one lease, renewed by one thread and released at the end; fails at
+    once (HTTP 423) when one of them is full. Prefect's `concurrency()` would emit an event per limit relating all
+    the others (a catalog's hundred limits overflow an event's related resources)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        lease_id = UUID(str(client.increment_concurrency_slots_with_lease(
+            names, 1, "concurrency", LEASE_S).json()["lease_id"]))
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(LEASE_S / 3):
+            with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # a blip: the next try
+                client.renew_concurrency_lease(lease_id, LEASE_S)
+
+    renewer = threading.Thread(target=renew, name="round-slots-lease", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # else the lease runs out
+            client.release_concurrency_slots_with_lease(lease_id)
+
+
+def held_by_cycle(model: str) -> bool:
+    """True when this process's cycle holds `model`'s round slot."""
+    with _CYCLE_HELD_LOCK:
+        return limit_name(model) in _CYCLE_HELD
+
+
 @contextlib.contextmanager
 def round_slot(model: str, logger: Any, wait_s: float | None = None, db_path: str | None = None) -> Iterator[None]:
-    """Hold `model`'s round slot for the body; raise RoundSkipped (after one log line) if it stays taken."""
+    """Hold `model`'s round slot for the body; raise RoundSkipped (after one log line) if it stays taken. A slot
+    this process's cycle holds for its rounds is the round's already."""
+    if held_by_cycle(model):
+        yield
+        return
     wait = wait_seconds() if wait_s is None else wait_s
     # taken: by a live round, or by one whose process died (healed at once); free: a dead round's flow run
     # may still say Running (its lease ran out since), and is marked Crashed

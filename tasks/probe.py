@@ -1,14 +1,19 @@
 """One pinned, streamed probe request → one `Attempt` (docs/design.md "Contracts"; openrouter-api.md 2-4, 7).
 
-`probe_once` never raises for a provider fault: whatever the wire does (refuses, stalls, cuts, sends garbage,
+Two shells, one request and one reading of the body (tasks/probe_body.py): `probe_once_async` on an
+httpx.AsyncClient, what the probe worker's event loop runs (tasks/probe_worker.py: hundreds of requests in flight
+in one thread, each block stamped when it is read), and `probe_once` on an httpx.Client in the calling thread.
+
+Neither raises for a provider fault: whatever the wire does (refuses, stalls, cuts, sends garbage,
 errors mid-stream) becomes data on the attempt (`error_class`, `error_code`, `error_detail`), and a partial
 stream keeps its partial text. The contracts judge the attempt later; this module only measures.
 
 Time budgets (cfg): ``connect_timeout_s`` for the connection, ``read_timeout_s`` for silence between bytes
 (keep-alive comments reset it), ``probe_budget_s`` for the whole attempt (keep-alives do not extend it). The
-budget is enforced after the headers by a watchdog that shuts the socket down at the deadline, so even a
-silent stall ends on time; before the headers, the connect and read timeouts (each capped by the budget)
-bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge, not the probe, applies thresholds.
+budget is enforced after the headers (by a timeout of the event loop, or in a thread by a watchdog that shuts
+the socket down at the deadline), so even a silent stall ends on time; before the headers, the connect and read
+timeouts (each capped by the budget) bound the wait. TTFT keeps being measured past ``cfg.ttft_s``: the judge,
+not the probe, applies thresholds.
 
 httpx exceptions are mapped at one boundary, `tasks.http_errors.classify_exception` (most specific class first,
 httpx style); what counts as transport is decided in tasks/core/classify.py, not here. Retry-After is read by
@@ -27,36 +32,33 @@ it before the first chunk is caught by the parser (`not_sse`).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
-import json
 import math
 import os
 import socket
 import threading
 import time
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from tasks.clock import Clock
 from tasks.config import CanaryConfig
-from tasks.core.http_rules import is_redirect_status, parse_retry_after
 from tasks.core.probe_request import build_request, prompt_language
-from tasks.core.sse import SSEParser, escape_bytes
-from tasks.core.sse_chunks import chunk_error, one_line
 from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.http_errors import classify_exception
+from tasks.probe_body import ERROR_BODY_CAP_BYTES, SNIFF_CAP_BYTES, BodyReader
 from tasks.probe_record import AttemptRecorder
+from tasks.probe_stream import arrival_of, sent_of
+
+__all__ = ["ERROR_BODY_CAP_BYTES", "SNIFF_CAP_BYTES", "probe_once", "probe_once_async"]
 
 #: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
 ATTRIBUTION_REFERER = "https://github.com/provider-canary"
 ATTRIBUTION_TITLE = "provider-canary"
-#: Bytes of a non-200 (or non-SSE 200) body read for its error message; the rest is never read.
-ERROR_BODY_CAP_BYTES = 64 * 1024
-#: Bytes read of a 200 body that is neither an event stream nor JSON: enough evidence, never the whole page.
-SNIFF_CAP_BYTES = 4 * 1024
 
 class _Deadlines:
     """One thread per process that fires watchdogs at their deadlines (monotonic seconds).
@@ -138,24 +140,20 @@ class _Watchdog:
             self._sock = None
 
 
-def probe_once(
-    client: httpx.Client,
-    *,
-    base_url: str,
-    api_key: str,
-    endpoint: Endpoint,
-    contract: str,
-    round_id: str,
-    attempt_no: int,
-    language: str | None,
-    cfg: CanaryConfig,
-    clock: Clock,
-    body: dict[str, Any] | None = None,
-) -> Attempt:
-    """Send one pinned probe to `endpoint` and record everything the wire showed.
+@dataclass(frozen=True)
+class _Request:
+    """One probe's request and what its attempt records, the same for both shells."""
 
-    `body` is the request the caller built (tasks/core/probe_request.py), `language` then the prompt's; without
-    it the request is built here from the registry."""
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    timeout: httpx.Timeout
+    budget: float
+    language: str
+
+
+def _request(base_url: str, api_key: str, endpoint: Endpoint, contract: str, attempt_no: int,
+             language: str | None, cfg: CanaryConfig, body: dict[str, Any] | None) -> _Request:
     recorded = language if body is not None and language is not None else prompt_language(contract, language)
     if body is None:
         body = build_request(contract, endpoint.model, endpoint.tag, language, cfg, attempt_no=attempt_no)
@@ -172,165 +170,115 @@ def probe_once(
         write=min(cfg.read_timeout_s, budget),
         pool=min(cfg.connect_timeout_s, budget),
     )
+    return _Request(base_url.rstrip("/") + "/chat/completions", body, headers, timeout, budget, recorded)
+
+
+def _failed(rec: AttemptRecorder, exc: Exception, budget: float, budget_cut: bool) -> None:
+    """An exception out of the request: the budget when it was cut there, an httpx error's class, else a bug
+    (raised)."""
+    if budget_cut:  # the read was cut at the budget: whatever surfaced, it is the budget
+        rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {budget:g}s exceeded")
+    elif isinstance(exc, httpx.HTTPError):
+        rec.fail(classify_exception(exc), detail=f"{type(exc).__name__}: {exc}")
+    else:
+        raise exc
+
+
+def probe_once(
+    client: httpx.Client,
+    *,
+    base_url: str,
+    api_key: str,
+    endpoint: Endpoint,
+    contract: str,
+    round_id: str,
+    attempt_no: int,
+    language: str | None,
+    cfg: CanaryConfig,
+    clock: Clock,
+    body: dict[str, Any] | None = None,
+) -> Attempt:
+    """Send one pinned probe to `endpoint` and record everything the wire showed (a thread's client).
+
+    `body` is the request the caller built (tasks/core/probe_request.py), `language` then the prompt's; without
+    it the request is built here from the registry."""
+    req = _request(base_url, api_key, endpoint, contract, attempt_no, language, cfg, body)
     started_at = clock.now()
     t0 = clock.monotonic()
-    deadline = t0 + budget
+    deadline = t0 + req.budget
     rec = AttemptRecorder(cap_bytes=cfg.text_cap_bytes, t0=t0, secret=api_key)
     watchdog = _Watchdog()
     try:
-        with client.stream(
-            "POST", base_url.rstrip("/") + "/chat/completions", json=body, headers=headers, timeout=timeout
-        ) as response:
+        with client.stream("POST", req.url, json=req.body, headers=req.headers, timeout=req.timeout) as response:
             rec.http_status = response.status_code
             watchdog.arm(response, deadline - clock.monotonic())
             try:
-                kind = _body_kind(response)
-                if response.status_code != 200:
-                    _read_error_response(response, rec, clock.now())
-                elif kind == "json":
-                    _read_json_body(response, rec, clock)
-                elif kind == "other":
-                    _read_foreign_body(response, rec, clock)
-                else:
-                    _read_event_stream(response, rec, clock, deadline, watchdog)
+                reader = BodyReader(response.status_code, response.reason_phrase, response.headers, rec, deadline,
+                                    clock.now())
+                try:
+                    for data in response.iter_bytes():
+                        if reader.feed(data, clock.monotonic()):
+                            break
+                except httpx.HTTPError:
+                    if not reader.keeps_status_on_read_error:
+                        raise
+                    reader.abandon()
+                reader.end(clock.monotonic(), budget_cut=watchdog.fired)
             finally:
                 watchdog.disarm()
     except Exception as exc:
-        if watchdog.fired:  # the socket was shut under a read: whatever surfaced, it is the budget
-            rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {budget:g}s exceeded")
-        elif isinstance(exc, httpx.HTTPError):
-            rec.fail(classify_exception(exc), detail=f"{type(exc).__name__}: {exc}")
-        else:
-            raise
-    return rec.to_attempt(
-        round_id=round_id,
-        endpoint=endpoint,
-        contract=contract,
-        attempt_no=attempt_no,
-        started_at=started_at,
-        language=recorded,
-        end=clock.monotonic(),
-    )
+        _failed(rec, exc, req.budget, watchdog.fired)
+    return rec.to_attempt(round_id=round_id, endpoint=endpoint, contract=contract, attempt_no=attempt_no,
+                          started_at=started_at, language=req.language, end=clock.monotonic())
 
 
-def _body_kind(response: httpx.Response) -> str:
-    """`sse` (an event stream, or no content-type: the parser decides), `json`, or `other` (text/html...)."""
-    content_type = response.headers.get("content-type", "").lower()
-    if "event-stream" in content_type or not content_type.strip():
-        return "sse"
-    return "json" if "json" in content_type else "other"
-
-
-def _read_capped(response: httpx.Response, cap: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    for data in response.iter_bytes():
-        parts.append(data)
-        size += len(data)
-        if size >= cap:
-            break
-    return b"".join(parts)[:cap]
-
-
-def _read_error_response(response: httpx.Response, rec: AttemptRecorder, now: datetime) -> None:
-    status = response.status_code
-    rec.retry_after_s = parse_retry_after(response.headers.get("retry-after"), now)
-    detail = f"HTTP {status} {response.reason_phrase}".strip()
+async def probe_once_async(
+    client: httpx.AsyncClient,
+    *,
+    base_url: str,
+    api_key: str,
+    endpoint: Endpoint,
+    contract: str,
+    round_id: str,
+    attempt_no: int,
+    language: str | None,
+    cfg: CanaryConfig,
+    clock: Clock,
+    body: dict[str, Any] | None = None,
+) -> Attempt:
+    """`probe_once` on an event loop (the probe worker's): the same request, the same body reading
+    (tasks/probe_body.py), each block stamped when the loop read it from the socket and TTFT counted from when the
+    request was written to it (a client of tasks/probe_stream.py; with another client, when the task runs). The budget
+    is a timeout of the loop from the headers on (the thread's shell shuts the socket down at the deadline instead)."""
+    req = _request(base_url, api_key, endpoint, contract, attempt_no, language, cfg, body)
+    started_at = clock.now()
+    t0 = clock.monotonic()
+    deadline = t0 + req.budget
+    rec = AttemptRecorder(cap_bytes=cfg.text_cap_bytes, t0=t0, secret=api_key)
+    budget_cut = False
     try:
-        raw = _read_capped(response, ERROR_BODY_CAP_BYTES)
-    except httpx.HTTPError:
-        raw = b""
-    text = raw.decode("utf-8", "replace")
-    try:
-        payload: Any = json.loads(text)
-    except ValueError:
-        payload = None
-    error = chunk_error(payload) if isinstance(payload, dict) else None
-    if is_redirect_status(status):  # never followed (tasks/core/classify.py "Redirects"): the Location is the evidence
-        location = one_line(response.headers.get("location", ""), 200) or "none"
-        detail = f"HTTP {status}: redirect to '{location}'"
-    elif error is not None and error[1]:
-        detail = f"HTTP {status}: {error[1]}"
-    elif text.strip():
-        detail = f"HTTP {status}: {one_line(text, 200)}"
-    rec.fail(ErrorClass.HTTP_STATUS, code=status, detail=detail)
-
-
-def _read_json_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
-    """A 200 that is not SSE: an error body (openrouter-api.md 4c) or a whole non-streamed completion."""
-    cap = ERROR_BODY_CAP_BYTES + 4 * rec.cap_bytes
-    raw = _read_capped(response, cap + 1)
-    rec.bytes_read = len(raw)
-    ctype = one_line(response.headers.get("content-type", ""), 80)
-    payload, problem = _json_object(raw[:cap])
-    if len(raw) > cap:
-        problem = f"over the {cap}-byte cap, stopped reading"
-    if payload is None:
-        seen = f"'{escape_bytes(raw)}' ({_bytes_read(raw, cap)})"
-        detail = f"HTTP 200 {ctype} body is not a JSON object ({problem}): {seen}"
-        rec.fail(ErrorClass.PROTOCOL, detail=detail)
-        return
-    rec.on_chunk(payload, clock.monotonic())
-    rec.done = True
-
-
-def _read_foreign_body(response: httpx.Response, rec: AttemptRecorder, clock: Clock) -> None:
-    """A 200 that is neither an event stream nor JSON by its content-type (an HTML page, text/plain...).
-
-    An OpenRouter error object sent with the wrong content-type is still read as one (its code decides);
-    anything else is a protocol violation with its first bytes as evidence, and the rest is never read.
-    """
-    raw = _read_capped(response, SNIFF_CAP_BYTES + 1)
-    rec.bytes_read = len(raw)
-    payload, _ = _json_object(raw[:SNIFF_CAP_BYTES])
-    if payload is not None and chunk_error(payload) is not None:
-        rec.on_chunk(payload, clock.monotonic())
-        rec.done = True
-        return
-    ctype = one_line(response.headers.get("content-type", ""), 80)
-    seen = f"'{escape_bytes(raw)}' ({_bytes_read(raw, SNIFF_CAP_BYTES)})"
-    rec.fail(ErrorClass.PROTOCOL, detail=f"HTTP 200 content-type ({ctype}) is not an event stream: {seen}")
-
-
-def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, str]:
-    """(the JSON object, "") or (None, what is wrong with the bytes)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"invalid UTF-8 at byte {exc.start}"
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError):
-        return None, "not JSON"
-    if not isinstance(payload, dict):
-        return None, f"JSON {type(payload).__name__}, not an object"
-    return payload, ""
-
-
-def _bytes_read(raw: bytes, cap: int) -> str:
-    return f"{cap} bytes read, the rest not read" if len(raw) > cap else f"{len(raw)} bytes"
-
-
-def _read_event_stream(
-    response: httpx.Response, rec: AttemptRecorder, clock: Clock, deadline: float, watchdog: _Watchdog
-) -> None:
-    parser = SSEParser()
-    for data in response.iter_bytes():
-        now = clock.monotonic()
-        rec.bytes_read += len(data)
-        for event in parser.feed(data):
-            if rec.on_event(event, now):
-                return
-        if now >= deadline:
-            rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {deadline - rec.t0:g}s exceeded")
-            return
-    now = clock.monotonic()
-    if watchdog.fired or now >= deadline:  # the watchdog's shutdown can look like a clean end of body
-        rec.fail(ErrorClass.TIMEOUT, detail=f"probe budget of {deadline - rec.t0:g}s exceeded")
-        return
-    for event in parser.close():
-        if rec.on_event(event, now):
-            return
-    if not rec.done and rec.finish_reason is None:
-        rec.fail(ErrorClass.STREAM_CUT, detail="stream ended before a finish_reason or [DONE]")
-
+        async with client.stream("POST", req.url, json=req.body, headers=req.headers,
+                                 timeout=req.timeout) as response:
+            rec.http_status = response.status_code
+            rec.ttft_from = sent_of(response) or t0  # the provider's time starts when the request went out
+            reader = BodyReader(response.status_code, response.reason_phrase, response.headers, rec, deadline,
+                                clock.now())
+            try:
+                async with asyncio.timeout(max(0.0, deadline - clock.monotonic())):
+                    async for data in response.aiter_bytes():
+                        if reader.feed(data, arrival_of(response) or clock.monotonic()):
+                            break
+            except TimeoutError:
+                budget_cut = True
+                if not reader.keeps_status_on_read_error:
+                    raise
+                reader.abandon()
+            except httpx.HTTPError:
+                if not reader.keeps_status_on_read_error:
+                    raise
+                reader.abandon()
+            reader.end(clock.monotonic(), budget_cut=budget_cut)
+    except Exception as exc:
+        _failed(rec, exc, req.budget, budget_cut)
+    return rec.to_attempt(round_id=round_id, endpoint=endpoint, contract=contract, attempt_no=attempt_no,
+                          started_at=started_at, language=req.language, end=clock.monotonic())

@@ -3,7 +3,8 @@
 `AttemptRecorder` is fed SSE events (tasks.core.sse) or whole chunks with the monotonic time they arrived, and
 `to_attempt` freezes the result. Rules that live here:
 
-* TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning.
+* TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning, from
+  `ttft_from` (the request's start `t0`, or when the request was written to the socket, if the shell knows it).
 * Text and reasoning are capped at `cap_bytes` of UTF-8, cut on a character boundary (`text_truncated`).
 * The first wire fault wins (`fail`), except that a bad frame yields to anything worse that follows.
 * A frame that cannot be decoded (not JSON, not an object, invalid UTF-8, a line over the parser's cap, or
@@ -45,6 +46,7 @@ class AttemptRecorder:
 
     def __init__(self, *, cap_bytes: int, t0: float, secret: str = "") -> None:
         self.cap_bytes, self.t0, self._secret = cap_bytes, t0, secret
+        self.ttft_from = t0  # TTFT's origin: the request's start, or when it was sent (tasks/probe_stream.py)
         self.http_status: int | None = None
         self.ttft_ms: float | None = None
         self.chunk_count = 0
@@ -120,7 +122,7 @@ class AttemptRecorder:
             self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
         content, reasoning = delta_text(chunk)
         if (content or reasoning) and self.ttft_ms is None:
-            self.ttft_ms = self.elapsed_ms(now)
+            self.ttft_ms = (now - self.ttft_from) * 1000.0
         self._text.add(content)
         self._reasoning.add(reasoning)
         for fragment in delta_tool_calls(chunk):

@@ -1,24 +1,41 @@
-"""Probe requests run in a worker process, so the bytes are timestamped where they arrive (issue 12).
+"""Probe requests run on one event loop in a worker process, so the bytes are timestamped where they arrive
+(issues 12 and 32).
 
-The round process is busy: Prefect's task machinery, judging replies, detecting languages, other models'
-rounds. A thread of that process reading a socket must take the GIL back before it can timestamp the bytes it
-received, and with a whole catalog in flight that wait reached hundreds of milliseconds, measured as the
-provider's TTFT. A canary that reports slowness it causes itself suspends healthy providers. So the requests
-run in one child process (`python -m tasks.probe_worker <fd>`) that does nothing else: HTTP, the SSE parser
-and the clock. The round process sends it one `ProbeCall` per attempt over a socket pair and gets the
-`Attempt` back; the bound on requests in flight (`concurrency`) stays with the caller.
+The round process is busy: judging replies, detecting languages, other models' rounds. A thread of that process reading
+a socket must take the GIL back before it can timestamp the bytes it received, and a thread per request does not scale
+either: at 128-256 requests in flight the threads' turns alone (a plain threaded httpx client, benchmarks/ttft_floor.py)
+put hundreds of milliseconds on a provider's TTFT. A canary that reports slowness it causes itself suspends healthy
+providers. So the requests run in one child process (`python -m tasks.probe_worker <fd>`) that does nothing else: one
+asyncio event loop (uvloop when installed) carrying every request in flight (`tasks.probe.probe_once_async`: HTTP, the
+SSE parser, the clock), each block of a body stamped as the loop reads it from the socket, before any parsing
+(tasks/probe_stream.py). The round process sends it one `ProbeCall` per attempt over a socket pair and gets the
+`Attempt` back.
 
-- One worker per process, started on first use (warm-up starts it) and again if it died; it exits when its
-  parent goes (end of file on the socket), so nothing is left behind, even after SIGKILL.
-- A bug of ours inside the worker comes back as `ProbeWorkerError` with its message, and a worker that dies
-  fails its calls in flight the same way: the caller records them, the other endpoints keep their results.
-- `CANARY_PROBE_PROCESS=0` runs the probes in the calling thread instead (debugging, profiling).
+- The bound on requests in flight (`concurrency`) is kept in the worker (`LoopRunner`): the caller sends every call
+  at once with its priority, the worker starts the earliest round's first (a round's chains, a tool call's second
+  turn or a language confirmation, pass the rounds started after it) and the next one as soon as one ends, without
+  waiting for the busy caller to take an answer and send more.
+- Requests are spread over several httpx clients (`CLIENT_STREAMS` each): httpcore's pool scans all of its
+  connections for every request it starts or ends, which at 256 in flight on one client cost more CPU than the
+  requests' own bytes.
+- One worker per process, started on first use (`start`) and again if it died; it exits when its parent goes
+  (end of file on the socket), so nothing is left behind, even after SIGKILL. It runs with
+  `MALLOC_ARENA_MAX` capped (tasks/arenas.py).
+- A bug of ours inside the worker comes back as `ProbeWorkerError` with its message; a worker that dies, or says
+  nothing (no answer, no heartbeat every `HEARTBEAT_S`) for `ANSWER_GRACE_S` while calls are out, fails its calls
+  the same way (a silent one is killed): the caller records them, the other endpoints keep their results.
+- `CANARY_PROBE_PROCESS=0` runs the same event loop in a thread of this process instead (debugging,
+  profiling).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import heapq
 import itertools
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -26,7 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -35,6 +52,7 @@ from typing import Any
 
 import httpx
 
+from tasks.arenas import capped_env
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Endpoint
@@ -43,10 +61,15 @@ from tasks.failpoints import raise_point
 
 ENV = "CANARY_PROBE_PROCESS"
 ROOT = Path(__file__).resolve().parents[1]
-#: Seconds past the probe budget the caller waits for the worker's answer before giving the attempt up.
+#: Seconds the caller waits for any word of a worker that has calls out (an answer or a heartbeat) before it
+#: gives those calls up and kills the worker.
 ANSWER_GRACE_S = 30.0
-#: Threads of the worker: created on demand, so in practice the caller's bound on requests in flight.
-WORKER_THREADS = 512
+#: Seconds between a busy worker's heartbeats (requests running, requests queued).
+HEARTBEAT_S = 2.0
+#: The id a heartbeat comes with instead of a call's.
+HEARTBEAT = -1
+#: Requests one httpx client carries at once (module docstring).
+CLIENT_STREAMS = 8
 
 
 class ProbeWorkerError(RuntimeError):
@@ -55,7 +78,7 @@ class ProbeWorkerError(RuntimeError):
 
 @dataclass(frozen=True)
 class ProbeCall:
-    """One attempt to make: what `tasks.probe.probe_once` needs, as plain picklable data."""
+    """One attempt to make: what `tasks.probe.probe_once_async` needs, as plain picklable data."""
 
     base_url: str
     endpoint: Endpoint
@@ -73,33 +96,149 @@ class ProbeCall:
     body: dict[str, Any] | None = field(default=None, repr=False)
 
 
-Runner = Callable[[ProbeCall], Attempt]
+# --- the event loop's side: in the worker process, or in a thread of this one -------------------------------
 
 
-def run_call(client: httpx.Client, call: ProbeCall, armed: str | None = None) -> Attempt:
-    from tasks.probe import probe_once
+class _Clients:
+    """httpx.AsyncClients lent per request, each carrying at most CLIENT_STREAMS at once (one TLS context for all:
+    loading the CA bundle costs 15-25 ms of CPU). Used from the loop's thread only."""
+
+    def __init__(self) -> None:
+        self._ssl = httpx.create_ssl_context()
+        self._load: dict[httpx.AsyncClient, int] = {}
+        self._spare: list[httpx.AsyncClient] = []
+
+    @contextmanager
+    def lend(self) -> Iterator[httpx.AsyncClient]:
+        from tasks.probe_stream import new_async_client
+
+        if not self._spare:
+            client = new_async_client(self._ssl, CLIENT_STREAMS)  # its blocks stamped as the loop reads them
+            self._load[client] = 0
+            self._spare.append(client)
+        client = self._spare[-1]
+        self._load[client] += 1
+        if self._load[client] >= CLIENT_STREAMS:
+            self._spare.pop()
+        try:
+            yield client
+        finally:
+            if self._load[client] == CLIENT_STREAMS:
+                self._spare.append(client)
+            self._load[client] -= 1
+
+
+async def run_call(clients: _Clients, call: ProbeCall, armed: str | None) -> Attempt:
+    """One attempt on this event loop."""
+    from tasks.probe import probe_once_async
     from tasks.secrets import register
 
     register(*call.secrets)
     raise_point("probe-raises", call.endpoint.tag, armed, secret_hint=call.api_key)
-    return probe_once(client, base_url=call.base_url, api_key=call.api_key, endpoint=call.endpoint,
-                      contract=call.contract, round_id=call.round_id, attempt_no=call.attempt_no,
-                      language=call.language, cfg=call.cfg, clock=SystemClock(), body=call.body)
+    with clients.lend() as client:
+        return await probe_once_async(
+            client, base_url=call.base_url, api_key=call.api_key, endpoint=call.endpoint, contract=call.contract,
+            round_id=call.round_id, attempt_no=call.attempt_no, language=call.language, cfg=call.cfg,
+            clock=SystemClock(), body=call.body)
 
 
-def new_client() -> httpx.Client:
-    """One client per process: one TLS context (loading the CA bundle costs 15-25 ms of CPU), one pool."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-    return httpx.Client(verify=httpx.create_ssl_context(), limits=limits)
+Deliver = Callable[[int, bool, Any], None]
 
 
-class _Worker:
-    """The parent's end: sends calls, a reader thread resolves their futures."""
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when installed (its I/O costs the worker about half of asyncio's), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()  # type: ignore[no-any-return]
 
-    def __init__(self) -> None:
+
+class LoopRunner:
+    """Attempts on one event loop (module docstring): `submit` from any thread; at most the latest call's
+    `concurrency` run at once, lowest priority first; each answer goes to `deliver(rid, ok, attempt or error)`, and
+    while there is work, `deliver(HEARTBEAT, True, (running, queued))` every `HEARTBEAT_S`."""
+
+    def __init__(self, deliver: Deliver, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.loop = loop or new_loop()
+        self._deliver = deliver
+        self._clients: _Clients | None = None
+        self._queue: list[tuple[Any, int, int, ProbeCall, str | None]] = []
+        self._order = itertools.count()
+        self._running: set[asyncio.Task[None]] = set()
+        self._limit = 1
+        self._beating = False
+
+    def submit(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        self.loop.call_soon_threadsafe(self._queued, rid, priority, call, armed)
+
+    def _queued(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        heapq.heappush(self._queue, (priority, next(self._order), rid, call, armed))
+        self._limit = max(1, call.cfg.concurrency)
+        self._start()
+        if not self._beating:
+            self._beating = True
+            self.loop.call_later(HEARTBEAT_S, self._beat)
+
+    def _start(self) -> None:
+        while self._queue and len(self._running) < self._limit:
+            _, _, rid, call, armed = heapq.heappop(self._queue)
+            task = self.loop.create_task(self._run(rid, call, armed))
+            self._running.add(task)
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._start()
+
+    def _beat(self) -> None:
+        self._deliver(HEARTBEAT, True, (len(self._running), len(self._queue)))
+        if self._running or self._queue:
+            self.loop.call_later(HEARTBEAT_S, self._beat)
+        else:
+            self._beating = False
+
+    async def _run(self, rid: int, call: ProbeCall, armed: str | None) -> None:
+        if self._clients is None:
+            self._clients = _Clients()
+        try:
+            attempt = await run_call(self._clients, call, armed)
+        except Exception as exc:  # a bug of ours: the caller records it, the other probes go on
+            self._deliver(rid, False, f"{type(exc).__name__}: {exc}")
+            return
+        self._deliver(rid, True, attempt)
+
+    def run_in_thread(self) -> threading.Thread:
+        thread = threading.Thread(target=self.loop.run_forever, name="probe-loop", daemon=True)
+        thread.start()
+        return thread
+
+
+# --- the caller's side ----------------------------------------------------------------------------------------
+
+
+class _Transport:
+    """Where calls go: a worker process (`_Worker`) or a loop in a thread of this process (`_InThread`)."""
+
+    alive = True
+
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """End it now (a worker that went silent)."""
+
+    def is_running(self) -> bool:
+        raise NotImplementedError
+
+
+class _Worker(_Transport):
+    """The parent's end of the worker process: sends calls; a reader thread hands the answers to `landed`."""
+
+    def __init__(self, landed: Deliver, orphaned: Callable[[_Transport, str], None]) -> None:
         parent, child = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
-                                                            if p)}
+        env = capped_env({**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tasks.probe_worker", str(child.fileno())],
             pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL,
@@ -107,84 +246,164 @@ class _Worker:
         child.close()
         self.conn = Connection(parent.detach())
         self.lock = threading.Lock()
-        self.pending: dict[int, Future[Attempt]] = {}
-        self.ids = itertools.count()
-        self.alive = True
+        self._landed, self._orphaned = landed, orphaned
         threading.Thread(target=self._read, name="probe-worker-reader", daemon=True).start()
 
-    def submit(self, call: ProbeCall) -> Future[Attempt]:
-        future: Future[Attempt] = Future()
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
         with self.lock:  # a Connection is not thread-safe: one sender at a time
             if not self.alive:
                 raise ProbeWorkerError("the probe worker process is gone")
-            rid = next(self.ids)
-            self.pending[rid] = future
-            _SENT.note()
             try:
-                self.conn.send((rid, call, os.environ.get(FAILPOINTS_ENV)))
+                self.conn.send((rid, priority, call, armed))
             except OSError as exc:
-                self.pending.pop(rid, None)
                 self.alive = False
                 raise ProbeWorkerError(f"the probe worker process is gone ({exc})") from None
-        return future
 
     def _read(self) -> None:
         try:
             while True:
                 rid, ok, value = self.conn.recv()
-                with self.lock:
-                    future = self.pending.pop(rid, None)
-                if future is not None:
-                    future.set_result(value) if ok else future.set_exception(ProbeWorkerError(value))
+                self._landed(rid, ok, value)
         except (EOFError, OSError):
             pass
-        with self.lock:
-            self.alive = False
-            orphans, self.pending = self.pending, {}
-        code = self.proc.poll()
-        for future in orphans.values():
-            future.set_exception(ProbeWorkerError(f"the probe worker process died (exit {code})"))
+        self.alive = False
+        code: int | None
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = self.proc.poll()
+        self._orphaned(self, f"the probe worker process died (exit {code})")
+
+    def is_running(self) -> bool:
+        return self.alive and self.proc.poll() is None
+
+    def stop(self) -> None:
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.proc.kill()
 
 
-class _SendTimes:
-    """When this process sent its first and its latest call (monotonic s): see `quiet_after_first_call`."""
+class _InThread(_Transport):
+    def __init__(self, landed: Deliver) -> None:
+        self.runner = LoopRunner(landed)
+        self.runner.run_in_thread()
+
+    def send(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
+        self.runner.submit(rid, priority, call, armed)
+
+    def is_running(self) -> bool:
+        return True
+
+
+class Dispatcher:
+    """This process's one transport to the worker, and the futures of the calls out (module docstring).
+
+    `submit(call, priority)` sends a call at once and returns its future; the worker bounds and orders them.
+    Answers resolve the futures in the transport's thread: a caller's callback runs there."""
 
     def __init__(self) -> None:
-        self.first: float | None = None
-        self.last = 0.0
+        self._lock = threading.Lock()
+        self._order = itertools.count()
+        self._out: dict[int, tuple[Future[Attempt], _Transport]] = {}
+        self._heard = time.monotonic()  # the transport's latest word (an answer or a heartbeat)
+        self._counts = (0, 0)  # (running, queued) in the latest heartbeat
+        self._transport: _Transport | None = None
+        self._watch: threading.Thread | None = None
 
-    def note(self) -> None:
-        self.last = time.monotonic()
-        if self.first is None:
-            self.first = self.last
+    def transport(self) -> _Transport:
+        """The running transport, started (again) when there is none alive (or the mode changed)."""
+        with self._lock:
+            return self._ensure_transport()
+
+    def _ensure_transport(self) -> _Transport:
+        want_thread = in_process()
+        t = self._transport
+        if t is None or not t.is_running() or isinstance(t, _InThread) != want_thread:
+            t = _InThread(self._landed) if want_thread else _Worker(self._landed, self._orphaned)
+            self._transport = t
+            self._heard = time.monotonic()
+        return t
+
+    def submit(self, call: ProbeCall, priority: Any = 0) -> Future[Attempt]:
+        future: Future[Attempt] = Future()
+        with self._lock:
+            rid = next(self._order)
+            try:
+                transport = self._ensure_transport()
+                if not self._out:
+                    self._heard = time.monotonic()
+                self._out[rid] = (future, transport)
+                transport.send(rid, priority, call, os.environ.get(FAILPOINTS_ENV))
+            except Exception as exc:  # the worker is gone: this call fails, the next one starts a new one
+                self._out.pop(rid, None)
+                future.set_exception(exc if isinstance(exc, ProbeWorkerError) else ProbeWorkerError(
+                    f"the probe worker could not be started: {type(exc).__name__}: {exc}"))
+                return future
+            self._start_watch()
+        return future
+
+    def in_flight(self) -> tuple[int, int]:
+        """(requests running in the worker, calls queued there), as its latest heartbeat said."""
+        with self._lock:
+            return self._counts if self._out else (0, 0)
+
+    def _landed(self, rid: int, ok: bool, value: Any) -> None:
+        with self._lock:
+            self._heard = time.monotonic()
+            if rid == HEARTBEAT:
+                self._counts = value
+                return
+            out = self._out.pop(rid, None)
+        if out is not None:
+            out[0].set_result(value) if ok else out[0].set_exception(ProbeWorkerError(value))
+
+    def _orphaned(self, transport: _Transport, why: str) -> None:
+        """A transport died (or went silent): its calls fail; the next call starts a new one."""
+        with self._lock:
+            gone = [rid for rid, (_, t) in self._out.items() if t is transport]
+            futures = [self._out.pop(rid)[0] for rid in gone]
+        for future in futures:
+            future.set_exception(ProbeWorkerError(why))
+
+    def _start_watch(self) -> None:
+        if self._watch is None or not self._watch.is_alive():
+            self._watch = threading.Thread(target=self._silence, name="probe-silence", daemon=True)
+            self._watch.start()
+
+    def _silence(self) -> None:
+        """While calls are out, a transport that says nothing for ANSWER_GRACE_S is given up (module docstring)."""
+        while True:
+            time.sleep(1.0)
+            with self._lock:
+                if not self._out:
+                    self._watch = None
+                    return
+                silent = time.monotonic() - self._heard > ANSWER_GRACE_S
+                transport = self._transport
+            if silent and transport is not None:
+                transport.stop()
+                self._orphaned(transport, "no answer from the probe worker process in time")
 
 
-_LOCK = threading.Lock()
-_WORKER: _Worker | None = None
-_SENT = _SendTimes()
+_DISPATCHER = Dispatcher()
 
 
-def quiet_after_first_call(quiet_s: float) -> bool:
-    """True once this process has sent calls and then none for `quiet_s`: the probes are in flight and the
-    process is waiting for their answers (a time for CPU work that must not delay a request's start)."""
-    return _SENT.first is not None and time.monotonic() - _SENT.last >= quiet_s
+def dispatcher() -> Dispatcher:
+    return _DISPATCHER
 
 
 def worker() -> _Worker:
-    """This process's worker, started (again) if there is none alive."""
-    global _WORKER
-    with _LOCK:
-        if _WORKER is None or not _WORKER.alive or _WORKER.proc.poll() is not None:
-            _WORKER = _Worker()
-        return _WORKER
+    """This process's worker process, started (again) if there is none alive (CANARY_PROBE_PROCESS=1)."""
+    transport = _DISPATCHER.transport()
+    if not isinstance(transport, _Worker):
+        raise ProbeWorkerError("the probes run in this process (CANARY_PROBE_PROCESS=0)")
+    return transport
 
 
 def is_running() -> bool:
-    """True when the probes run in this thread (nothing to start) or this process's worker is alive."""
-    if in_process():
-        return True
-    with _LOCK:
-        return _WORKER is not None and _WORKER.alive and _WORKER.proc.poll() is None
+    """True when this process's transport (the worker, or the loop's thread) is up."""
+    t = _DISPATCHER._transport
+    return t is not None and t.is_running()
 
 
 def in_process() -> bool:
@@ -192,55 +411,51 @@ def in_process() -> bool:
 
 
 def start() -> None:
-    """Start the worker now (the round's warm-up), so the first probe does not pay for its start."""
-    if not in_process():
-        worker()
+    """Start the worker now (a cycle's warm-up), so the first probe does not pay for its start."""
+    _DISPATCHER.transport()
 
 
 @contextmanager
-def attempt_runner() -> Iterator[Runner]:
-    """A function making one attempt: in the worker process, or (CANARY_PROBE_PROCESS=0) in this thread."""
-    if in_process():
-        with new_client() as client:
-            yield lambda call: run_call(client, call, os.environ.get(FAILPOINTS_ENV))
-        return
+def attempt_runner() -> Iterator[Callable[[ProbeCall], Attempt]]:
+    """A function making one attempt and waiting for it (the dispatcher's bound applies)."""
 
     def run(call: ProbeCall) -> Attempt:
-        future = worker().submit(call)
-        try:
-            return future.result(timeout=call.cfg.probe_budget_s + call.cfg.connect_timeout_s + ANSWER_GRACE_S)
-        except TimeoutError:
-            raise ProbeWorkerError("no answer from the probe worker process in time") from None
+        return _DISPATCHER.submit(call).result()
 
     yield run
 
 
+# --- the worker process ---------------------------------------------------------------------------------------
+
+
 def _serve(fd: int) -> None:
-    """The child: read calls, run each in a thread, send each attempt back; exit with the parent."""
+    """The child: a reader thread takes calls off the socket, the event loop (this thread) runs them, a sender
+    thread sends each attempt back; exit with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; EOF ends this process
     conn = Connection(fd)
-    send_lock = threading.Lock()
-    client = new_client()
-    pool = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="probe")
+    answers: queue.SimpleQueue[tuple[int, bool, Any]] = queue.SimpleQueue()
 
-    def run(rid: int, call: ProbeCall, armed: str | None) -> None:
-        answer: tuple[int, bool, Any]
-        try:
-            answer = (rid, True, run_call(client, call, armed))
-        except Exception as exc:  # a bug of ours: the caller records it, the other probes go on
-            answer = (rid, False, f"{type(exc).__name__}: {exc}")
-        with send_lock:
+    def send() -> None:
+        while True:
+            answer = answers.get()
             try:
                 conn.send(answer)
             except OSError:
                 os._exit(0)
 
-    while True:
-        try:
-            rid, call, armed = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        pool.submit(run, rid, call, armed)
+    runner = LoopRunner(lambda rid, ok, value: answers.put((rid, ok, value)))
+
+    def read() -> None:
+        while True:
+            try:
+                rid, priority, call, armed = conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)
+            runner.submit(rid, priority, call, armed)
+
+    threading.Thread(target=send, name="probe-answers", daemon=True).start()
+    threading.Thread(target=read, name="probe-calls", daemon=True).start()
+    runner.loop.run_forever()
 
 
 if __name__ == "__main__":

@@ -24,9 +24,10 @@ tasks/log_redaction.py) are redacted with `redact`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -163,7 +164,33 @@ def redact_opt(text: str | None) -> str | None:
     return None if text is None else redact(text)
 
 
+#: Secret blocks read during a cycle (`blocks_read_once`): name -> value (None: none); None outside a cycle.
+_block_cache: dict[str, str | None] | None = None
+
+
+@contextlib.contextmanager
+def blocks_read_once() -> Iterator[None]:
+    """Inside (a cycle), each Secret block is read from Prefect once and every round reuses it, instead of each
+    round asking Prefect for every block (a missing block is asked again by the next cycle)."""
+    global _block_cache
+    outer = _block_cache
+    _block_cache = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _block_cache = outer
+
+
 def _from_block(block_name: str) -> str | None:
+    cache = _block_cache
+    if cache is not None:
+        if block_name not in cache:
+            cache[block_name] = _read_block(block_name)
+        return cache[block_name]
+    return _read_block(block_name)
+
+
+def _read_block(block_name: str) -> str | None:
     try:
         from prefect.blocks.system import Secret
 

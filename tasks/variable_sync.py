@@ -87,11 +87,11 @@ def apply_ui_edits(
     return changes
 
 
-_UNREACHABLE = object()
+UNREACHABLE = object()
 
 
 def fetch_variable() -> Any:
-    """The Variable's current value (None if unset), or `_UNREACHABLE` without a Prefect API.
+    """The Variable's current value (None if unset), or `UNREACHABLE` without a Prefect API.
 
     Called outside any DuckDB write window: a slow Prefect API must never hold the store's lock.
     """
@@ -101,13 +101,13 @@ def fetch_variable() -> Any:
         return Variable.get(VARIABLE_NAME, default=None)
     except Exception as exc:
         log.debug("operational exclusions: Prefect Variable not reachable (%s)", type(exc).__name__)
-        return _UNREACHABLE
+        return UNREACHABLE
 
 
 def reconcile(con: store.Connection, now: datetime, current: Any) -> list[dict[str, Any]] | None:
     """Apply edits made in the UI since the last sync; return the value the Variable must now hold
     (None when Prefect was unreachable: nothing to write)."""
-    if current is _UNREACHABLE:
+    if current is UNREACHABLE:
         return None
     synced_raw = store.get_setting(con, _SYNCED_KEY, None)
     synced = parse_variable(synced_raw) if synced_raw else []
@@ -149,7 +149,7 @@ def mark_synced(con: store.Connection, value: list[dict[str, Any]]) -> None:
 def sync(db_path: str, now: datetime) -> bool:
     """Reconcile the table and the Variable in two short write windows. False when Prefect is unreachable."""
     current = fetch_variable()
-    if current is _UNREACHABLE:
+    if current is UNREACHABLE:
         return False
     with store.open_store(db_path) as con:
         value = reconcile(con, now, current)

@@ -25,9 +25,12 @@
    `SWITCH_CONFIDENCE`. One or two stray sentences below the mix rule are reported as `mixed_share`, not failed.
 
 The detector is built once per process (thread-safe lazy singleton) over the 17 interface languages only:
-the product supports those, and a wider set invites Galician/Catalan confusions on pt/es text.
-Accuracy mode, measured by benchmarks/bench_langdetect.py on tests/data/language_corpus.jsonl: see
-`DEFAULT_MODE` below.
+the product supports those, and a wider set invites Galician/Catalan confusions on pt/es text. Its models are
+loaded lazily: lingua's rule filter (the text's script and its unique letters) picks the candidate languages of
+each text and only their models are loaded, the first time a reply needs them. So a process judging the languages
+in use holds theirs (a Latin-script rotation: the 10 Latin-script models, ~260 MB, not the 17 languages' ~380
+MB) and the verdicts are the same as with every model preloaded: the candidates and their models are. Accuracy
+mode, measured by benchmarks/bench_langdetect.py on tests/data/language_corpus.jsonl: see `DEFAULT_MODE` below.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from tasks.core.types import Outcome
 
 DetectorMode = Literal["high", "low"]
 
-#: High accuracy, preloaded: the low-accuracy mode reports confidence 1.0 for most sentences (no graded
+#: High accuracy, loaded lazily: the low-accuracy mode reports confidence 1.0 for most sentences (no graded
 #: signal to threshold) and is weaker under ~120 characters, which is exactly a sentence. Measured costs are
 #: in benchmarks/bench_langdetect.py's docstring.
 DEFAULT_MODE: DetectorMode = "high"
@@ -83,12 +86,15 @@ def _iso(language: Language) -> str:
     return str(language.iso_code_639_1.name).lower()
 
 
-def build_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
-    """A fresh detector over the 17 languages (use `get_detector` to share one)."""
+def build_detector(mode: DetectorMode = DEFAULT_MODE, *, preload: bool = False) -> LanguageDetector:
+    """A fresh detector over the 17 languages (use `get_detector` to share one): its models loaded when a text
+    first needs them (module docstring), or all of them now (`preload`)."""
     builder = LanguageDetectorBuilder.from_languages(*(to_lingua(c) for c in SUPPORTED_LANGUAGES))
     if mode == "low":
         builder = builder.with_low_accuracy_mode()
-    return builder.with_preloaded_language_models().build()
+    if preload:
+        builder = builder.with_preloaded_language_models()
+    return builder.build()
 
 
 def is_built(mode: DetectorMode = DEFAULT_MODE) -> bool:
@@ -96,7 +102,8 @@ def is_built(mode: DetectorMode = DEFAULT_MODE) -> bool:
 
 
 def get_detector(mode: DetectorMode = DEFAULT_MODE) -> LanguageDetector:
-    """The process-wide detector for `mode`, built on first use (lingua detectors are thread-safe)."""
+    """The process-wide detector for `mode`, built on first use (lingua detectors are thread-safe, lazy loading
+    included)."""
     detector = _DETECTORS.get(mode)
     if detector is None:
         with _LOCK:

@@ -100,16 +100,17 @@ class PrivatePrefectServer:
         self.port = listener.getsockname()[1]
         self.log_path = self.log_path.with_name(f"{LOG_PREFIX}{os.getpid()}-{self.port}.log")
         pipe_r, self._pipe_w = os.pipe()
+        from tasks.arenas import capped_env
         from tasks.secrets import ENV_SECRETS, ENV_URLS
 
-        env = {
+        env = capped_env({  # its allocator's arenas capped (tasks/arenas.py)
             **{k: v for k, v in os.environ.items() if k not in (*ENV_SECRETS, *ENV_URLS)},  # it needs none
             **self._private_database(),
             "PREFECT_UI_ENABLED": "0",
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
             OWNER_ENV: str(os.getpid()),
-        }
+        })
         env.pop("PREFECT_API_URL", None)
         args = [f"--fd={listener.fileno()}", f"--port={self.port}", f"--pipe={pipe_r}", f"--owner={os.getpid()}"]
         self.started_at = time.monotonic()

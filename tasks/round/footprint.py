@@ -1,4 +1,4 @@
-"""The round's budget step (Prefect shell around tasks/core/budget.py): read the projected spend, decide the
+"""The round's budget step (the shell around tasks/core/budget.py): read the projected spend, decide the
 footprint. It reads the analysts' snapshot, which never waits for the store's lock; whatever goes wrong
 (no snapshot yet, an older schema, a bug) costs nothing but the reduction: the round probes in full."""
 
@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint, Projection, footprint, last_round_statuses
@@ -35,7 +32,6 @@ def projected_spend(cfg: CanaryConfig, now: datetime, fallback: str) -> Projecti
         return None
 
 
-@task(name="plan-footprint", cache_policy=NO_CACHE)
 def plan_footprint(cfg: CanaryConfig, prior: Prior, model: str, round_ts: datetime) -> Footprint:
     """The footprint of this round of `model`: full unless the projected daily spend exceeds the budget."""
     if cfg.budget_usd_per_day <= 0:

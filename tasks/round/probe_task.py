@@ -1,20 +1,28 @@
-"""The round's probing tasks: warm up once per process, then probe every contract of one endpoint.
+"""The round's probing: every contract of every endpoint, as plain calls on the probe worker.
 
-Part of the round's shell (tasks/round/steps.py has the other steps). A probe never retries: a transport outcome is
-data that freezes the streak, not something to hide. One detector per process, and a process-wide bound on requests
-in flight (`concurrency`); the requests themselves run in the probe worker process (tasks/probe_worker.py), so this
-process's CPU work is never measured as latency.
+    attempts, lines = probe_round(plans, round_id, cfg, footprint)   # a round: every endpoint at once
+    attempts = probe_endpoint(plan, round_id, cfg, footprint)        # one endpoint (the pipelined history)
+
+Part of the round's shell (tasks/round/steps.py has the other steps). No Prefect task run and no thread per probe: each
+contract is a chain of attempts (its turns in order, then the confirmations of a first language failure) that the
+answers' callbacks move on (a bug of ours in a chain ends it and fails the round once every chain ended), and the
+requests run on the probe worker's event loop (tasks/probe_worker.py), which stamps the bytes where they arrive. The
+worker bounds the requests in flight (`concurrency`) and starts them in priority order: a chain's later attempts (a tool
+call's second turn, a language confirmation) before any first attempt, so a long chain does not wait behind the queue
+between its turns (its round's wall, and the cycle's tail, would carry it); then the earliest round's first. A probe
+never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a probe
+becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed in the
+UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import threading
-import time
+from collections.abc import Callable, Sequence
 from typing import Any
-
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
@@ -26,119 +34,160 @@ from tasks.secrets import known_values, read_secret, redact
 
 log = logging.getLogger("canary")
 
-_SHARED_LOCK = threading.Lock()
-_SLOTS: dict[int, threading.BoundedSemaphore] = {}
-_BUILD_STARTED = threading.Event()
+#: The order rounds start probing in this process: their requests' priority at the dispatcher.
+_ROUNDS = itertools.count()
 
 
-def _request_slots(concurrency: int) -> threading.BoundedSemaphore:
-    """`concurrency` probe requests in flight at once in this process, whatever the thread pool holds."""
-    with _SHARED_LOCK:
-        return _SLOTS.setdefault(concurrency, threading.BoundedSemaphore(concurrency))
-
-
-#: The detector is built once the first probes are out and no call was sent for QUIET_S, or after BUILD_WAIT_S.
-QUIET_S = 0.3
-BUILD_WAIT_S = 5.0
-
-
-@task(name="warm-up", cache_policy=NO_CACHE)
-def warm_up(build_now: bool = False) -> None:
-    """Start the probe worker, and the language detector's build (1-2 s of CPU holding this process's GIL,
-    more on a cold disk).
-
-    One round (a single-model cycle, a round on its own): the build waits for the round's requests to be out,
-    then runs while the round waits for answers, so it delays no request's start (the slowest chain would carry
-    that to the round's wall) and the GIL it holds here is not measured in the probe worker; a judge that needs
-    the detector sooner builds it then. `build_now` (a cycle of several models): built before any round starts,
-    as the rounds that had not started yet would wait for the GIL and start seconds after the others. With the
-    probes in this process (CANARY_PROBE_PROCESS=0) it is always built first, or the probes would measure it."""
+def warm_up() -> None:
+    """Start the probe worker before the first round needs it. The language detector needs no warm-up: it is
+    built on first use and loads a language's models when a reply first needs them (tasks/core/langdetect.py)."""
     from tasks import probe_worker
-    from tasks.core.langdetect import get_detector
 
     probe_worker.start()
-    if build_now or probe_worker.in_process():
-        get_detector()
-    elif not _BUILD_STARTED.is_set():
-        _BUILD_STARTED.set()  # a build that fails is tried again by the first judge that needs the detector
-        threading.Thread(target=_build_when_quiet, name="build-detector", daemon=True).start()
 
 
-def _build_when_quiet() -> None:
-    from tasks import probe_worker
-    from tasks.core.langdetect import get_detector
-
-    deadline = time.monotonic() + BUILD_WAIT_S
-    while time.monotonic() < deadline and not probe_worker.quiet_after_first_call(QUIET_S):
-        time.sleep(0.05)
-    get_detector()
-
-
-def warm_up_once() -> None:
-    """`warm_up` as a task run the first time in this process only: in a cycle the cycle has warmed up, and
-    a task run per round that does nothing costs its round Prefect's machinery and API events for no news."""
-    from tasks import probe_worker
-    from tasks.core.langdetect import DEFAULT_MODE, is_built
-
-    if not ((is_built(DEFAULT_MODE) or _BUILD_STARTED.is_set()) and probe_worker.is_running()):
-        warm_up()
+def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL,
+                *, priority: Any = None, sent: Callable[[], None] | None = None) -> tuple[list[Attempt], list[str]]:
+    """Every contract of every endpoint in `plans`, all at once: the attempts in plan order (endpoint by endpoint,
+    its contracts in order) and one log line per endpoint. `priority`: the worker's order among first attempts
+    (default: this round's turn in the process); `sent()` is called once every chain's first attempt is sent."""
+    probes = [p for plan in plans for p in plan.probes]
+    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent)
+    attempts: list[Attempt] = []
+    lines: list[str] = []
+    i = 0
+    for plan in plans:
+        mine = [a for chain in chains[i: i + len(plan.probes)] for a in chain]
+        i += len(plan.probes)
+        attempts.extend(mine)
+        lines.append(endpoint_line(plan, mine))
+    return attempts, lines
 
 
-@task(name="probe", task_run_name="probe-{plan.endpoint.tag}", cache_policy=NO_CACHE)
-def probe(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL) -> list[Attempt]:
-    """Every contract of one endpoint, pinned and concurrent (one Prefect task per endpoint: the task machinery
-    costs CPU that the other probes would measure as latency); a first language failure is confirmed by two
-    more attempts."""
-    from concurrent.futures import ThreadPoolExecutor
+def probe_endpoint(plan: EndpointPlan, round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL, *,
+                   priority: Any = None) -> list[Attempt]:
+    """Every contract of one endpoint (its chains at once), in plan order."""
+    return probe_round([plan], round_id, cfg, footprint, priority=priority)[0]
 
-    from tasks.probe_worker import attempt_runner
 
+def endpoint_line(plan: EndpointPlan, attempts: Sequence[Attempt]) -> str:
+    """`probe-<tag>: 6 attempts, first text 312 ms; structured http_status 429`: what the endpoint's probe
+    task run used to show in the UI, as one line of the round's log."""
+    ttfts = [a.ttft_ms for a in attempts if a.ttft_ms is not None]
+    first = f"first text {min(ttfts):.0f}-{max(ttfts):.0f} ms" if ttfts else "no text"
+    faults = [f"{a.contract} {a.error_class}{f' {a.error_code}' if a.error_code else ''}"
+              for a in attempts if a.error_class is not None]
+    tail = "; " + ", ".join(faults) if faults else ""
+    return f"probe-{name(plan.endpoint.tag, 'log')}: {len(attempts)} attempts, {first}{tail}"
+
+
+def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: Footprint, priority: Any,
+         sent: Callable[[], None] | None = None) -> list[list[Attempt]]:
+    """Each probe's attempts, its chain moved on by the answers; returns when every chain is done."""
+    if not probes:
+        if sent is not None:
+            sent()
+        return []
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
-    with attempt_runner() as run:
-        if len(plan.probes) == 1:
-            return _contract_chain(run, plan.probes[0], round_id, cfg, footprint, key)
-        with ThreadPoolExecutor(max_workers=len(plan.probes), thread_name_prefix=f"probe-{plan.endpoint.tag}") as ex:
-            chains = [ex.submit(_contract_chain, run, p, round_id, cfg, footprint, key) for p in plan.probes]
-            return [a for chain in chains for a in chain.result()]
+    results: list[list[Attempt]] = [[] for _ in probes]
+    left = [len(probes)]
+    lock, done = threading.Lock(), threading.Event()
+
+    def finished(i: int, attempts: list[Attempt]) -> None:
+        results[i] = attempts
+        with lock:
+            left[0] -= 1
+            if left[0] == 0:
+                done.set()
+
+    chains = [_Chain(probe, round_id, cfg, footprint, key, (priority, i), functools.partial(finished, i))
+              for i, probe in enumerate(probes)]
+    for chain in chains:
+        chain.start()
+    if sent is not None:
+        sent()
+    done.wait()
+    broken = next((c.error for c in chains if c.error is not None), None)
+    if broken is not None:  # a bug of ours outside an attempt: the round fails with it (after every chain ended)
+        raise broken
+    return results
 
 
-def _contract_chain(run: Any, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint,
-                    key: Any) -> list[Attempt]:
+class _Chain:
     """One contract's attempts in order: its turns, then (language) the confirmations of a first failure.
 
     The request body is built here, from the contract's SPEC, and handed to the probe worker (which knows only
-    the built-in contracts: a contract registered in this process is probed all the same)."""
-    from tasks.core.contracts import spec_of
-    from tasks.core.probe_request import build_request, prompt_language
-    from tasks.probe_worker import ProbeCall
+    the built-in contracts: a contract registered in this process is probed all the same). Whatever goes wrong
+    in here ends the attempt (or the chain) with what it has: a round always gets its chains back."""
 
-    spec = spec_of(probe.contract)
-    endpoint = probe.endpoint
-    recorded_language = prompt_language(probe.contract, probe.language)
+    def __init__(self, probe: Probe, round_id: str, cfg: CanaryConfig, footprint: Footprint, key: Any,
+                 priority: Any, finished: Callable[[list[Attempt]], None]) -> None:
+        from tasks.core.contracts import spec_of
 
-    clock = SystemClock()
-    slots = _request_slots(cfg.concurrency)
+        self.probe, self.round_id, self.cfg, self.footprint, self.key = probe, round_id, cfg, footprint, key
+        self.priority, self.finished = priority, finished
+        self.spec = spec_of(probe.contract)
+        self.todo = list(self.spec.attempts)
+        self.attempts: list[Attempt] = []
+        self.confirm_checked = False
+        self.error: Exception | None = None  # a bug of ours in the chain itself (not in an attempt)
 
-    def once(n: int) -> Attempt:
-        with slots:
-            started = clock.now()
+    def start(self) -> None:
+        self._next()
+
+    def _next(self) -> None:
+        try:
+            if not self.todo and not self.confirm_checked:
+                self.confirm_checked = True
+                spec = self.spec
+                if (spec.confirm_first is not None and self.attempts and spec.confirm_first(self.attempts[0])
+                        and self.footprint.confirms(self.probe.endpoint.tag)):
+                    self.todo = list(spec.confirm_attempts)
+            if not self.todo:
+                self.finished(self.attempts)
+                return
+            n = self.todo.pop(0)
+            started = SystemClock().now()
             try:
-                body = build_request(probe.contract, endpoint.model, endpoint.tag, probe.language, cfg,
-                                     attempt_no=n)
-                return run(ProbeCall(base_url=cfg.base_url, endpoint=endpoint, contract=probe.contract,
-                                     round_id=round_id, attempt_no=n, language=recorded_language, cfg=cfg,
-                                     api_key=key.get(), secrets=known_values(), body=body))
-            except Exception as exc:  # a bug of ours must not cost the other endpoints their results
-                detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", key)[:300]
-                log.warning("probe-%s-%s: %s", name(probe.endpoint.tag, "log"), probe.contract, detail)
-                return Attempt(round_id=round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
-                               provider_name=probe.endpoint.provider_name, contract=probe.contract,
-                               attempt_no=n, started_at=started, language=probe.language,
-                               error_class=ErrorClass.BAD_FRAME, error_detail=detail)
+                future = self._send(n)
+            except Exception as exc:
+                self._landed(self._internal_failure(n, started, exc))
+                return
+            future.add_done_callback(lambda f: self._answered(n, started, f))
+        except Exception as exc:  # a bug in a chain must not hang its round: it ends, the round raises it
+            self.error = exc
+            self.finished(self.attempts)
 
-    attempts = [once(n) for n in spec.attempts]
-    if (spec.confirm_first is not None and spec.confirm_first(attempts[0])
-            and footprint.confirms(endpoint.tag)):
-        attempts.extend(once(n) for n in spec.confirm_attempts)
-    return attempts
+    def _send(self, n: int) -> Any:
+        from tasks.core.probe_request import build_request, prompt_language
+        from tasks.probe_worker import ProbeCall, dispatcher
+
+        probe, cfg, endpoint = self.probe, self.cfg, self.probe.endpoint
+        body = build_request(probe.contract, endpoint.model, endpoint.tag, probe.language, cfg, attempt_no=n)
+        call = ProbeCall(base_url=cfg.base_url, endpoint=endpoint, contract=probe.contract, round_id=self.round_id,
+                         attempt_no=n, language=prompt_language(probe.contract, probe.language), cfg=cfg,
+                         api_key=self.key.get(), secrets=known_values(), body=body)
+        later = 0 if self.attempts else 1  # a chain's later attempts first (module docstring)
+        return dispatcher().submit(call, (later, self.priority))
+
+    def _answered(self, n: int, started: Any, future: Any) -> None:
+        try:
+            attempt = future.result()
+        except Exception as exc:
+            attempt = self._internal_failure(n, started, exc)
+        self._landed(attempt)
+
+    def _landed(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        self._next()
+
+    def _internal_failure(self, n: int, started: Any, exc: Exception) -> Attempt:
+        """A bug of ours (or a dead worker) must not cost the other endpoints their results."""
+        probe = self.probe
+        detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", self.key)[:300]
+        log.warning("probe-%s-%s: %s", name(probe.endpoint.tag, "log"), probe.contract, detail)
+        return Attempt(round_id=self.round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
+                       provider_name=probe.endpoint.provider_name, contract=probe.contract, attempt_no=n,
+                       started_at=started, language=probe.language, error_class=ErrorClass.BAD_FRAME,
+                       error_detail=detail)

@@ -7,10 +7,10 @@
     -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
 
 `[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it; a step
-that raises marks the round `failed` with the step and its error, in its own process (`steps.record_failure`). The
-`canary-round` flow (flows/round.py) runs each step as a Prefect task run; the history pipeline
-(demo/pipeline.py) runs the same steps as plain calls (`.fn`), its probes taken from its pipeline. An
-`Engine` says only what differs: how a step is run, where the probes come from, whether publishing makes
+that raises marks the round `failed` with the step and its error, in its own process (`steps.record_failure`).
+Every step is a plain call: the `canary-round` flow run (flows/round.py) is the round's one Prefect unit (its
+state, logs and artifacts), and the history pipeline (demo/pipeline.py) runs the same steps with its probes taken
+from its pipeline. An `Engine` says only what differs: where the probes come from, whether publishing makes
 artifacts, what guards the round and what follows it.
 """
 
@@ -21,10 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
-
-from prefect import Task
-from prefect.utilities.annotations import quote
+from typing import Any
 
 from tasks.clock import utcnow
 from tasks.concurrency import RoundSkipped
@@ -37,10 +34,6 @@ from tasks.failpoints import failpoint
 from tasks.round import steps
 from tasks.round.footprint import plan_footprint
 from tasks.spool import Journal
-
-P = ParamSpec("P")
-R = TypeVar("R")
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,29 +80,6 @@ class RoundProbes:
     reprobed: int | None = None  # the pipeline's: probes sent at the round's turn (mispredicted, or not sent ahead)
 
 
-class StepRunner(Protocol):
-    """How an engine runs one of the round's Prefect tasks."""
-
-    def __call__(self, step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
-
-
-def plain(value: T) -> T:
-    """A task argument Prefect passes through without walking it (`quote`): plain values with no future inside.
-    Walking every attempt and recording it as a task input cost settle, save and publish ~10 % of a 40-model
-    cycle's GIL time."""
-    return cast(T, quote(value))
-
-
-def as_task_run(step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """A task run in the current flow run (its arguments passed through unwalked: `plain`)."""
-    return cast(Any, step)(*(plain(a) for a in args), **kwargs)  # type: ignore[no-any-return]
-
-
-def as_plain_call(step: Task[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """The task's function, called here: no flow run, no task run, no Prefect API."""
-    return step.fn(*args, **kwargs)
-
-
 def _nothing_learned(settled: Settlement) -> None:
     return None
 
@@ -122,7 +92,6 @@ def _no_follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[s
 class Engine:
     """What one engine runs the round's steps with (one per round)."""
 
-    run: StepRunner
     #: The round's probing (round id, prior, footprint): discover, plan (`planned_probes`), probe.
     probe: Callable[[str, Prior, Footprint], RoundProbes]
     #: Publishing makes the Prefect artifacts and events too (False: the ignore list file only; no Prefect API).
@@ -135,6 +104,8 @@ class Engine:
     #: (tasks/round/confirmations.py `follow_up`).
     follow_up: Callable[[CanaryConfig, Settlement, str], Mapping[str, Any] | None] = _no_follow_up
     flow_run_id: str | None = None  # the Prefect flow run holding the round (its journal names it)
+    #: Reconcile the operational Variable in the round's first window (False: a cycle did it for its rounds).
+    sync_variable: bool = True
 
 
 def planned_probes(endpoints: Sequence[Endpoint], languages: Sequence[str],
@@ -178,23 +149,23 @@ def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
            ) -> tuple[Settlement, str, RoundProbes, int]:
     """The round's steps from load-prior to deliver, the journal following them (`run_round` wraps them)."""
     round_id, model, round_ts = info.round_id, info.model, info.round_ts
-    prior, variable_value = engine.run(steps.load_prior, cfg, model, round_id, round_ts, info.run_id)
+    prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, info.run_id, engine.sync_variable)
     journal.step("probe")
-    footprint = engine.run(plan_footprint, cfg, prior, model, round_ts)  # within the budget (full without)
+    footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without)
     probed = engine.probe(round_id, prior, footprint)
     failpoint("after-probe")
     journal.step("settle")
-    settled = engine.run(steps.settle, prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id,
-                         info.partial, () if footprint.alert is None else (footprint.alert,), info.run_id)
+    settled = steps.settle(prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id, info.partial,
+                           () if footprint.alert is None else (footprint.alert,), info.run_id)
     engine.settled(settled)
     journal.step("save")
-    settled, status = engine.run(steps.save, cfg, settled, variable_value)
+    settled, status = steps.save(cfg, settled, variable_value)
     failpoint("after-save")
     if status == "complete":
         journal.step("publish")
-        engine.run(steps.publish, cfg, settled, engine.artifacts)
+        steps.publish(cfg, settled, engine.artifacts)
         failpoint("after-publish")
     journal.step("deliver")
-    delivered = engine.run(steps.deliver, cfg, round_ts)
+    delivered = steps.deliver(cfg, round_ts)
     journal.finish()
     return settled, status, probed, delivered

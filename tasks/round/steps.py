@@ -1,39 +1,37 @@
-"""The round's Prefect tasks: the imperative shell around the pure core (tasks/core/).
+"""The round's steps: the imperative shell around the pure core (tasks/core/), each a plain call inside the round's
+flow run (its log is the flow run's).
 
-    load_prior -> discover -> probe.map -> settle (pure) -> save (one transaction, or spooled) -> publish
-    -> deliver (Slack, no database lock held)
+    load_prior -> discover -> probe (tasks/round/probe_task.py) -> settle (pure) -> save (one transaction, or
+    spooled) -> publish -> deliver (Slack, no database lock held)
 
-warm_up and probe live in tasks/round/probe_task.py.
-
-Retries only where they cannot hide a fault (`retry_on_transport`, `retry_on_orchestrator`): discovery retries
-network errors, a cycle reruns a model's round the orchestrator refused; a probe
-never retries (a transport outcome is data that freezes the streak, not something to hide). The store's lock
-is not retried by Prefect: each window waits a bounded time, and a round that cannot get its write window
-is spooled to disk (deferred) instead of failing.
+Retries only where they cannot hide a fault (`with_retries`): discovery retries network errors, a cycle reruns a
+model's round the orchestrator refused (`is_orchestrator_blip`); a probe never retries (a transport outcome is
+data that freezes the streak, not something to hide). The store's lock is not retried: each window waits a
+bounded time, and a round that cannot get its write window is spooled to disk (deferred) instead of failing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
-from tasks.http_errors import is_orchestrator_blip, is_retryable_exception
+from tasks.http_errors import is_retryable_exception
 from tasks.secrets import read_secret
 from tasks.spool import Journal
 
 log = logging.getLogger("canary")
+T = TypeVar("T")
 
 #: How long the first window of a round waits for the lock, seconds. Without it the round still probes.
 PRIOR_LOCK_TIMEOUT_S = 10.0
@@ -41,25 +39,24 @@ PRIOR_LOCK_TIMEOUT_S = 10.0
 SAVE_LOCK_TIMEOUT_S = 20.0
 
 
-def _retry_when(predicate: Callable[[BaseException], bool]) -> Callable[[Any, Any, Any], bool]:
-    """A Prefect retry condition: retry when the failed run's exception satisfies `predicate`, one of
-    tasks/core/classify.py's (the one home of retry conditions)."""
+#: Discovery's waits before its second and third try (network errors only).
+DISCOVER_RETRY_DELAYS_S = (2.0, 5.0)
 
-    def condition(task: Any, task_run: Any, state: Any) -> bool:
+
+def with_retries(call: Callable[[], T], retry_if: Callable[[BaseException], bool], delays: Sequence[float],
+                 what: str, sleep: Callable[[float], None] = time.sleep) -> T:
+    """`call()`, tried again after each of `delays` while it raises an error `retry_if` accepts (one of
+    tasks/http_errors.py's predicates, the one home of retry conditions); each retry is logged."""
+    for delay in delays:
         try:
-            state.result()
+            return call()
         except Exception as exc:
-            return predicate(exc)
-        return False
-
-    return condition
-
-
-#: Discovery: the network or a busy store.
-retry_on_transport = _retry_when(is_retryable_exception)
-#: A model's round in a cycle: Prefect's API did not answer (a server under load answers 503 when creating the
-#: round's runs), never a failure of the round itself.
-retry_on_orchestrator = _retry_when(is_orchestrator_blip)
+            if not retry_if(exc):
+                raise
+            _run_logger().warning("%s failed (%s: %s); retrying in %g s", what, type(exc).__name__,
+                                  str(exc).splitlines()[0][:200] if str(exc) else "", delay)
+        sleep(delay)
+    return call()
 
 
 @contextlib.contextmanager
@@ -79,13 +76,13 @@ def flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx is not None and ctx.flow_run is not None else None
 
 
-@task(name="load-prior", cache_policy=NO_CACHE)
 def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
-               run_id: str | None = None) -> tuple[Prior, Any]:
+               run_id: str | None = None, sync_variable: bool = True) -> tuple[Prior, Any]:
     """One short window: land what earlier rounds left (deferred, failed, crashed), sync the operational
-    Variable, read the prior and mark this round running. A busy store costs the round nothing but its rotation
-    memory: it probes anyway and settles against the store inside its save window. A round id another run's
-    round holds: RoundIdTaken, before anything is probed."""
+    Variable (unless a cycle did it for its rounds: `sync_variable` False), read the prior and mark this round
+    running. A busy store costs the round nothing but its rotation memory: it probes anyway and settles against
+    the store inside its save window. A round id another run's round holds: RoundIdTaken, before anything is
+    probed."""
     from tasks import store, variable_sync
     from tasks.core.events import crashed_round_events
     from tasks.events import emit_canary_events
@@ -93,7 +90,8 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     from tasks.store.settlement import mark_running
 
     logger = _run_logger()
-    ui_value = variable_sync.fetch_variable()  # outside the window: Prefect may be slow
+    # outside the window: Prefect may be slow (UNREACHABLE: nothing to reconcile, nothing written)
+    ui_value = variable_sync.fetch_variable() if sync_variable else variable_sync.UNREACHABLE
     spools = judge_spools(cfg.db_path, cfg)
     try:
         with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
@@ -115,19 +113,20 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     return prior, variable_value
 
 
-@task(name="discover", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 5],
-      retry_condition_fn=retry_on_transport)
 def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
-    """List the endpoints that serve `model` (OpenRouter's endpoints API)."""
+    """List the endpoints that serve `model` (OpenRouter's endpoints API); network errors are tried twice more."""
     from tasks.discover import fetch_endpoints
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
-    with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
-        return fetch_endpoints(client, cfg.base_url, key.get(), model)
+
+    def listing() -> list[Endpoint]:
+        with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
+            return fetch_endpoints(client, cfg.base_url, key.get(), model)
+
+    return with_retries(listing, is_retryable_exception, DISCOVER_RETRY_DELAYS_S, f"discovery of {model}")
 
 
-@task(name="settle", cache_policy=NO_CACHE)
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
            round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = (),
            run_id: str | None = None) -> Settlement:
@@ -138,7 +137,6 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
                         extra_alerts=extra_alerts, run_id=run_id)
 
 
-@task(name="save", cache_policy=NO_CACHE)
 def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
@@ -249,7 +247,6 @@ def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
     raise journal.fault
 
 
-@task(name="publish", cache_policy=NO_CACHE)
 def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> None:
     """The ignore list (JSON file + keyed artifact), the round's Markdown summary artifact and its events.
     `artifacts=False`: the JSON file only (the pipelined history runs with no Prefect API)."""
@@ -277,7 +274,6 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
     emit_canary_events(round_events(settled.decisions, [*settled.alerts, *settled.extra_alerts]), _run_logger())
 
 
-@task(name="deliver", cache_policy=NO_CACHE)
 def deliver(cfg: CanaryConfig, now: datetime) -> int:
     """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held."""
     from tasks.delivery import deliver_outbox
@@ -287,7 +283,6 @@ def deliver(cfg: CanaryConfig, now: datetime) -> int:
     return summary.sent
 
 
-@task(name="refresh-snapshot", cache_policy=NO_CACHE)
 def refresh_snapshot(cfg: CanaryConfig) -> None:
     """Republish the analysts' snapshot once (a round, or a whole cycle): not once per write window."""
     from tasks import store

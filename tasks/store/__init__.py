@@ -11,7 +11,7 @@ costs (what the canary spent: the cost views, the budget projection), metric_rol
 scrape reads, kept by the save transaction).
 """
 
-from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, open_snapshot, open_store
+from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, kept_open, open_snapshot, open_store
 from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import (
     active_exclusions,
@@ -89,6 +89,7 @@ __all__ = [
     "migrate",
     "open_snapshot",
     "held_open",
+    "kept_open",
     "open_store",
     "outcomes_of_round",
     "possible_duplicate_alerts",

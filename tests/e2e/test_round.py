@@ -7,6 +7,8 @@ TTFT threshold, so it fails whatever the load while healthy endpoints (5 ms) kee
 
 from __future__ import annotations
 
+import logging
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -104,7 +106,13 @@ def two_rounds(
                 "SELECT tag, status FROM endpoint_rounds WHERE round_id = ?", [first["round_id"]]
             ).fetchall()
         )
-    second = run_round(sim, tmp, T0 + timedelta(minutes=30))
+    flow_log = logging.getLogger("prefect.flow_runs")
+    level = flow_log.level
+    flow_log.setLevel(logging.INFO)  # its INFO lines reach the API (the suite's level is WARNING)
+    try:
+        second = run_round(sim, tmp, T0 + timedelta(minutes=30))
+    finally:
+        flow_log.setLevel(level)
     return {
         "tmp": tmp,
         "first": first,
@@ -166,19 +174,37 @@ def test_two_failing_rounds_in_enforce_put_exactly_the_faulty_endpoints_in_the_i
     assert {e["layer"] for e in published["entries"]} == {"canary"}
 
 
-def test_one_probe_task_run_per_endpoint_named_after_it(two_rounds: dict[str, Any]) -> None:
-    """One Prefect task per endpoint, its contracts inside (docs/design.md): `probe-<tag>`."""
+def test_a_round_is_one_flow_run_with_a_log_line_per_endpoint(two_rounds: dict[str, Any]) -> None:
+    """The round is one Prefect unit (issue 32): no task run per step or per probe; what a probe task run showed is
+    one `probe-<tag>` line per endpoint in the round's log (docs/operations.md "What runs")."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
 
+    name = f"canary-round-{MODEL}-{T0 + timedelta(minutes=30):%Y-%m-%dT%H%M}"  # the second round's (INFO logged)
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(
-            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="probe-")), limit=200
-        )
-    names = [r.name for r in runs]
-    for tag in ("hyperbolic/fp8", "groq", "lambda/fp8"):
-        assert f"probe-{tag}" in names
-    assert not any(n.endswith(("-ttft", "-refusal", "-structured", "-language")) for n in names), names
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["canary-round"])),
+                                     flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name])))
+        assert runs, name
+        ids = [r.id for r in runs]
+        assert client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids))) == []
+        deadline = time.monotonic() + 30  # the run's logs reach the API in batches
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)), limit=200)
+            lines = [log.message for log in logs if log.message.startswith("probe-")]
+            if len(lines) >= 15 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    for tag in ("hyperbolic/fp8", "groq", "lambda/fp8", *HEALTHY):
+        assert any(line.startswith(f"probe-{tag}: ") for line in lines), (tag, lines)
+    assert any(line.startswith("probe-groq: ") and "http_status 429" in line for line in lines), lines
 
 
 def test_artifacts_are_published_under_their_keys(two_rounds: dict[str, Any]) -> None:

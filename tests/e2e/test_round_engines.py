@@ -1,6 +1,6 @@
 """Both engines that run rounds run the same steps in the same order (tasks/round/sequence.py): the `canary-round`
-flow (a Prefect task run per step) and the pipelined history (plain calls, probes from its pipeline). One round of
-each against the simulator, with the round's failpoints armed but turned into marks instead of SIGKILL: the
+flow (its steps and probes plain calls inside the flow run) and the pipelined history (probes from its pipeline).
+One round of each against the simulator, with the round's failpoints armed but turned into marks instead of SIGKILL: the
 journal's steps and the failpoints they pass, in order, must be the same, and so must the summary's keys."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""probe_once against a loopback server that plays exact bytes (stalls, cuts, garbage, huge replies).
+"""Both probe shells against a loopback server that plays exact bytes (stalls, cuts, garbage, huge replies):
+every case runs on `probe_once_async` (the probe worker's event loop) and on `probe_once` (a thread's client).
 
 Each test scripts the server's answer as a list of steps: bytes to send, a float to sleep, HANG (keep the
 socket open and silent), RST (abort the connection). Budgets are small: a 1 s threshold vs a 1.5 s delay.
@@ -6,6 +7,7 @@ socket open and silent), RST (abort the connection). Budgets are small: a 1 s th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import socketserver
@@ -25,7 +27,8 @@ from tasks.config import CanaryConfig
 from tasks.core.classify import is_transport
 from tasks.core.contracts import spec_of, ttft
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
-from tasks.probe import probe_once
+from tasks.probe import probe_once, probe_once_async
+from tasks.probe_stream import new_async_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -129,26 +132,36 @@ def wire_server(steps: list[Step]) -> Iterator[Wire]:
         server.server_close()
 
 
+_SHELL = ["loop"]
+
+
+@pytest.fixture(autouse=True, params=["loop", "thread"])
+def shell(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which shell `run` probes with: the event loop's (the probe worker's) or a thread's."""
+    _SHELL[0] = request.param
+    yield request.param
+    _SHELL[0] = "loop"
+
+
 def run(
     steps: list[Step],
     cfg: CanaryConfig = CFG,
     contract: Contract = Contract.TTFT,
     language: str | None = None,
 ) -> tuple[Attempt, Wire, float]:
-    with wire_server(steps) as wire, httpx.Client() as client:
+    with wire_server(steps) as wire:
+        kwargs: dict[str, Any] = dict(base_url=wire.base_url, api_key=API_KEY, endpoint=ENDPOINT, contract=contract,
+                                      round_id="r1", attempt_no=1, language=language, cfg=cfg, clock=SystemClock())
         t0 = time.monotonic()
-        attempt = probe_once(
-            client,
-            base_url=wire.base_url,
-            api_key=API_KEY,
-            endpoint=ENDPOINT,
-            contract=contract,
-            round_id="r1",
-            attempt_no=1,
-            language=language,
-            cfg=cfg,
-            clock=SystemClock(),
-        )
+        if _SHELL[0] == "thread":
+            with httpx.Client() as client:
+                attempt = probe_once(client, **kwargs)
+        else:
+            async def on_a_loop() -> Attempt:
+                async with new_async_client() as client:  # the probe worker's (tasks/probe_stream.py)
+                    return await probe_once_async(client, **kwargs)
+
+            attempt = asyncio.run(on_a_loop())
         return attempt, wire, time.monotonic() - t0
 
 

@@ -197,11 +197,11 @@ def test_the_budget_step_reads_the_snapshot_and_reduces_only_over_budget(
     )
     now = T0 + timedelta(hours=4)
     cfg = CanaryConfig(db_path=tmp_db, models=MODELS)
-    assert plan_footprint.fn(cfg, prior, model, now) == FULL  # no budget
-    over = plan_footprint.fn(CanaryConfig(db_path=tmp_db, models=MODELS, budget_usd_per_day=0.01), prior, model, now)
+    assert plan_footprint(cfg, prior, model, now) == FULL  # no budget
+    over = plan_footprint(CanaryConfig(db_path=tmp_db, models=MODELS, budget_usd_per_day=0.01), prior, model, now)
     assert over.skip_confirmations and over.skip_tags == {"deepinfra/fp8"} and over.protected == {"together"}
     assert over.alert is not None and over.alert.key == "budget|2026-11-02"
     within = CanaryConfig(db_path=tmp_db, models=MODELS, budget_usd_per_day=1000.0)
-    assert plan_footprint.fn(within, prior, model, now) == FULL
+    assert plan_footprint(within, prior, model, now) == FULL
     missing = CanaryConfig(db_path=tmp_db + ".none", budget_usd_per_day=0.01)
-    assert plan_footprint.fn(missing, prior, model, now) == FULL  # no store: probe in full
+    assert plan_footprint(missing, prior, model, now) == FULL  # no store: probe in full
