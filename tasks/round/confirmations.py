@@ -75,15 +75,21 @@ def follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[str, 
     return out
 
 
+#: What a confirmation run takes from the round that asked for it: where and how to run, never the round's own
+#: (`round_ts`, `run_id`, `in_cycle`, ...: the run's time is when it starts, it is its own run, and a cycle
+#: deployment's flow would refuse a parameter it does not have). Both flows a confirmation can run as
+#: (canary-cycle, canary-round) take each of these: tests/unit/test_confirmation_parameters.py.
+CARRIED = ("config_path", "model", "mode", "base_url", "db_path", "overrides", "refresh_snapshot")
+
+
 def schedule_deployment_run(deployment_id: str, request: ConfirmationRequest, parent: Mapping[str, Any]) -> str:
-    """A Scheduled run of the deployment at `request.due` with the parent's parameters plus the confirmation's
-    (`round_ts` and `run_id` left out: the run's time is when it starts, and it is its own run; a cycle
-    deployment's flow has no `run_id` and would refuse to start). Idempotent per confirmed round."""
+    """A Scheduled run of the deployment at `request.due` with the parent's `CARRIED` parameters plus the
+    confirmation's. Idempotent per confirmed round."""
     from uuid import UUID
 
     from prefect.deployments import run_deployment
 
-    params = {k: v for k, v in parent.items() if k not in ("round_ts", "run_id", "only", "contracts", "confirms")}
+    params = {k: v for k, v in parent.items() if k in CARRIED}
     params.update(request.parameters())
     run = run_deployment(
         name=UUID(str(deployment_id)),

@@ -39,13 +39,19 @@ def echo_text(echoed: Sequence[str]) -> str:
     return " ".join(f"Your key is {s} (again: {cut(s)}…)." for s in echoed)
 
 
+class _Server(ThreadingHTTPServer):
+    # A real upstream's accept queue, not socketserver's 5: the probe worker opens a round's connections at once
+    # (one event loop), and this server closes each after one request; a full queue resets connections.
+    request_queue_size = 256
+
+
 class EchoUpstream:
     def __init__(
         self, target: str, api_key: str, echoed: Sequence[str], basic: tuple[str, str] | None = None
     ) -> None:
         self.target, self.api_key, self.echoed, self.basic = target.rstrip("/"), api_key, list(echoed), basic
         self.echo_count = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
 
