@@ -51,21 +51,24 @@ windows, the rounds' probe requests, the suspensions, the suspicions, the reques
     python benchmarks/bench_exposure.py --days 7 --tick 30 --day K --variants quality --keep DIR   # ~55 min a day
     python benchmarks/bench_exposure.py --days 7 --merge DIR
 
-| exposure, minutes (median / p95 / max) | confirm, 7 days | quality, days 0-2 |
+| exposure, minutes (median / p95 / max) | confirm, 7 days | quality, 7 days |
 | --- | --- | --- |
-| faults live traffic sees (n 84 / 36) | 21.2 / 33.7 / 34.9 | 7.6 / 8.5 / 9.5 |
-| faults only a judge sees (n 168 / 72) | 18.8 / 33.7 / 34.9 | 7.2 / 8.1 / 8.9 |
-| faults no signal sees (n 42 / 18) | 18.9 / 34.0 / 34.9 | 15.3 / 34.2 / 34.9 |
+| faults live traffic sees (n 84 / 84) | 21.2 / 33.7 / 34.9 | 7.5 / 8.3 / 9.5 |
+| faults only a judge sees (n 168 / 168) | 18.8 / 33.7 / 34.9 | 7.1 / 8.2 / 8.9 |
+| faults no signal sees (n 42 / 42) | 18.9 / 34.0 / 34.9 | 18.9 / 34.0 / 34.9 |
 | false suspensions | 0 | 0 |
-| probe requests | 33,613 | 15,113 (+4.9 % against confirm over the same days) |
+| probe requests | 33,613 | 35,206 (+4.7 %) |
 
-Days 0-2 of the quality variant (day 0 with `--tick 60`, days 1-2 with `--tick 30`; ~1.7 h wall a day on a loaded
-machine): 760,320 requests through the router, 422,828 answers judged, 0 dropped; suspicions: live_quality tools
-36 and structured 36 confirmed, 1 cleared; encoding 12 confirmed; live_failure_rate 19 confirmed, 3 unconfirmed;
-uptime_drop 5 confirmed, 29 cleared, 23 unconfirmed. The peer rule's replay over day 0's database
+The quality week in seven parts (day 0 with `--tick 60` and the router before its encoding fix, days 1-6 with
+`--tick 30`; 42-104 min wall a day, 28,330 s in all, on a machine doing other work): 1,779,840 requests through the
+router, 1,266,430 answers judged, 0 dropped, 0 judge errors; 230 confirmation rounds and 371 suspicion rounds
+against confirm's 112 and 0. Suspicions: live_quality tools 84 and structured 84 confirmed (2 cleared), encoding 36
+and empty 1 confirmed; live_failure_rate 43 confirmed, 5 unconfirmed; uptime_drop 5 confirmed, 68 cleared, 52
+unconfirmed. Every target holds: judged and live faults median <= 8 and p95 <= 15 min, extra probe spend <= 10 %,
+0 false suspensions. A fault no signal sees waits for the scheduled round and its confirmation, as before. The
+peer rule's replay over day 0's database
 (`python benchmarks/exposure_from_db.py DIR/quality-day0/canary.duckdb --days 7 --seed 13 --peer-rule`): 0 quality
-suspicions of endpoints without a fault as configured, 62 without the peer margin (58 tools, 4 structured). Days
-3-6 of the quality variant are run the same way, one part per day; `--merge` prints the week once they are in DIR.
+suspicions of endpoints without a fault as configured, 62 without the peer margin (58 tools, 4 structured).
 """
 
 from __future__ import annotations
