@@ -15,6 +15,8 @@ import socket
 import sys
 
 _PR_SET_PDEATHSIG = 1
+#: `deferred`: leave Prefect's transactions as Prefect begins them (`serialize_sqlite_transactions`).
+SQLITE_BEGIN_ENV = "CANARY_PRIVATE_SQLITE_BEGIN"
 
 
 def die_with_owner(owner: int) -> None:
@@ -37,6 +39,37 @@ def kill_group_when_owner_goes(pipe_r: int) -> None:
         os._exit(0)
 
 
+def serialize_sqlite_transactions() -> None:
+    """Every transaction of the private server's SQLite database starts with `BEGIN IMMEDIATE`.
+
+    Prefect begins most of its transactions DEFERRED: one that reads (the flow of a new flow run, the parent of a
+    new task run) and then inserts cannot take the write lock once another connection wrote since its read, and
+    SQLite fails it at once with "database is locked", whatever the busy timeout. Prefect answers 503, and its
+    client retries with growing waits: at 64 rounds starting together, 818 of 1,000 run creations failed at least
+    once and 8 of 200 runs failed for good after ~60 s of retries (benchmarks/bench_private_api.py). An
+    IMMEDIATE transaction takes the write lock first and waits its turn (the busy timeout, DATABASE_TIMEOUT_S),
+    so no run creation fails; the private server carries one command's calls, so serialized reads cost nothing
+    that shows. Only the private server: the operator's own server, and Postgres, are theirs to tune. A Prefect
+    whose database layer has moved on is served as it is (the 503s come back, nothing breaks), and so is one
+    started with `CANARY_PRIVATE_SQLITE_BEGIN=deferred` (Prefect's own behaviour, the benchmark's baseline)."""
+    if os.environ.get(SQLITE_BEGIN_ENV, "").strip().lower() == "deferred":
+        return
+    try:
+        from contextlib import asynccontextmanager
+
+        from prefect.server.database import configurations
+        original = configurations.AioSqliteConfiguration.begin_transaction
+    except (ImportError, AttributeError):  # pragma: no cover - another Prefect layout: serve it unchanged
+        return
+
+    @asynccontextmanager
+    async def begin_transaction(self, session, with_for_update=False):  # type: ignore[no-untyped-def]
+        async with original(self, session, with_for_update=True) as transaction:
+            yield transaction
+
+    configurations.AioSqliteConfiguration.begin_transaction = begin_transaction  # type: ignore[method-assign]
+
+
 def serve_child(argv: list[str]) -> None:
     """Die with the owner, fork the watchdog, then serve Prefect's API on fd N until SIGTERM."""
     opts = dict(a.removeprefix("--").split("=", 1) for a in argv)
@@ -45,6 +78,7 @@ def serve_child(argv: list[str]) -> None:
     if os.fork() == 0:
         kill_group_when_owner_goes(pipe_r)
     os.close(pipe_r)
+    serialize_sqlite_transactions()
     import uvicorn
 
     sock = socket.socket(fileno=int(opts["fd"]))
