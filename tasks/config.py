@@ -36,9 +36,10 @@ DEFAULT_PROBE_BUDGET_S = 60.0
 DEFAULT_TEXT_CAP_BYTES = 16 * 1024
 #: Probe requests in flight at once in one process, across every model of a cycle. Requests mostly wait on
 #: sockets, so this bounds the load on providers and on the canary's own CPU, not its threads. A catalog of
-#: 100 models x 15 endpoints with a 12 s slow start per model needs ~11,600 request-seconds a cycle: 64 slots
-#: finish it in 210 s on 2 cores, 32 slots cannot go under ~360 s (docs/operations.md, sizing).
-DEFAULT_CONCURRENCY = 64
+#: 100 models x 15 endpoints with a 12 s slow start per model needs ~12,000 request-seconds a cycle. Measured
+#: on a quiet 2-core machine (docs/operations.md, sizing): 128 slots finish it in 121 s with the TTFT error at
+#: p95 40 ms, within the 50 ms bound; 192 in 103 s and 256 in 89 s, but at p95 116 and 217 ms.
+DEFAULT_CONCURRENCY = 128
 #: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
 #: sequential; more models in flight only overlap their probing (a round mostly waits on its slowest endpoint).
 DEFAULT_MODELS_IN_FLIGHT = 32
