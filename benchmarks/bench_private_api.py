@@ -11,9 +11,10 @@ tasks/prefect_api/server_child.py `serialize_sqlite_transactions`). Prints per m
 failed, the requests the server answered 503 (its own log, PREFECT_API_LOG_RETRYABLE_ERRORS) and their
 statements; then the ratios.
 
-Measured (2026-12-04, 2 cores, load ~4 from other work at nice 19): 200 runs, 64 at once: deferred 147.8 s,
-8 runs failed after Prefect's client gave up retrying, 498 requests answered 503 ("database is locked" on
-INSERT INTO task_run / flow_run); immediate 25.7 s, 0 failed, 0 answered 503.
+Measured (2026-12-04, 2 cores, quiet: load 0.9): 200 runs, 64 at once: deferred 127.5 s, 2 runs failed after
+Prefect's client gave up retrying, 482 requests answered 503 ("database is locked" on INSERT INTO task_run 766
+times, INSERT INTO flow_run 198); immediate 23.4 s (0.18x), 0 failed, 0 answered 503. The same at load ~4:
+147.8 s, 8 failed, 498 answered 503; 25.7 s, 0, 0.
 """
 
 from __future__ import annotations

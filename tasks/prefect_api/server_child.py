@@ -45,8 +45,8 @@ def serialize_sqlite_transactions() -> None:
     Prefect begins most of its transactions DEFERRED: one that reads (the flow of a new flow run, the parent of a
     new task run) and then inserts cannot take the write lock once another connection wrote since its read, and
     SQLite fails it at once with "database is locked", whatever the busy timeout. Prefect answers 503, and its
-    client retries with growing waits: at 64 rounds starting together, 818 of 1,000 run creations failed at least
-    once and 8 of 200 runs failed for good after ~60 s of retries (benchmarks/bench_private_api.py). An
+    client retries with growing waits: 200 runs, 64 at a time: 482 requests answered 503 and 2 runs failed for good
+    after ~60 s of retries (127.5 s against 23.4 s: benchmarks/bench_private_api.py). An
     IMMEDIATE transaction takes the write lock first and waits its turn (the busy timeout, DATABASE_TIMEOUT_S),
     so no run creation fails; the private server carries one command's calls, so serialized reads cost nothing
     that shows. Only the private server: the operator's own server, and Postgres, are theirs to tune. A Prefect
