@@ -29,6 +29,9 @@ for _var in ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WE
 _PREFECT_HOME = tempfile.mkdtemp(prefix=f"canary-tests-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
+# The user's cache stays the user's: the private server's database template (tasks/prefect_api/db_template.py)
+# is built once per worker, here, and every later private server of the worker starts from it.
+os.environ["XDG_CACHE_HOME"] = os.path.join(_PREFECT_HOME, "cache")
 for _var in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_var, None)
 
