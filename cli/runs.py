@@ -98,8 +98,8 @@ def wait_for_api(api: PrefectApi) -> None:
         api.wait_ready()
         return
     started = server.started_at or time.monotonic()
-    typer.echo("starting a private Prefect server for this run (10-30 s on 2 cores; export PREFECT_API_URL of a "
-               "running `prefect server start` to skip it)...")
+    typer.echo("starting a private Prefect server for this run (3-5 s; the first on a machine 10-30 s; export "
+               "PREFECT_API_URL of a running `prefect server start` to skip it)...")
     api.wait_ready(progress=lambda s: typer.echo(f"  still starting the Prefect server ({s:.0f} s)..."))
     typer.echo(f"Prefect server ready after {time.monotonic() - started:.0f} s; running the cycle")
 

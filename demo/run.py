@@ -84,7 +84,7 @@ def _run_rounds(rounds: int, db_path: str, api: PrefectApi) -> None:
         console.print("starting the probe worker...")
         warm_up()
         if api.server is not None:
-            console.print("starting a private Prefect server (10-30 s on 2 cores)...")
+            console.print("starting a private Prefect server (3-5 s; the first on a machine 10-30 s)...")
         api.wait_ready()
         console.print(f"ready after {time.monotonic() - waited:.0f} s")
         endpoints = fleet_size(DEFAULT_FLEET, DEMO_MODEL)
