@@ -1,8 +1,8 @@
 """The private Prefect server's database, migrated once per Prefect version and copied at each start.
 
 A private server (tasks/prefect_api/private_server.py) gets a fresh SQLite file every time. Migrating it to
-Prefect's schema and registering Prefect's block types is most of the server's start-up: ready after 11.5-12.2 s
-from a fresh file on a quiet 2-core machine, 3.1-3.3 s from a copy of one already migrated, with the migrations
+Prefect's schema and registering Prefect's block types is most of the server's start-up: ready after 9.8-12.2 s
+from a fresh file on a quiet 2-core machine, 3.1-3.9 s from a copy of one already migrated, with the migrations
 and the block registration off (the rest is importing Prefect's server). So:
 
 * the first server that starts fresh is copied, once it answers, to the **template**
@@ -12,7 +12,8 @@ and the block registration off (the rest is importing Prefect's server). So:
   one wins, both are whole). Templates of other Prefect versions in the same directory are removed then;
 * a later server starts from a copy of the template, with Prefect's migrations and block registration off
   (`START_FROM_TEMPLATE`): the same Prefect version wrote it, so its schema is Prefect's head and its block
-  types are Prefect's own;
+  types are Prefect's own (a Prefect collection installed since brings block types the private server does not
+  register: the canary uses none there; delete the file to have it saved again);
 * the template holds only what Prefect writes before it answers (its schema version and block types and
   schemas, 145 rows): no run, slot, Variable or log of anyone;
 * a template that does not open, fails SQLite's quick check or has no schema version is removed and the server
