@@ -82,6 +82,7 @@ class PrivatePrefectServer:
         self._db_dir: str | None = None
         self._pipe_w: int | None = None
         self._ready = False
+        self._database: Path | None = None  # its SQLite file, when it is ours (`_private_database`)
         self._template: Path | None = None  # set when this server started fresh: save it there once it answers
         self.from_template = False  # its database is a copy of the template (tasks/prefect_api/db_template.py)
         self.started_at: float | None = None  # time.monotonic() when start() spawned it
@@ -141,7 +142,7 @@ class PrivatePrefectServer:
                                            "PREFECT_SERVER_DATABASE_CONNECTION_URL")):
             return {}
         self._db_dir = tempfile.mkdtemp(prefix=f"{DB_DIR_PREFIX}{os.getpid()}-")
-        database = Path(self._db_dir) / "prefect.db"
+        database = self._database = Path(self._db_dir) / "prefect.db"
         lean = {f"PREFECT_SERVER_SERVICES_{n}_ENABLED": "false" for n in IDLE_SERVER_SERVICES}
         lean["PREFECT_SERVER_DATABASE_TIMEOUT"] = str(DATABASE_TIMEOUT_S)
         template = db_template.template_path()
@@ -181,8 +182,8 @@ class PrivatePrefectServer:
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(f"{self.api_url}/health").status_code == 200:
                         self._ready = True
-                        if self._template is not None and self._db_dir is not None:
-                            db_template.save_template(Path(self._db_dir) / "prefect.db", self._template)
+                        if self._template is not None and self._database is not None:
+                            db_template.save_template(self._database, self._template)
                         return
                 time.sleep(0.05)
         raise CanaryError(
@@ -210,7 +211,7 @@ class PrivatePrefectServer:
             self.log_path.unlink(missing_ok=True)
         if self._db_dir is not None:
             shutil.rmtree(self._db_dir, ignore_errors=True)
-            self._db_dir = None
+            self._db_dir = self._database = None
 
 
 def _remove_stale_logs(directory: Path) -> None:
