@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_catalog.py --baseline-tree ../catalog-base          # 100 and 300 models x 15
     .venv/bin/python benchmarks/bench_catalog.py --models 100 --baseline-tree ../catalog-base --api server
+    .venv/bin/python benchmarks/bench_catalog.py --models 100 --cycles 2 --baseline-tree ../catalog-base  # + history
     .venv/bin/python benchmarks/bench_catalog.py --quick                                   # 3 x 5, this tree only
     .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity --models 100             # all healthy
 
@@ -183,11 +184,12 @@ def write_config(path: Path, models: Sequence[str], base_url: str, work: Path, a
     path.write_text("\n".join(lines) + "\n")
 
 
-def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+                 log: str = "out.log") -> dict[str, Any]:
     """Run the command; its wall, CPU, peak tree RSS (in all and per process) and exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, started = time.monotonic(), time.time()
-    with open(cwd / "out.log", "w") as out:
+    with open(cwd / log, "w") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         with TreeSampler(proc.pid) as sampler:
             try:
@@ -209,11 +211,12 @@ def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
 
 
 def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, models: list[str], work: Path,
-          plan: tuple[dict[Any, str], dict[Any, float]]) -> dict[str, Any]:
-    """One `canary run` of `tree` (a warm-up of its first model, or the cycle of every model)."""
-    work.mkdir(parents=True)
+          plan: tuple[dict[Any, str], dict[Any, float]], cycle: int = 1) -> dict[str, Any]:
+    """One `canary run` of `tree` (a warm-up of its first model, or the cycle of every model); `cycle` > 1: the
+    next cycle on the same database (its rounds know the previous ones), against a fresh simulator."""
+    work.mkdir(parents=True, exist_ok=cycle > 1)
     cfg = work / "canary.toml"
-    with simulator_process(fleet_file, work / "simulator.log") as (sim, base_url, key):
+    with simulator_process(fleet_file, work / f"simulator-{cycle}.log") as (sim, base_url, key):
         write_config(cfg, models, base_url, work, args)
         env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
         env.update(CHILD_ENV, OPENROUTER_API_KEY=key, PREFECT_HOME=str(args.work / f"prefect-home-{tree.name}"))
@@ -227,14 +230,15 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
             argv += ["--model", models[0]]
         sim_cpu0 = cpu_seconds(sim.pid)
         load0 = os.getloadavg()
-        res = run_measured(argv, work, env, args.timeout)
+        res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log")
         res["simulator_cpu_s"] = cpu_seconds(sim.pid) - sim_cpu0
         res["load_before"], res["load_after"] = load0, os.getloadavg()
     if res["exit_code"] != 0:
-        tail = (work / "out.log").read_text()[-1500:]
-        print(f"{name} ({tree}): exit code {res['exit_code']} (log {work}/out.log)\n{tail}", file=sys.stderr)
+        tail = (work / f"out-{cycle}.log").read_text()[-1500:]
+        print(f"{name} ({tree}): exit code {res['exit_code']} (log {work}/out-{cycle}.log)\n{tail}", file=sys.stderr)
     if name != "warm-up" and Path(db).exists():
-        res.update(run_figures(db, plan[0], plan[1], work / "published"))
+        res.update(run_figures(db, plan[0], plan[1], work / "published",
+                               since_epoch=res["started_epoch"] if cycle > 1 else None))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None
         endpoint_rounds = len(models) * args.endpoints_n
@@ -287,10 +291,11 @@ def _load(r: dict[str, Any]) -> str:
     return "/".join(f"{x:.1f}" for x in (r["load_before"][0], r["load_after"][0]))
 
 
-def table(size: int, runs: dict[str, dict[str, Any]]) -> str:
-    """One size's figures: this tree, the baseline tree, their ratio."""
+def table(size: int, runs: dict[str, dict[str, Any]], cycle: str = "") -> str:
+    """One size's figures (of one cycle): this tree, the baseline tree, their ratio."""
     names = list(runs)
-    head = f"{size} models: {'':<30}" + "".join(f"{n:>30}" for n in names) + ("   ratio" if len(names) == 2 else "")
+    title = f"{size} models, {cycle}:" if cycle else f"{size} models:"
+    head = f"{title:<42}" + "".join(f"{n:>30}" for n in names) + ("   ratio" if len(names) == 2 else "")
     lines = [head]
     for label, key, fmt in ROWS:
         values = [runs[n].get(key) for n in names]
@@ -345,6 +350,9 @@ def main() -> None:
     ap.add_argument("--languages", default="en,es,pt,fr,de")
     ap.add_argument("--concurrency", type=int, help="write `concurrency = N` into the config (both trees)")
     ap.add_argument("--models-in-flight", type=int, help="write `models_in_flight = N` into the config (both trees)")
+    ap.add_argument("--cycles", type=int, default=1,
+                    help="cycles per tree and size on one database (the later ones start from the earlier ones' "
+                         "history: production's steady state); a table per cycle")
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--floor-requests", type=int, default=1024, help="TTFT floor requests (0 = skip)")
     ap.add_argument("--floor-in-flight", type=int, default=256, help="requests in flight for the TTFT floor")
@@ -386,10 +394,15 @@ def main() -> None:
                     if not args.no_warmup and name not in warmed:
                         phase("warm-up", tree, args, fleet_file, models, args.work / f"warm-up-{slug}", plan)
                         warmed.add(name)
-                    res = phase("cycle", tree, args, fleet_file, models, args.work / f"cycle-{size}-{slug}", plan)
-                    results[size][name] = res
-                    print(f"  {name}: wall {res['wall_s']:.1f} s (load {_load(res)}), peak RSS "
-                          f"{res['peak_rss_mb']:.0f} MB, CPU {res['cpu_s']:.1f} s", flush=True)
+                    for cycle in range(1, args.cycles + 1):
+                        res = phase("cycle", tree, args, fleet_file, models, args.work / f"cycle-{size}-{slug}",
+                                    plan, cycle)
+                        if cycle == 1:
+                            results[size][name] = res
+                        else:
+                            results[size][name].setdefault("later_cycles", []).append(res)
+                        print(f"  {name}, cycle {cycle}: wall {res['wall_s']:.1f} s (load {_load(res)}), peak RSS "
+                              f"{res['peak_rss_mb']:.0f} MB, CPU {res['cpu_s']:.1f} s", flush=True)
             if args.floor_requests:
                 floor = ttft_floor(args.work / f"fleet-{sizes[0]}.toml", args.work, args.floor_requests,
                                    args.floor_in_flight)
@@ -398,6 +411,8 @@ def main() -> None:
             shutil.rmtree(args.work, ignore_errors=True)
     for size in sizes:
         print(table(size, results[size]))
+        for k in range(2, args.cycles + 1):
+            print(table(size, {n: r["later_cycles"][k - 2] for n, r in results[size].items()}, f"cycle {k}"))
     for name in trees:
         extra = per_extra_model(results, name)
         if extra is not None:

@@ -50,9 +50,11 @@ def model_slug(model: str) -> str:
 
 
 def run_figures(
-    db: str, roles: Mapping[Key, str], planned_ms: Mapping[Key, float], publish_dir: Path
+    db: str, roles: Mapping[Key, str], planned_ms: Mapping[Key, float], publish_dir: Path,
+    since_epoch: float | None = None,
 ) -> dict[str, Any]:
-    """Everything the benchmark prints about one run, from its database and published files."""
+    """Everything the benchmark prints about one run, from its database and published files (`since_epoch`: only
+    the rounds whose time is at or after it: a later cycle on the same database)."""
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
@@ -67,6 +69,11 @@ def run_figures(
         outcomes = con.execute("SELECT round_id, model, tag, contract, outcome FROM outcomes").fetchall()
     finally:
         con.close()
+    if since_epoch is not None:
+        rounds = [r for r in rounds if r[3] >= since_epoch]
+        kept = {r[0] for r in rounds}
+        attempts = [a for a in attempts if a[0] in kept]
+        outcomes = [o for o in outcomes if o[0] in kept]
 
     chains: dict[tuple[str, str], float] = {}
     by_round: dict[str, list[tuple[float, float]]] = {}
