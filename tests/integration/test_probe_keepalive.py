@@ -1,0 +1,125 @@
+"""A probe gives its connection back (tasks/probe.py `_drain`): after [DONE] the rest of the chunked body is read,
+so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
+handshake per probe). A body that goes on after [DONE] is cut after `DRAIN_S` as before, and the attempt's times
+are the reply's, not the drain's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tasks.clock import SystemClock
+from tasks.config import CanaryConfig
+from tasks.core.types import Attempt, Contract, Endpoint
+from tasks.probe import DRAIN_S, probe_once_async
+from tasks.probe_stream import new_async_client
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+ENDPOINT = Endpoint(model="acme/tiny-1", tag="fake", provider_name="Fake")
+CFG = CanaryConfig(connect_timeout_s=2.0, read_timeout_s=5.0, probe_budget_s=10.0)
+STAY_OPEN_S = 3.0
+
+
+def _chunk(payload: bytes) -> bytes:
+    return f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
+
+
+def _event(delta: dict[str, object], finish: str | None = None) -> bytes:
+    chunk = {"id": "gen-1", "provider": "Fake", "model": ENDPOINT.model, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+REPLY_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+REPLY_BODY = _chunk(_event({"role": "assistant", "content": "Hello there"}) + _event({}, "stop") + b"data: [DONE]\n\n")
+
+
+class KeepAliveServer:
+    """Loopback HTTP/1.1 with keep-alive: every request on a connection gets the reply; `stay_open`: the chunked
+    body's last chunk comes `STAY_OPEN_S` after [DONE]. Counts the connections it accepted."""
+
+    def __init__(self, stay_open: bool) -> None:
+        self.stay_open, self.connections = stay_open, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/api/v1"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    data += got
+                head, _, data = data.partition(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                while len(data) < length:
+                    data += conn.recv(65536)
+                data = data[length:]
+                try:
+                    conn.sendall(REPLY_HEAD + REPLY_BODY)
+                    if self.stay_open:
+                        time.sleep(STAY_OPEN_S)
+                    conn.sendall(b"0\r\n\r\n")
+                except OSError:
+                    return
+
+
+@pytest.fixture
+def servers() -> Iterator[dict[bool, KeepAliveServer]]:
+    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
+    yield made
+    for s in made.values():
+        s.listener.close()
+
+
+def probes(url: str, n: int) -> list[tuple[Attempt, float]]:
+    async def run() -> list[tuple[Attempt, float]]:
+        out = []
+        async with new_async_client() as client:
+            for i in range(n):
+                t0 = time.monotonic()
+                attempt = await probe_once_async(
+                    client, base_url=url, api_key="sk-test", endpoint=ENDPOINT, contract=Contract.TTFT,
+                    round_id="r-keep", attempt_no=i + 1, language=None, cfg=CFG, clock=SystemClock())
+                out.append((attempt, time.monotonic() - t0))
+        return out
+
+    return asyncio.run(run())
+
+
+def test_probes_in_a_row_share_one_connection(servers: dict[bool, KeepAliveServer]) -> None:
+    done = probes(servers[False].url, 4)
+    assert [(a.error_class, a.text, a.finish_reason) for a, _ in done] == [(None, "Hello there", "stop")] * 4
+    assert servers[False].connections == 1
+
+
+def test_a_body_that_goes_on_after_done_is_cut_and_its_connection_not_reused(
+    servers: dict[bool, KeepAliveServer]
+) -> None:
+    done = probes(servers[True].url, 3)
+    assert [(a.error_class, a.text) for a, _ in done] == [(None, "Hello there")] * 3
+    for attempt, took_s in done:
+        assert took_s < STAY_OPEN_S / 2  # the drain gave up after DRAIN_S, not when the body ended
+        assert attempt.total_ms is not None and attempt.total_ms < took_s * 1000  # the reply's time, not the drain's
+    assert servers[True].connections == 3
+    assert DRAIN_S < STAY_OPEN_S / 2
