@@ -41,7 +41,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,11 +251,13 @@ async def probe_once_async(
     cfg: CanaryConfig,
     clock: Clock,
     body: dict[str, Any] | None = None,
+    first_text: Callable[[], None] | None = None,
 ) -> Attempt:
     """`probe_once` on an event loop (the probe worker's): the same request, the same body reading
     (tasks/probe_body.py), each block stamped when the loop read it from the socket and TTFT counted from when the
     request was written to it (a client of tasks/probe_stream.py; with another client, when the task runs). The budget
-    is a timeout of the loop from the headers on (the thread's shell shuts the socket down at the deadline instead)."""
+    is a timeout of the loop from the headers on (the thread's shell shuts the socket down at the deadline instead).
+    `first_text()` is called once, when the reply's first text arrived (the worker's parking, tasks/probe_worker.py)."""
     req = _request(base_url, api_key, endpoint, contract, attempt_no, language, cfg, body)
     started_at = clock.now()
     t0 = clock.monotonic()
@@ -273,7 +275,11 @@ async def probe_once_async(
             try:
                 async with asyncio.timeout(max(0.0, deadline - clock.monotonic())):
                     async for data in chunks:
-                        if reader.feed(data, arrival_of(response) or clock.monotonic()):
+                        stop = reader.feed(data, arrival_of(response) or clock.monotonic())
+                        if first_text is not None and rec.ttft_ms is not None:
+                            first_text()
+                            first_text = None
+                        if stop:
                             break
             except TimeoutError:
                 budget_cut = True

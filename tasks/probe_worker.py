@@ -15,6 +15,10 @@ SSE parser, the clock), each block of a body stamped as the loop reads it from t
   at once with its priority, the worker starts the earliest round's first (a round's chains, a tool call's second
   turn or a language confirmation, pass the rounds started after it) and the next one as soon as one ends, without
   waiting for the busy caller to take an answer and send more.
+- A request still waiting for its reply's first text `PARK_AFTER_S` after it started is parked: it stops counting
+  toward the bound (a slow start holds a socket for seconds but costs the loop nothing, so it does not make the
+  other requests' clocks late), and counts again once its first text arrives. At most `PARKED_FACTOR` x
+  `concurrency` requests run at once, parked or not.
 - Requests are spread over several httpx clients (`CLIENT_STREAMS` each): httpcore's pool scans all of its
   connections for every request it starts or ends, which at 256 in flight on one client cost more CPU than the
   requests' own bytes.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import os
@@ -70,6 +75,10 @@ HEARTBEAT_S = 2.0
 HEARTBEAT = -1
 #: Requests one httpx client carries at once (module docstring).
 CLIENT_STREAMS = 8
+#: Seconds after its start a request with no first text yet stops counting toward `concurrency` (module docstring).
+PARK_AFTER_S = 2.0
+#: Requests running at once, parked or not, at most this many times `concurrency`.
+PARKED_FACTOR = 4
 
 
 class ProbeWorkerError(RuntimeError):
@@ -128,8 +137,9 @@ class _Clients:
             self._load[client] -= 1
 
 
-async def run_call(clients: _Clients, call: ProbeCall, armed: str | None) -> Attempt:
-    """One attempt on this event loop."""
+async def run_call(clients: _Clients, call: ProbeCall, armed: str | None,
+                   first_text: Callable[[], None] | None = None) -> Attempt:
+    """One attempt on this event loop; `first_text()` when its reply's first text arrived."""
     from tasks.probe import probe_once_async
     from tasks.secrets import register
 
@@ -139,7 +149,7 @@ async def run_call(clients: _Clients, call: ProbeCall, armed: str | None) -> Att
         return await probe_once_async(
             client, base_url=call.base_url, api_key=call.api_key, endpoint=call.endpoint, contract=call.contract,
             round_id=call.round_id, attempt_no=call.attempt_no, language=call.language, cfg=call.cfg,
-            clock=SystemClock(), body=call.body)
+            clock=SystemClock(), body=call.body, first_text=first_text)
 
 
 Deliver = Callable[[int, bool, Any], None]
@@ -166,6 +176,7 @@ class LoopRunner:
         self._queue: list[tuple[Any, int, int, ProbeCall, str | None]] = []
         self._order = itertools.count()
         self._running: set[asyncio.Task[None]] = set()
+        self._parked: set[asyncio.Task[None]] = set()  # running, no first text after PARK_AFTER_S: not counted
         self._limit = 1
         self._beating = False
 
@@ -181,14 +192,29 @@ class LoopRunner:
             self.loop.call_later(HEARTBEAT_S, self._beat)
 
     def _start(self) -> None:
-        while self._queue and len(self._running) < self._limit:
+        while (self._queue and len(self._running) - len(self._parked) < self._limit
+               and len(self._running) < self._limit * PARKED_FACTOR):
             _, _, rid, call, armed = heapq.heappop(self._queue)
-            task = self.loop.create_task(self._run(rid, call, armed))
+            texted: list[bool] = []  # set once the reply's first text arrived
+            task = self.loop.create_task(self._run(rid, call, armed, texted))
             self._running.add(task)
             task.add_done_callback(self._ended)
+            self.loop.call_later(PARK_AFTER_S, self._park, task, texted)
+
+    def _park(self, task: asyncio.Task[None], texted: list[bool]) -> None:
+        if not task.done() and not texted:
+            self._parked.add(task)
+            self._start()
+
+    def _first_text(self, texted: list[bool]) -> None:
+        texted.append(True)
+        task = asyncio.current_task(self.loop)
+        if task is not None:
+            self._parked.discard(task)  # it counts again
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        self._parked.discard(task)
         self._start()
 
     def _beat(self) -> None:
@@ -198,11 +224,11 @@ class LoopRunner:
         else:
             self._beating = False
 
-    async def _run(self, rid: int, call: ProbeCall, armed: str | None) -> None:
+    async def _run(self, rid: int, call: ProbeCall, armed: str | None, texted: list[bool]) -> None:
         if self._clients is None:
             self._clients = _Clients()
         try:
-            attempt = await run_call(self._clients, call, armed)
+            attempt = await run_call(self._clients, call, armed, functools.partial(self._first_text, texted))
         except Exception as exc:  # a bug of ours: the caller records it, the other probes go on
             self._deliver(rid, False, f"{type(exc).__name__}: {exc}")
             return
