@@ -34,12 +34,14 @@ DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_PROBE_BUDGET_S = 60.0
 #: Reply text kept per attempt (bytes of UTF-8). Longer replies are cut and flagged `text_truncated`.
 DEFAULT_TEXT_CAP_BYTES = 16 * 1024
-#: Probe requests in flight at once in one process, across every model of a cycle. Requests mostly wait on
-#: sockets, so this bounds the load on providers and on the canary's own CPU, not its threads. A catalog of
-#: 100 models x 15 endpoints with a 12 s slow start per model needs ~12,000 request-seconds a cycle. Measured
-#: on a quiet 2-core machine (docs/operations.md, sizing): 128 slots finish it in 121 s with the TTFT error at
-#: p95 40 ms, within the 50 ms bound; 192 in 103 s and 256 in 89 s, but at p95 116 and 217 ms.
-DEFAULT_CONCURRENCY = 128
+#: Probe requests in flight at once in one process, across every model of a cycle, not counting the parked ones
+#: (still waiting for their first text 2 s after they started: slow starts, which hold a socket but not the loop;
+#: at most 4x this many run at once, tasks/probe_worker.py). Requests mostly wait on sockets, so this bounds the
+#: load on providers and on the canary's own CPU, not its threads. Measured on a quiet 2-core machine with the
+#: simulator on the same cores (docs/operations.md, "Choosing `concurrency`"), 100 models x 15 endpoints with 100 slow
+#: starts of 12 s: 96 finishes a cycle in 87-88 s with the TTFT error at p95 33-45 ms, within the 50 ms bound; 128
+#: in 90 s, at p95 74 ms.
+DEFAULT_CONCURRENCY = 96
 #: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
 #: sequential; more models in flight only overlap their probing (a round mostly waits on its slowest endpoint).
 DEFAULT_MODELS_IN_FLIGHT = 32
