@@ -29,6 +29,7 @@ from tasks.core.contracts import spec_of, ttft
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.probe import probe_once, probe_once_async
 from tasks.probe_stream import new_async_client
+from tests.support.http_read import read_request
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -90,17 +91,10 @@ def wire_server(steps: list[Step]) -> Iterator[Wire]:
     class Handler(socketserver.BaseRequestHandler):
         def handle(self) -> None:
             sock: socket.socket = self.request
-            data = b""
-            while b"\r\n\r\n" not in data:
-                more = sock.recv(65536)
-                if not more:
-                    return
-                data += more
-            head, _, body = data.partition(b"\r\n\r\n")
-            lines = head.decode().split("\r\n")
-            headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
-            while len(body) < int(headers.get("content-length", "0")):
-                body += sock.recv(65536)
+            request = read_request(sock)
+            if request is None:
+                return
+            headers, body, _ = request
             wire.requests.append((headers, json.loads(body) if body else {}))
             for step in steps:
                 if isinstance(step, bytes):

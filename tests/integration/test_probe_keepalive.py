@@ -19,6 +19,7 @@ from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
 from tasks.probe import DRAIN_S, probe_once_async
 from tasks.probe_stream import new_async_client
+from tests.support.http_read import read_request
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -64,17 +65,10 @@ class KeepAliveServer:
         with conn:
             data = b""
             while True:
-                while b"\r\n\r\n" not in data:
-                    got = conn.recv(65536)
-                    if not got:
-                        return
-                    data += got
-                head, _, data = data.partition(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length:"))
-                while len(data) < length:
-                    data += conn.recv(65536)
-                data = data[length:]
+                request = read_request(conn, data)
+                if request is None:
+                    return
+                data = request[2]
                 try:
                     conn.sendall(REPLY_HEAD + REPLY_BODY)
                     if self.stay_open:
