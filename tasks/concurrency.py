@@ -43,6 +43,9 @@ from tasks.core.plan import model_slug
 
 #: How long a round waits for the previous round of the same model before it is skipped, seconds.
 WAIT_S = 60.0
+#: Seconds the one more try after freeing a stale slot waits for it (whatever `CANARY_ROUND_WAIT_S`): the slot is
+#: free at once, but Prefect's acquisition can take a busy machine more than a short configured wait.
+REACQUIRE_S = 5.0
 #: The slot's lease, seconds: renewed while the round runs; the slot of a dead process returns after it.
 LEASE_S = 120.0
 #: A `canary-round` run still marked running after this long is a zombie, not a live holder.
@@ -352,8 +355,8 @@ def round_slot(model: str, logger: Any, wait_s: float | None = None, db_path: st
                 "waiting %.0f s; the next scheduled round will try again", model, limit_name(model), wait,
             )
             raise RoundSkipped(model) from None
-        try:
-            stack.enter_context(_acquire(model, min(wait, 5.0)))
+        try:  # a freed slot is free at once; the acquisition itself may take a busy machine more than `wait`
+            stack.enter_context(_acquire(model, REACQUIRE_S))
         except TimeoutError:
             logger.warning("Round skipped: the slot of %s was taken again at once", model)
             raise RoundSkipped(model) from None
