@@ -38,10 +38,10 @@ DEFAULT_TEXT_CAP_BYTES = 16 * 1024
 #: (still waiting for their first text 2 s after they started: slow starts, which hold a socket but not the loop;
 #: at most 4x this many run at once, tasks/probe_worker.py). Requests mostly wait on sockets, so this bounds the
 #: load on providers and on the canary's own CPU, not its threads. Measured on a quiet 2-core machine with the
-#: simulator on the same cores (docs/operations.md, "Choosing `concurrency`"), 100 models x 15 endpoints with 100 slow
-#: starts of 12 s: 96 finishes a cycle in 87-88 s with the TTFT error at p95 33-45 ms, within the 50 ms bound; 128
-#: in 90 s, at p95 74 ms.
-DEFAULT_CONCURRENCY = 96
+#: simulator on the same cores (docs/operations.md, "Choosing `concurrency`"), 100 and 300 models x 15 endpoints
+#: with about one 12 s slow start per model: 80 finishes them in 93 s and 230 s with the TTFT error at p95 22-39 ms,
+#: within the 50 ms bound; 96 in 87-90 s and 216-227 s, but at p95 54-76 ms with 300 models.
+DEFAULT_CONCURRENCY = 80
 #: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
 #: sequential; more models in flight only overlap their probing (a round mostly waits on its slowest endpoint).
 DEFAULT_MODELS_IN_FLIGHT = 32
