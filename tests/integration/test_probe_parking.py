@@ -40,7 +40,7 @@ def attempts(sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch, tags: list[s
     cfg = CanaryConfig(base_url=sim.base_url, concurrency=concurrency, ttft_s=30.0, read_timeout_s=20.0,
                        probe_budget_s=30.0)
     probe_worker.start()
-    t0 = time.monotonic()
+    t0 = time.time()  # the epoch second the calls were sent: attempts' started_at are UTC datetimes
     futures = [dispatcher().submit(ProbeCall(
         base_url=sim.base_url, endpoint=Endpoint(model=MODEL, tag=tag, provider_name=tag.title()),
         contract=Contract.TTFT, round_id="r-park", attempt_no=1, language="en", cfg=cfg, api_key=sim.api_key))
@@ -50,17 +50,17 @@ def attempts(sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch, tags: list[s
     return t0, done
 
 
-def _start_s(t0: float, attempt: Attempt, wall_t0: float) -> float:
-    return attempt.started_at.timestamp() - wall_t0
+def _start_s(t0: float, attempt: Attempt) -> float:
+    """Seconds from the calls' sending to the attempt's start."""
+    return attempt.started_at.timestamp() - t0
 
 
 def test_slow_starts_do_not_hold_the_slots_of_the_requests_behind_them(
     sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wall_t0 = time.time()
     t0, done = attempts(sim, monkeypatch, ["slow0", "slow1", "fast0", "fast1", "fast2", "fast3"], concurrency=2)
     by_tag = {a.tag: a for a in done}
-    fast_started = [_start_s(t0, by_tag[f"fast{i}"], wall_t0) for i in range(4)]
+    fast_started = [_start_s(t0, by_tag[f"fast{i}"]) for i in range(4)]
     # both slots held by slow starts: the fast ones start once those are parked, long before their first text
     assert max(fast_started) < SLOW_S - 1.0, fast_started
     assert min(fast_started) >= PARK_AFTER_S - 0.5, fast_started  # not before: the bound held until then
@@ -71,9 +71,8 @@ def test_slow_starts_do_not_hold_the_slots_of_the_requests_behind_them(
 def test_parked_or_not_at_most_the_factor_times_the_bound_run_at_once(
     sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wall_t0 = time.time()
     t0, done = attempts(sim, monkeypatch, [f"slower{i}" for i in range(5)], concurrency=1)
-    spans = sorted((_start_s(t0, a, wall_t0), _start_s(t0, a, wall_t0) + (a.total_ms or 0) / 1000) for a in done)
+    spans = sorted((_start_s(t0, a), _start_s(t0, a) + (a.total_ms or 0) / 1000) for a in done)
     running = [sum(1 for s, e in spans if s <= start < e) for start, _ in spans]
     # one at a time, each parked PARK_AFTER_S after its start, the next starting then: PARKED_FACTOR of them run
     # before the first one's first text; the next one waits for the first to end
