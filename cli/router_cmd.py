@@ -1,7 +1,11 @@
 """`canary router --port N --routes FILE`: the OpenAI-compatible router in front of the providers.
 
 A bad routes file (or a tier whose key variable is unset) is one line on stderr and exit code 2
-(CANARY_DEBUG=1 adds the traceback). examples/routes-simulator.toml works against `canary simulator`.
+(CANARY_DEBUG=1 adds the traceback). So is a `--host` beyond loopback for a routes file without any `[[client]]`
+(unless `[router] allow_anonymous = true`). examples/routes-simulator.toml works against `canary simulator`.
+
+`canary router keys add NAME [--routes F] [--rpm N]` prints a new client key, once, and the `[[client]]` block
+holding its SHA-256 to paste into the routes file (the key itself is stored nowhere).
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ def router_command(
     log_level: Annotated[str, typer.Option("--log-level", help="debug | info | warning | error")] = "info",
 ) -> None:
     """Run the OpenAI-compatible router with first-chunk commit failover."""
+    from router.clients import anonymous_refusal
     from router.routes_loading import load_routes
     from router.savings import SAVERS
 
     try:
         loaded = load_routes(routes, frozenset(SAVERS))
+        refusal = anonymous_refusal(loaded, host)
+        if refusal is not None:
+            raise RoutesError(refusal)
         from router.server import serve
 
         with socket.socket() as probe:  # a busy port is one line too, not uvicorn's shutdown log
@@ -47,6 +55,36 @@ def router_command(
         traceback_if_debug()
         typer.echo(f"canary: router cannot listen on {host}:{port} ({exc.strerror or exc})", err=True)
         raise typer.Exit(2) from None
+
+
+def keys_add_command(
+    name: Annotated[str, typer.Argument(help="the client's name (metrics, route events and logs show it)")],
+    routes: Annotated[Path | None, typer.Option("--routes", help="check the name against this routes file")] = None,
+    rpm: Annotated[int, typer.Option("--rpm", help="requests_per_minute (0: no limit)")] = 0,
+) -> None:
+    """Print a new client key (once: only its SHA-256 is kept) and the client block to paste."""
+    import secrets
+
+    from router.clients import PLACEHOLDER_SHA256, client_block, new_key
+    from router.routes_loading import load_routes, parse_client
+
+    try:
+        parse_client({"name": name, "key_sha256": PLACEHOLDER_SHA256, "requests_per_minute": rpm}, 0)
+        if routes is not None:  # the name and limit as the file will check them, and not taken there
+            from router.savings import SAVERS
+
+            taken = {c.name for c in load_routes(routes, frozenset(SAVERS)).callers}
+            if name in taken:
+                raise RoutesError(f"routes: {routes} already has a client named {name!r}")
+    except RoutesError as exc:
+        traceback_if_debug()
+        typer.echo(f"canary: {exc}", err=True)
+        raise typer.Exit(2) from None
+    key = new_key(secrets.token_urlsafe(32))
+    where = f" to {routes}" if routes is not None else " to the routes file"
+    typer.echo(f"key (shown once; give it to {name}, it is stored nowhere): {key}\n", err=True)
+    typer.echo(f"# add{where} and restart the router:", err=True)
+    typer.echo(client_block(name, key, rpm), nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,12 +7,16 @@ first content chunk (router/stream.py, upstream.py); an answer that finished emp
 could answer. Every answer passed is judged (router/answer.py, judging.py): a non-streamed one before it is sent
 (one that fails its tools or structured check is asked of the next tier), a streamed one after its last byte.
 A client that leaves before the first chunk cancels the walk. `GET /v1/models` lists the routes keyed by model
-name; `GET /healthz` reports cooldowns, sink backlogs, the judge and the canary's lists.
+name; `GET /healthz` reports cooldowns, sink backlogs, the judge and the canary's lists; `GET /livez` says the
+process answers, `GET /readyz` whether it is ready for traffic (router/readiness.py). In front of every `/v1/*`
+path the door (router/access.py) asks for a client key when the routes file names clients, and applies their
+rate limits. `GET /metrics` is prometheus_client's own ASGI app over the router's registry.
 
 What happened on each tier is said once, as a `TierAttempt` (router/attempts.py), to one observer that route
-events, metrics, live counts and cooldowns hang on. Client API keys appear only as `key:<sha256 prefix>`; tier
-keys come from the environment and are sent only in the upstream Authorization header. No prompt or answer
-text is stored or logged.
+events, metrics, live counts and cooldowns hang on. Client API keys appear only as `key:<sha256 prefix>` or as
+their `[[client]]` name; tier keys come from the environment and are sent only in the upstream Authorization
+header. No prompt or answer text is stored or logged. When the router's own upstream pool has no connection
+free (`max_connections`), the walk ends with 503 `router_overloaded`: the router's saturation, never a tier's.
 """
 
 from __future__ import annotations
@@ -27,14 +31,17 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
 import router.answer as answers
+from router import clients as client_rules
 from router import ignore as ignore_lists
 from router import reasons, records
 from router import tiers as tier_rules
+from router.access import SCOPE_KEY, Door
 from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage, TierAttempt
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
@@ -42,11 +49,13 @@ from router.judging import Judge, StreamedAnswer
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
 from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
+from router.readiness import SinkState, not_ready
 from router.reasons import Cause
 from router.request import OFF_LOOP_BYTES, Prepared, Refusal, prepare
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, Savings, measure_savings
+from router.stream_events import usage_tokens
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, Relayed, TierFailure, relay, try_once, try_stream
 from tasks.clock import Clock, SystemClock
@@ -77,6 +86,7 @@ class Held:
     headers: dict[str, str]  # the response headers it goes out with
     failure: str  # `<class>:<reason>`, for the x-canary-check-failed header
     provider: str | None
+    usage: tuple[int | None, int | None] = (None, None)
 
 
 @dataclass
@@ -85,8 +95,18 @@ class Walk:
 
     prepared: Prepared
     client_headers: Mapping[str, str]
+    client: str = ""  # the client's name (router/access.py), "" when anonymous
+    started: float = 0.0  # monotonic s when the request arrived
     failures: list[tuple[int, str]] = field(default_factory=list)
     held: Held | None = None
+    # how it ended, for the whole request's duration: the tier that answered, GenAI error.type, usage
+    tier_no: int | None = None
+    error_type: str = ""
+    usage: tuple[int | None, int | None] = (None, None)
+
+    def ended(self, tier_no: int | None, error_type: str = "",
+              usage: tuple[int | None, int | None] = (None, None)) -> None:
+        self.tier_no, self.error_type, self.usage = tier_no, error_type, usage
 
 
 class BodyTooLarge(Exception):
@@ -149,24 +169,34 @@ class RouterShell:
     async def chat(self, request: Request) -> Response:
         assert self.client is not None, "the app's lifespan did not run"
         settings = self.routes.settings
+        started, client = self.clock.monotonic(), str(request.scope.get(SCOPE_KEY, ""))
         try:
             raw = await _read_capped(request, settings.max_body_bytes)
         except BodyTooLarge:
-            self.metrics.refused.labels("body_too_large").inc()
+            self.metrics.refuse("body_too_large", client)
             return _error(413, f"the request body is over the router's limit of {settings.max_body_bytes} bytes "
                                "(router.max_body_bytes)")
-        api_key = records.bearer(request.headers.get("authorization"))
+        api_key = client_rules.bearer_key(request.headers.get("authorization"))
         if len(raw) >= OFF_LOOP_BYTES:
             prepared = await asyncio.to_thread(prepare, raw, self.routes, api_key)
         else:
             prepared = prepare(raw, self.routes, api_key)
         if isinstance(prepared, Refusal):
-            self.metrics.refused.labels(prepared.reason).inc()
+            self.metrics.refuse(prepared.reason, client)
             return _error(prepared.status, prepared.message)
         if prepared.pipeline.failed:
             log.warning("savers failed open on %s (request sent unmodified): %s", prepared.route.key,
                         prepared.pipeline.failed)
-        walk = asyncio.ensure_future(self.walk(Walk(prepared, request.headers)))
+        w = Walk(prepared, request.headers, client, started)
+        response = await self._walk_while_connected(w, request)
+        if not isinstance(response, StreamingResponse):  # a stream is finished by its relay's end
+            self._finish(w)
+        return response
+
+    async def _walk_while_connected(self, w: Walk, request: Request) -> Response:
+        """The walk, cancelled when the client leaves before it returns."""
+        prepared = w.prepared
+        walk = asyncio.ensure_future(self.walk(w))
         gone = asyncio.ensure_future(_client_left(request.receive))
         try:
             await asyncio.wait((walk, gone), return_when=asyncio.FIRST_COMPLETED)
@@ -182,8 +212,16 @@ class RouterShell:
             if not gone.done() or gone.cancelled():
                 raise  # the server itself is cancelling this request
         self.metrics.clients_gone.labels(prepared.route.key).inc()
-        log.info("route %s: the client left before the first chunk; no further tier asked", prepared.route.key)
+        log.info("route %s: the client %sleft before the first chunk; no further tier asked", prepared.route.key,
+                 f"{w.client} " if w.client else "")
+        w.ended(None, "client_gone")
         return Response(status_code=CLIENT_GONE)
+
+    def _finish(self, w: Walk) -> None:
+        """The whole request's duration (and the upstream's usage), once it ended."""
+        route = w.prepared.route
+        tier = route.tiers[w.tier_no - 1] if w.tier_no is not None else None
+        self.metrics.finished(route.key, w.tier_no, tier, w.error_type, self.clock.monotonic() - w.started, w.usage)
 
     async def walk(self, w: Walk) -> Response:
         """The walk over the route's tiers: each one skipped, failed over, or the answer."""
@@ -208,7 +246,8 @@ class RouterShell:
         return self._walk_ended(w)
 
     def _attempt(self, w: Walk, stage: Stage, tier_no: int, **fields: Any) -> None:
-        attempt = TierAttempt(stage, w.prepared.route, tier_no, client_model=w.prepared.model, **fields)
+        attempt = TierAttempt(stage, w.prepared.route, tier_no, client_model=w.prepared.model, client=w.client,
+                              **fields)
         self.observer.attempt(attempt)
         if stage in (Stage.SKIPPED, Stage.FAILED_OVER) and attempt.reason is not None:
             w.failures.append((tier_no, str(attempt.reason)))
@@ -234,6 +273,8 @@ class RouterShell:
                                       self.clock.monotonic, settings.idle_timeout_s, fail_over_empty=another)
         else:
             result = await try_once(self.client, url, sent, headers, settings.request_timeout_s, self.clock.monotonic)
+        if isinstance(result, TierFailure) and result.reason.is_routers_own:
+            return self._overloaded(w, tier_no)
         if isinstance(result, TierFailure):
             self._failed_over(w, tier_no, result)
             if result.reason.cause is Cause.EMPTY_ANSWER and settings.judge:  # the gate saw the answer end empty
@@ -247,6 +288,7 @@ class RouterShell:
         if result.status != 200 or p.stream:  # an error that is the request's (every tier would refuse it)
             self._attempt(w, Stage.ANSWERED, tier_no, latency_ms=result.latency_ms, status=result.status)
             self.record_savings(p.route, tier_no, p.pipeline, savings, None, p.stream)
+            w.ended(tier_no, f"http_{result.status}")
             return Response(result.body, status_code=result.status, headers=out_headers)
         return await self._whole_answer(w, tier_no, result, out_headers, savings, another)
 
@@ -269,7 +311,7 @@ class RouterShell:
             self._failed_over(w, tier_no, TierFailure(bad, "HTTP 200 body is not a JSON object", result.latency_ms))
             return None
         attempt = answers.read_json(doc)
-        provider = attempt.served_provider
+        provider, usage = attempt.served_provider, usage_tokens(doc)
         masked = answers.masked_failure(attempt)
         if masked is not None:
             self._failed_over(w, tier_no, TierFailure(masked, "", result.latency_ms), provider)
@@ -286,10 +328,11 @@ class RouterShell:
         if another and (empty or (failed is not None and p.route.retry_failed_checks)):
             why = reasons.fixed(Cause.EMPTY_ANSWER) if empty or failed is None else reasons.failed_check(failed.reason)
             self._failed_over(w, tier_no, TierFailure(why, "", result.latency_ms), provider)
-            w.held = Held(tier_no, result, headers, flaw or "", provider)
+            w.held = Held(tier_no, result, headers, flaw or "", provider, usage)
             return None
         self._attempt(w, Stage.ANSWERED, tier_no, latency_ms=result.latency_ms, provider=provider, status=200)
-        self.record_savings(p.route, tier_no, p.pipeline, savings, records.billed_prompt_tokens(result.body), False)
+        self.record_savings(p.route, tier_no, p.pipeline, savings, usage[0], False)
+        w.ended(tier_no, "", usage)
         return Response(result.body, status_code=200, headers=headers)
 
     def _walk_ended(self, w: Walk) -> Response:
@@ -298,13 +341,29 @@ class RouterShell:
         if w.held is not None:
             held = w.held
             self._attempt(w, Stage.HANDED_LATER, held.tier_no, provider=held.provider, status=200)
+            w.ended(held.tier_no, "", held.usage)
             return Response(held.result.body, status_code=200, headers=held.headers)
         now, ids = self.clock.monotonic(), [t.upstream_id for t in route.tiers]
         every_tier_cooling = all(tier_rules.is_cooling(self.cooldowns, u, now) for u in ids)
         wait = tier_rules.shortest_wait(self.cooldowns, ids, now) if every_tier_cooling else None
         self.metrics.all_failed(route.key)
+        w.ended(None, "all_failed")
         body, headers = records.all_failed(route, w.failures, wait)
         return JSONResponse(body, status_code=503, headers=headers)
+
+    def _overloaded(self, w: Walk, tier_no: int) -> Response:
+        """The router's pool had no connection free for a tier: nothing was sent, no tier is blamed, and another
+        tier would wait on the same pool, so the walk ends here."""
+        route = w.prepared.route
+        self.metrics.overloaded(route.key)
+        log.warning("route %s tier %d: no upstream connection free within %g s (router.max_connections = %d): 503 "
+                    "router_overloaded%s", route.key, tier_no, self.routes.settings.connect_timeout_s,
+                    self.routes.settings.max_connections, f" for client {w.client}" if w.client else "")
+        w.ended(None, "router_overloaded")
+        body = records.openai_error("The router is overloaded: every upstream connection is busy "
+                                    "(router.max_connections). Please retry shortly.", "server_error",
+                                    "router_overloaded")
+        return JSONResponse(body, status_code=503, headers={"retry-after": "1"})
 
     def _stream_response(
         self, w: Walk, tier_no: int, committed: Committed, headers: dict[str, str], savings: Savings
@@ -318,9 +377,12 @@ class RouterShell:
                           provider=committed.gate.provider)
 
         def on_end(relayed: Relayed) -> None:
-            ended = stream_end(relayed.gate, relayed.aborted)
-            self._attempt(w, Stage.ENDED, tier_no, reason=ended, provider=relayed.gate.provider)
-            self.record_savings(p.route, tier_no, p.pipeline, savings, relayed.gate.prompt_tokens, True)
+            ended, gate = stream_end(relayed.gate, relayed.aborted), relayed.gate
+            self._attempt(w, Stage.ENDED, tier_no, reason=ended, provider=gate.provider)
+            self.record_savings(p.route, tier_no, p.pipeline, savings, gate.prompt_tokens, True)
+            why = str(ended) if ended is not None else "" if relayed.completed else "client_gone"
+            w.ended(tier_no, why, (gate.prompt_tokens, gate.completion_tokens))
+            self._finish(w)
             if judge and relayed.completed and ended is None:
                 self.judge.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.kept, relayed.cut,
                                                 p.tools, p.response_format))
@@ -358,6 +420,14 @@ class RouterShell:
             "lists": [s.as_json() for s in lists],
         }
         return JSONResponse(body)
+
+    async def livez(self, request: Request) -> JSONResponse:
+        return JSONResponse({"live": True})
+
+    async def readyz(self, request: Request) -> JSONResponse:
+        sinks = [SinkState(b.name, b.pending(), b.max_buffered, b.dropped) for b in self.batchers]
+        reasons_ = not_ready(self.ignore.statuses(self.routes), sinks, self.client is not None)
+        return JSONResponse({"ready": not reasons_, "reasons": reasons_}, status_code=503 if reasons_ else 200)
 
 
 def build_shell(
@@ -404,7 +474,8 @@ def create_app(shell: RouterShell) -> Starlette:
         timeout = httpx.Timeout(
             connect=settings.connect_timeout_s, read=None, write=30.0, pool=settings.connect_timeout_s
         )
-        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        limits = httpx.Limits(max_connections=settings.max_connections,
+                              max_keepalive_connections=min(64, settings.max_connections))
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
@@ -437,8 +508,12 @@ def create_app(shell: RouterShell) -> Starlette:
             HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
             HttpRoute("/v1/models", shell.models, methods=["GET"]),
             HttpRoute("/healthz", shell.health, methods=["GET"]),
-            HttpRoute("/metrics", shell.metrics.endpoint, methods=["GET"]),
+            HttpRoute("/livez", shell.livez, methods=["GET"]),
+            HttpRoute("/readyz", shell.readyz, methods=["GET"]),
+            HttpRoute("/metrics", shell.metrics.asgi, methods=["GET"]),
         ],
+        middleware=[Middleware(Door, callers=shell.routes.callers, required=bool(shell.routes.clients),
+                               clock=shell.clock, metrics=shell.metrics)],
         lifespan=lifespan,
     )
     app.state.router = shell

@@ -64,6 +64,7 @@ class TierAttempt:
     retry_after: str | None = None  # the raw Retry-After header of a failure
     status: int | None = None  # HTTP status of an answer handed over
     client_model: str | None = None  # the model name the client asked for
+    client: str = ""  # the client's name (router/access.py), "" when anonymous
 
     @property
     def tier(self) -> Tier:
@@ -129,9 +130,9 @@ class RouteEventLog:
             return
         reason = str(attempt.reason)
         event = records.route_event(self.clock.now(), attempt.route, attempt.tier_no, reason, attempt.latency_ms,
-                                    attempt.client_model)
-        log.warning("route %s tier %d degraded: %s (%.0f ms)", attempt.route.key, attempt.tier_no, reason,
-                    attempt.latency_ms)
+                                    attempt.client_model, attempt.client or None)
+        log.warning("route %s tier %d degraded: %s (%.0f ms)%s", attempt.route.key, attempt.tier_no, reason,
+                    attempt.latency_ms, f" client {attempt.client}" if attempt.client else "")
         for batcher in self.batchers:
             batcher.add([event])
 

@@ -57,6 +57,7 @@ def event_to_json(event: RouteEvent) -> dict[str, Any]:
         "reason": redact(event.reason),
         "latency_ms": event.latency_ms,
         "model": event.model,
+        "client": event.client,
     }
 
 
@@ -69,6 +70,7 @@ def event_from_json(doc: dict[str, Any]) -> RouteEvent:
         reason=doc["reason"],
         latency_ms=doc.get("latency_ms"),
         model=doc.get("model"),
+        client=doc.get("client"),
     )
 
 

@@ -1,8 +1,9 @@
 """The canary's published ignore lists, read by the router on every request and re-read on change.
 
 Path of a tier's list: its `ignore_file` if set, else `<publish_dir>/<model-slug>.json` where the model is
-the tier's `canary_model` (default: the tier's `model`) and the slug is `tasks.core.plan.model_slug` (the same
-one the publisher uses). `canary_model = ""` turns the merge off for that tier.
+the tier's `canary_model` (default: the tier's `model` without its variant suffix, `:nitro`, `:free`...) and
+the slug is `tasks.core.plan.model_slug` (the same one the publisher uses). `canary_model = ""` turns the merge
+off for that tier.
 
 Each request costs one `stat()`; the file is parsed again only when its (mtime_ns, size, inode) changes.
 A missing file means an empty list. A file that cannot be parsed (say, caught mid-write by a non-atomic
@@ -32,10 +33,17 @@ log = logging.getLogger("router.ignore")
 _Stamp = tuple[int, int, int]
 
 
+def base_model(model: str) -> str:
+    """A model id without its variant suffix (`author/slug:nitro` -> `author/slug`): `:nitro`, `:floor`, `:free`,
+    `:exacto`... choose how OpenRouter routes the same model, and the canary publishes the model's list."""
+    head, slash, name = model.rpartition("/")
+    return head + slash + name.partition(":")[0]
+
+
 def ignore_path(tier: Tier, publish_dir: Path) -> Path | None:
     if tier.ignore_file:
         return Path(tier.ignore_file)
-    model = tier.model if tier.canary_model is None else tier.canary_model
+    model = _list_model(tier)
     if not model:
         return None
     return publish_dir / f"{model_slug(model)}.json"
@@ -61,7 +69,8 @@ class ListStatus:
 
 
 def _list_model(tier: Tier) -> str:
-    return tier.model if tier.canary_model is None else tier.canary_model
+    """Whose list the tier merges: its `canary_model` as written, else its model without the variant suffix."""
+    return base_model(tier.model) if tier.canary_model is None else tier.canary_model
 
 
 class IgnoreLists:

@@ -8,6 +8,7 @@ first_chunk_timeout...). The first-chunk histogram carries OpenTelemetry's GenAI
 (Prometheus spelling), like the canary's own probes' histogram.
 
     canary_router_requests_total{route, tier, server, model, outcome}    outcome: served | all_failed (no tier)
+                                                                     | router_overloaded (no free connection)
     canary_router_failovers_total{route, tier, server, model, reason}    a tier given up before commit
     gen_ai_client_operation_time_to_first_chunk_seconds{gen_ai_operation_name, gen_ai_provider_name,
         gen_ai_request_model, server_address, server_port, route, tier}   histogram: sent -> first content chunk
@@ -25,6 +26,21 @@ The judge and the lists (`quality` the class, `reason` the canary's Reason value
     canary_router_ignore_list_entries{route, tier, model}    tags in it
     canary_router_ignore_list_age_seconds{route, tier, model}   since the canary last wrote it (absent: missing)
     canary_router_ignore_list_stale{route, tier, model}      1 when older than two canary intervals
+
+The gateway's own (issue 40): who asks, how long a request takes whole, what it used.
+
+    canary_router_requests_in_flight                         /v1/* requests being served (streams to their end)
+    canary_router_client_requests_total{client}              /v1/* requests let in, per client ("" anonymous)
+    canary_router_client_refusals_total{client, reason}      invalid_api_key (client ""), rate_limit_exceeded, and
+                                                             every reason of canary_router_requests_refused_total
+    gen_ai_client_operation_duration_seconds{GENAI..., error_type}   histogram: the whole request, from its
+        arrival to its last byte; error_type "" when it ended well, else all_failed, router_overloaded,
+        client_gone, http_<status> (an error handed over), or the reason a committed stream ended
+    gen_ai_client_token_usage{GENAI..., gen_ai_token_type}   histogram: the upstream's usage (input | output)
+    process_*, python_*                                      prometheus_client's process and platform collectors
+
+`GET /metrics` is prometheus_client's own ASGI app over this registry: gzip when the scraper asks for it, and
+OpenMetrics when its `Accept` prefers it.
 """
 
 from __future__ import annotations
@@ -33,24 +49,35 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    make_asgi_app,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
-from tasks.core.metric_rollup import FIRST_CHUNK, GENAI_BUCKETS_S
+from tasks.core.metric_rollup import DURATION, FIRST_CHUNK, GENAI_BUCKETS_S
 
 if TYPE_CHECKING:
     from router.routes import Tier
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 disable_created_metrics()  # no `*_created` series beside each counter (Prometheus does not need them)
 TIER_LABELS = ("route", "tier", "server", "model")
 GENAI_LABELS = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "server_address",
                 "server_port", "route", "tier")
+#: OpenTelemetry GenAI `gen_ai.client.token.usage` (unit `{token}`, no suffix in Prometheus) and its buckets.
+TOKEN_USAGE = "gen_ai_client_token_usage"
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 
 
 def server_of(base_url: str) -> str:
@@ -106,6 +133,16 @@ class _Lists(Collector):
                                 "the database was busy, written at the next start", value=float(self._pending()))
 
 
+class MetricsApp:
+    """`GET /metrics`: prometheus_client's ASGI app (gzip, OpenMetrics negotiation) as a Starlette endpoint."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._app = make_asgi_app(registry)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
 class RouterMetrics:
     def __init__(
         self,
@@ -115,7 +152,8 @@ class RouterMetrics:
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("canary_router_requests", "Chat requests by the tier that served them "
-                                "(outcome served) or all_failed (every tier failed: no tier labels)",
+                                "(outcome served), all_failed (every tier failed) or router_overloaded (no free "
+                                "upstream connection; no tier labels on either)",
                                 (*TIER_LABELS, "outcome"), registry=self.registry)
         self.failovers = Counter("canary_router_failovers", "Tiers given up before the first content chunk "
                                  "(the request moved on to the next tier)", (*TIER_LABELS, "reason"),
@@ -137,6 +175,24 @@ class RouterMetrics:
                                     "(the walk over tiers was cancelled)", ("route",), registry=self.registry)
         self.refused = Counter("canary_router_requests_refused", "Requests refused before any tier was asked",
                                ("reason",), registry=self.registry)
+        self.in_flight = Gauge("canary_router_requests_in_flight", "/v1/* requests being served now (a stream "
+                               "until its last byte)", registry=self.registry)
+        self.client_requests = Counter("canary_router_client_requests", "/v1/* requests let in, per client (the "
+                                       "[[client]] name, a key route's key:<prefix>, or \"\" when anonymous)",
+                                       ("client",), registry=self.registry)
+        self.client_refusals = Counter("canary_router_client_refusals", "Requests refused before any tier was "
+                                       "asked, per client (\"\": none identified) and reason", ("client", "reason"),
+                                       registry=self.registry)
+        self.duration = Histogram(DURATION, "GenAI operation duration: the whole request, from its arrival to its "
+                                  "last byte; error_type names how it failed (empty when it did not)",
+                                  (*GENAI_LABELS, "error_type"), buckets=GENAI_BUCKETS_S, registry=self.registry)
+        self.tokens = Histogram(TOKEN_USAGE, "GenAI token usage per answer, from the upstream's usage "
+                                "(gen_ai_token_type input: prompt tokens, output: completion tokens)",
+                                (*GENAI_LABELS, "gen_ai_token_type"), buckets=TOKEN_BUCKETS, registry=self.registry)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.asgi = MetricsApp(self.registry)
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:
@@ -158,9 +214,7 @@ class RouterMetrics:
     def served(self, route: str, tier_no: int, tier: Tier, first_chunk_ms: float | None) -> None:
         self.requests.labels(route, str(tier_no), tier.server, tier.model, "served").inc()
         if first_chunk_ms is not None:
-            address, port = _address_port(tier.base_url)
-            self.first_chunk.labels("chat", "openrouter", tier.model, address, port, route,
-                                    str(tier_no)).observe(first_chunk_ms / 1000)
+            self.first_chunk.labels(*_genai(route, tier_no, tier)).observe(first_chunk_ms / 1000)
 
     def all_failed(self, route: str) -> None:
         self.requests.labels(route, "", "", "", "all_failed").inc()
@@ -171,5 +225,27 @@ class RouterMetrics:
     def failed_after_commit(self, route: str, tier_no: int, tier: Tier, reason: str) -> None:
         self.after_commit.labels(route, str(tier_no), tier.server, tier.model, reason).inc()
 
-    async def endpoint(self, request: Request) -> Response:
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE)
+    def refuse(self, reason: str, client: str) -> None:
+        """A request refused before any tier was asked, in the totals and per client."""
+        self.refused.labels(reason).inc()
+        self.client_refusals.labels(client, reason).inc()
+
+    def overloaded(self, route: str) -> None:
+        self.requests.labels(route, "", "", "", "router_overloaded").inc()
+
+    def finished(self, route: str, tier_no: int | None, tier: Tier | None, error_type: str, seconds: float,
+                 usage: tuple[int | None, int | None] = (None, None)) -> None:
+        """A request's whole duration (and the upstream's usage of the tier that answered, when it said)."""
+        genai = _genai(route, tier_no, tier)
+        self.duration.labels(*genai, error_type).observe(seconds)
+        for kind, count in zip(("input", "output"), usage, strict=True):
+            if count is not None:
+                self.tokens.labels(*genai, kind).observe(count)
+
+
+def _genai(route: str, tier_no: int | None, tier: Tier | None) -> tuple[str, ...]:
+    """GENAI_LABELS' values for a tier (empty model, server and tier when no tier answered)."""
+    if tier is None or tier_no is None:
+        return ("chat", "openrouter", "", "", "", route, "")
+    address, port = _address_port(tier.base_url)
+    return ("chat", "openrouter", tier.model, address, port, route, str(tier_no))

@@ -23,6 +23,11 @@ word for `live_requests.reason` (a `native_finish_reason`, an error object's cod
     BAD_FRAME_BEFORE_COMMIT       bad_frame_before_commit         protocol_violation
     STREAM_CUT / STREAM_ERROR / IDLE_TIMEOUT _AFTER_COMMIT        cut_stream
     UPSTREAM_ERROR_AFTER_COMMIT   (a committed stream that ended with an upstream error: no event) upstream_error
+    ROUTER_OVERLOADED             router_overloaded               (not counted: the router had no free connection)
+
+`router_overloaded` is the router's own saturation (its upstream pool, `max_connections`, had no connection free
+within `connect_timeout_s`): no request left the router, so it is never an endpoint's failure, never cools a tier
+down and never counts toward a circuit (`is_routers_own`); the walk ends there with 503 `router_overloaded`.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class Cause(StrEnum):
     STREAM_ERROR_AFTER_COMMIT = "stream_error_after_commit"
     IDLE_TIMEOUT_AFTER_COMMIT = "idle_timeout_after_commit"
     UPSTREAM_ERROR_AFTER_COMMIT = "upstream_error_after_commit"
+    ROUTER_OVERLOADED = "router_overloaded"  # no upstream connection free in the router's pool: the router's own
 
     @property
     def is_family(self) -> bool:
@@ -87,6 +93,7 @@ _LIVE: dict[Cause, LiveOutcome | None] = {
     Cause.STREAM_ERROR_AFTER_COMMIT: LiveOutcome.CUT_STREAM,
     Cause.IDLE_TIMEOUT_AFTER_COMMIT: LiveOutcome.CUT_STREAM,
     Cause.UPSTREAM_ERROR_AFTER_COMMIT: LiveOutcome.UPSTREAM_ERROR,
+    Cause.ROUTER_OVERLOADED: None,
 }
 
 
@@ -127,7 +134,13 @@ class FailoverReason:
     @property
     def cools_down(self) -> bool:
         """Whether the upstream's Retry-After may cool the tier down (an answer it gave is no reason to)."""
-        return self.cause not in (Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED)
+        own = (Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED, Cause.ROUTER_OVERLOADED)
+        return self.cause not in own
+
+    @property
+    def is_routers_own(self) -> bool:
+        """The router's own saturation, not the tier's: no live failure, no cooldown, no circuit count."""
+        return self.cause is Cause.ROUTER_OVERLOADED
 
 
 def fixed(cause: Cause, word: object = None) -> FailoverReason:

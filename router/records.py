@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,19 +24,10 @@ def error_body(status: int, message: str, **metadata: Any) -> dict[str, Any]:
     return {"error": error}
 
 
-def bearer(value: str | None) -> str | None:
-    if value and value.lower().startswith("bearer "):
-        return value[7:].strip() or None
-    return None
-
-
-def billed_prompt_tokens(body: bytes) -> int | None:
-    """`usage.prompt_tokens` of a non-streaming answer, if it has one."""
-    try:
-        value = json.loads(body)["usage"]["prompt_tokens"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def openai_error(message: str, type_: str, code: str, param: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape, which the SDKs read (`openai.AuthenticationError.code`, ...): `{"error": {"message",
+    "type", "param", "code"}}`, `code` a string such as `invalid_api_key` or `rate_limit_exceeded`."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 def upstream_headers(
@@ -79,7 +69,8 @@ def response_headers(
 
 
 def route_event(
-    at: datetime, route: Route, tier_no: int, reason: str, latency_ms: float | None, model: str | None
+    at: datetime, route: Route, tier_no: int, reason: str, latency_ms: float | None, model: str | None,
+    client: str | None = None,
 ) -> RouteEvent:
     return RouteEvent(
         at=at,
@@ -89,6 +80,7 @@ def route_event(
         reason=reason,
         latency_ms=round(latency_ms, 1) if latency_ms is not None else None,
         model=model,
+        client=client,
     )
 
 

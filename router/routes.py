@@ -54,6 +54,11 @@ DEFAULT_REQUIRE_IGNORE_LISTS = False
 DEFAULT_CANARY_INTERVAL_S = 1800.0
 #: Per route: a non-streamed answer that fails its tools or structured check is asked of the next tier.
 DEFAULT_RETRY_FAILED_CHECKS = True
+#: Without any `[[client]]` the router serves anyone who reaches it: it listens on loopback only unless this is true.
+DEFAULT_ALLOW_ANONYMOUS = False
+#: Connections the router keeps to all its upstreams together; a request that finds none free within
+#: `connect_timeout_s` is answered 503 `router_overloaded` (the router's saturation, never an endpoint's fault).
+DEFAULT_MAX_CONNECTIONS = 256
 
 def key_id(api_key: str) -> str:
     """The id under which a client API key appears in events and logs: never the key itself."""
@@ -96,6 +101,20 @@ class Tier:
 
 
 @dataclass(frozen=True)
+class Client:
+    """A caller of the router (`[[client]]`, or a route keyed by `api_key_sha256`): its name is what metrics,
+    route events and logs show; the key itself is never stored, only its SHA-256."""
+
+    name: str
+    key_sha256: str  # 64 lower-case hex digits
+    requests_per_minute: int = 0  # 0: no limit
+
+    @property
+    def digest(self) -> bytes:
+        return bytes.fromhex(self.key_sha256)
+
+
+@dataclass(frozen=True)
 class Route:
     key: str  # "model:<name>" or "key:<sha256 prefix>": the id events carry
     tiers: tuple[Tier, ...]
@@ -124,12 +143,24 @@ class RouterSettings:
     judge_keep_bytes: int = DEFAULT_JUDGE_KEEP_BYTES
     require_ignore_lists: bool = DEFAULT_REQUIRE_IGNORE_LISTS
     canary_interval_s: float = DEFAULT_CANARY_INTERVAL_S
+    allow_anonymous: bool = DEFAULT_ALLOW_ANONYMOUS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
 
 @dataclass(frozen=True)
 class Routes:
     settings: RouterSettings
     routes: tuple[Route, ...]
+    clients: tuple[Client, ...] = ()  # `[[client]]`: with any, every /v1/* request needs one's key
+
+    @property
+    def callers(self) -> tuple[Client, ...]:
+        """Every key the router accepts when it asks for one: the clients, then each route keyed by
+        `api_key_sha256` whose digest no client holds (such a key is a client too, named by its route key)."""
+        held = {c.key_sha256 for c in self.clients}
+        by_route = tuple(Client(r.key, r.api_key_sha256) for r in self.routes
+                         if r.api_key_sha256 is not None and r.api_key_sha256 not in held)
+        return self.clients + by_route
 
     def find(self, model: str | None, api_key: str | None) -> Route | None:
         """A route for the client's API key wins over one for the requested model name."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Route, RouterSettings, Routes, Tier
+from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Client, Route, RouterSettings, Routes, Tier
 from tasks.core.redaction import strip_userinfo
 from tasks.errors import RoutesError, read_text_file
 from tasks.secrets import SecretStr, redact, register_url
@@ -37,8 +37,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 PATH_SETTINGS = ("publish_dir", "events_path", "events_db", "savings_path")
 #: Integer settings and their bounds.
 _INTEGERS = {"token_budget": (0, 1 << 40), "max_body_bytes": (1024, 1 << 34), "judge_queue": (1, 1 << 20),
-             "judge_keep_bytes": (1024, 1 << 30)}
-_BOOLEANS = ("judge", "require_ignore_lists")
+             "judge_keep_bytes": (1024, 1 << 30), "max_connections": (1, 65536)}
+_BOOLEANS = ("judge", "require_ignore_lists", "allow_anonymous")
+#: A client's name: a bounded label value that is safe in a log line, a metric and a header.
+_CLIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def _fail(msg: str) -> RoutesError:
     return RoutesError(f"routes: {msg}")
@@ -194,6 +196,41 @@ def _route(raw: Any, index: int) -> Route:
     return Route(key=key, tiers=tiers, model=model, api_key_sha256=digest, retry_failed_checks=retry)
 
 
+def parse_client(raw: Any, index: int) -> Client:
+    where = f"client[{index}]"
+    if not isinstance(raw, Mapping):
+        raise _fail(f"{where} must be a table (got {raw!r})")
+    known = {"name", "key_sha256", "requests_per_minute"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    name, digest, rpm = raw.get("name"), raw.get("key_sha256"), raw.get("requests_per_minute", 0)
+    if not isinstance(name, str) or not _CLIENT_NAME.match(name):
+        raise _fail(f"{where}.name must be 1-64 letters, digits, '.', '_' or '-' (got {name!r}): it is a metric "
+                    "label and appears in logs")
+    if not isinstance(digest, str) or not _SHA256.match(digest):
+        raise _fail(f"{where}.key_sha256 must be 64 lower-case hex digits (printf %s \"$KEY\" | sha256sum; "
+                    "`canary router keys add NAME` prints one)")
+    if isinstance(rpm, bool) or not isinstance(rpm, int) or not 0 <= rpm <= 1_000_000:
+        raise _fail(f"{where}.requests_per_minute must be an integer between 0 and 1000000 (got {rpm!r}; 0 = no limit)")
+    return Client(name, digest, rpm)
+
+
+def _clients(raw: Any) -> tuple[Client, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _fail(f"client must be an array of tables ([[client]]), got {raw!r}")
+    clients = tuple(parse_client(c, i) for i, c in enumerate(raw))
+    for field_name, what in (("name", "name"), ("key_sha256", "key")):
+        values = [getattr(c, field_name) for c in clients]
+        twice = next((v for v in values if values.count(v) > 1), None)
+        if twice is not None:
+            shown = twice if field_name == "name" else "(a digest)"
+            raise _fail(f"two clients share the {what} {shown}: each client needs its own")
+    return clients
+
+
 def _resolve(path: str, base_dir: Path | None) -> str:
     expanded = Path(path).expanduser()
     return str(expanded if base_dir is None or expanded.is_absolute() else base_dir / expanded)
@@ -207,7 +244,8 @@ def _resolved(routes: Routes, base_dir: Path | None) -> Routes:
         tuple(replace(t, ignore_file=_resolve(t.ignore_file, base_dir)) if t.ignore_file else t for t in r.tiers)
         for r in routes.routes
     ]
-    return Routes(replace(s, **paths), tuple(replace(r, tiers=t) for r, t in zip(routes.routes, tiers_of, strict=True)))
+    return replace(routes, settings=replace(s, **paths),
+                   routes=tuple(replace(r, tiers=t) for r, t in zip(routes.routes, tiers_of, strict=True)))
 
 
 def parse_routes(
@@ -215,9 +253,9 @@ def parse_routes(
 ) -> Routes:
     """Validate a TOML-shaped mapping; `known_savers` (if given) checks `router.savers` names; `base_dir`
     (if given) is the directory relative paths are resolved against (the routes file's)."""
-    unknown = sorted(set(raw) - {"router", "route"})
+    unknown = sorted(set(raw) - {"router", "route", "client"})
     if unknown:
-        raise _fail(f"unknown top-level key {unknown[0]!r} (known: router, route)")
+        raise _fail(f"unknown top-level key {unknown[0]!r} (known: client, router, route)")
     settings = _settings(raw.get("router"), known_savers)
     routes_raw = raw.get("route")
     if not isinstance(routes_raw, list) or not routes_raw:
@@ -228,7 +266,7 @@ def parse_routes(
         if route.key in seen:
             raise _fail(f"two routes share the key {route.key!r}")
         seen.add(route.key)
-    return _resolved(Routes(settings=settings, routes=routes), base_dir)
+    return _resolved(Routes(settings=settings, routes=routes, clients=_clients(raw.get("client"))), base_dir)
 
 
 def load_routes(path: str | Path, known_savers: frozenset[str] | None = None) -> Routes:

@@ -55,7 +55,7 @@ from router.stream_events import (
     may_change_state,
     plain_text_only,
     split_events,
-    usage_prompt_tokens,
+    usage_tokens,
 )
 from tasks.core.classify import MASKING_FINISH_REASONS, names_upstream_failure
 
@@ -110,6 +110,7 @@ class Gate:
     finished: bool = False  # saw a finish_reason
     errored: bool = False  # the upstream sent its own error chunk after the commit
     prompt_tokens: int | None = None  # usage.prompt_tokens of the upstream's usage chunk (billed)
+    completion_tokens: int | None = None  # usage.completion_tokens of the same chunk
     chunk_id: str | None = None
     created: int | None = None
     model: str | None = None
@@ -197,9 +198,9 @@ def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
             return replace(gate, done=True), kind
     if may_change_state(raw):
         kind, chunk = classify(raw)
-        tokens = usage_prompt_tokens(chunk)
-        if tokens is not None:
-            gate = replace(gate, prompt_tokens=tokens)
+        prompt, completion = usage_tokens(chunk)
+        if prompt is not None or completion is not None:
+            gate = replace(gate, prompt_tokens=prompt, completion_tokens=completion)
         if kind is Kind.ERROR:
             return replace(gate, errored=True, error_code=error_code(chunk)), kind
         if chunk is not None and any(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -119,10 +120,14 @@ def error_summary(chunk: dict[str, Any] | None) -> str:
         return f"{error.get('code')}: {str(error.get('message', ''))[:120]}"
     return "finish_reason error"
 
-def usage_prompt_tokens(chunk: dict[str, Any] | None) -> int | None:
-    usage = chunk.get("usage") if chunk else None
-    value = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def usage_tokens(doc: Mapping[str, Any] | None) -> tuple[int | None, int | None]:
+    """`usage.prompt_tokens` and `usage.completion_tokens` of a chunk or a whole answer (the billed counts)."""
+    usage = doc.get("usage") if doc else None
+    if not isinstance(usage, dict):
+        return None, None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return (prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
+            completion if isinstance(completion, int) and not isinstance(completion, bool) else None)
 
 def last_boundary(buffer: bytes) -> int:
     """Index just past the last complete event in `buffer` (0 if none)."""

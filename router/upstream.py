@@ -69,8 +69,29 @@ _REQUEST_FAILURE_REASONS: Mapping[ErrorClass, Cause] = {ErrorClass.CONNECT: Caus
 
 
 def _request_failure(exc: httpx.HTTPError, latency_ms: float) -> TierFailure:
+    if isinstance(exc, httpx.PoolTimeout):  # no connection free in the router's own pool: nothing was sent
+        return _overloaded(latency_ms)
     cause = _REQUEST_FAILURE_REASONS.get(classify_exception(exc), Cause.TRANSPORT_ERROR)
     return TierFailure(reasons.fixed(cause), type(exc).__name__, latency_ms)
+
+
+def _overloaded(latency_ms: float) -> TierFailure:
+    return TierFailure(reasons.fixed(Cause.ROUTER_OVERLOADED), "no upstream connection free (router.max_connections)",
+                       latency_ms)
+
+
+class PoolWatch:
+    """httpx's `trace` request extension: httpcore traces nothing while a request waits for a pool connection, so
+    the first event says one was taken. A budget that runs out before it is the router's saturation (no request
+    was sent), not the tier's slowness."""
+
+    __slots__ = ("connected",)
+
+    def __init__(self) -> None:
+        self.connected = False
+
+    async def __call__(self, event: str, info: Mapping[str, object]) -> None:
+        self.connected = True
 
 
 def _error_failure(reason: FailoverReason, body: bytes, latency_ms: float, retry_after: str | None) -> TierFailure:
@@ -101,11 +122,14 @@ async def try_once(
     monotonic: Callable[[], float],
 ) -> TierFailure | Passthrough:
     started = monotonic()
+    pool = PoolWatch()
     try:
         async with asyncio.timeout(timeout_s):
-            response = await client.post(url, content=body, headers=dict(headers))
+            response = await client.post(url, content=body, headers=dict(headers), extensions={"trace": pool})
     except TimeoutError:
         elapsed = (monotonic() - started) * 1000
+        if not pool.connected:
+            return _overloaded(elapsed)
         return TierFailure(reasons.fixed(Cause.TIMEOUT), f"no answer within {timeout_s:g} s", elapsed)
     except httpx.HTTPError as exc:
         return _request_failure(exc, (monotonic() - started) * 1000)
@@ -146,11 +170,15 @@ async def try_stream(
     # after the commit, the idle budget is httpx's read timeout (no per-chunk timer on the hot path)
     t = client.timeout
     timeout = httpx.Timeout(connect=t.connect, read=idle_timeout_s, write=t.write, pool=t.pool)
-    request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout)
+    pool = PoolWatch()
+    request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout,
+                                   extensions={"trace": pool})
     try:
         async with asyncio.timeout(budget_s):
             response = await client.send(request, stream=True)
     except TimeoutError:
+        if not pool.connected:
+            return _overloaded(elapsed_ms())
         stalled = reasons.fixed(Cause.FIRST_CHUNK_TIMEOUT)
         return TierFailure(stalled, "no response headers within the budget", elapsed_ms())
     except httpx.HTTPError as exc:

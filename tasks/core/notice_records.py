@@ -30,3 +30,4 @@ class RouteEvent:
     reason: str  # connect, http_429, http_503, first_chunk_timeout, stream_error_before_commit, ...
     latency_ms: float | None = None
     model: str | None = None
+    client: str | None = None  # the router's client (its [[client]] name or key route); None: anonymous

@@ -29,6 +29,7 @@ def append_route_events(
             "reason": one_line(e.reason) or "",
             "latency_ms": e.latency_ms,
             "model": e.model,
+            "client": e.client,
         }
         for e in events
     ]
