@@ -354,16 +354,13 @@ class RouterShell:
     def _overloaded(self, w: Walk, tier_no: int) -> Response:
         """The router's pool had no connection free for a tier: nothing was sent, no tier is blamed, and another
         tier would wait on the same pool, so the walk ends here."""
-        route = w.prepared.route
+        route, settings = w.prepared.route, self.routes.settings
         self.metrics.overloaded(route.key)
         log.warning("route %s tier %d: no upstream connection free within %g s (router.max_connections = %d): 503 "
-                    "router_overloaded%s", route.key, tier_no, self.routes.settings.connect_timeout_s,
-                    self.routes.settings.max_connections, f" for client {w.client}" if w.client else "")
+                    "router_overloaded%s", route.key, tier_no, settings.connect_timeout_s, settings.max_connections,
+                    f" for client {w.client}" if w.client else "")
         w.ended(None, "router_overloaded")
-        body = records.openai_error("The router is overloaded: every upstream connection is busy "
-                                    "(router.max_connections). Please retry shortly.", "server_error",
-                                    "router_overloaded")
-        return JSONResponse(body, status_code=503, headers={"retry-after": "1"})
+        return JSONResponse(records.OVERLOADED, status_code=503, headers={"retry-after": "1"})
 
     def _stream_response(
         self, w: Walk, tier_no: int, committed: Committed, headers: dict[str, str], savings: Savings

@@ -30,6 +30,11 @@ def openai_error(message: str, type_: str, code: str, param: str | None = None) 
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+#: The 503 of a request that found no upstream connection free in the router's pool (the router's saturation).
+OVERLOADED = openai_error("The router is overloaded: every upstream connection is busy (router.max_connections). "
+                          "Please retry shortly.", "server_error", "router_overloaded")
+
+
 def upstream_headers(
     tier: Tier, api_key: str | None, client_headers: Mapping[str, str], stream: bool
 ) -> dict[str, str]:
