@@ -68,22 +68,28 @@ def keys_add_command(
     from router.clients import PLACEHOLDER_SHA256, client_block, new_key
     from router.routes_loading import load_routes, parse_client
 
+    replaces = False
     try:
         parse_client({"name": name, "key_sha256": PLACEHOLDER_SHA256, "requests_per_minute": rpm}, 0)
         if routes is not None:  # the name and limit as the file will check them, and not taken there
             from router.savings import SAVERS
 
-            taken = {c.name for c in load_routes(routes, frozenset(SAVERS)).callers}
-            if name in taken:
+            callers = load_routes(routes, frozenset(SAVERS)).callers
+            if any(c.name == name and c.key_sha256 != PLACEHOLDER_SHA256 for c in callers):
                 raise RoutesError(f"routes: {routes} already has a client named {name!r}")
+            replaces = any(c.name == name for c in callers)
     except RoutesError as exc:
         traceback_if_debug()
         typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from None
     key = new_key(secrets.token_urlsafe(32))
-    where = f" to {routes}" if routes is not None else " to the routes file"
+    where = f"{routes}" if routes is not None else "the routes file"
     typer.echo(f"key (shown once; give it to {name}, it is stored nowhere): {key}\n", err=True)
-    typer.echo(f"# add{where} and restart the router:", err=True)
+    if routes is not None and replaces:
+        typer.echo(f"# in {where}, replace the placeholder block of {name} with this one, and restart the router:",
+                   err=True)
+    else:
+        typer.echo(f"# add to {where} and restart the router:", err=True)
     typer.echo(client_block(name, key, rpm), nl=False)
 
 

@@ -25,7 +25,7 @@ from router import clients as rules
 from router.clients import Bucket
 from router.metrics import RouterMetrics
 from router.records import openai_error
-from router.routes import Client
+from router.routes import Client, Routes
 from tasks.clock import Clock
 
 log = logging.getLogger("router")
@@ -34,6 +34,20 @@ log = logging.getLogger("router")
 SCOPE_KEY = "canary.client"
 #: The path whose requests a client's `requests_per_minute` counts (listing models costs nothing upstream).
 LIMITED_PATH = "/v1/chat/completions"
+
+
+def report(routes: Routes) -> None:
+    """At start: whether the router asks for a key, and a loud line per client that no key can match (the
+    placeholder digest deploy/routes.toml ships)."""
+    if not routes.clients:
+        log.info("no [[client]] in the routes file: the router serves whoever reaches it without a key")
+        return
+    log.info("the router asks every /v1/* request for a client key (%d clients, %d key routes)", len(routes.clients),
+             len(routes.callers) - len(routes.clients))
+    for c in routes.clients:
+        if c.key_sha256 == rules.PLACEHOLDER_SHA256:
+            log.warning("client %s has the placeholder key_sha256 (64 zeros): no key matches it; make one with "
+                        "`canary router keys add %s` and replace its block", c.name, c.name)
 
 
 def _authorization(scope: Scope) -> str | None:

@@ -37,9 +37,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
 import router.answer as answers
+from router import access, reasons, records
 from router import clients as client_rules
 from router import ignore as ignore_lists
-from router import reasons, records
 from router import tiers as tier_rules
 from router.access import SCOPE_KEY, Door
 from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage, TierAttempt
@@ -442,6 +442,7 @@ def build_shell(
     api_keys = resolve_api_keys(routes, os.environ if env is None else env)
     ignore = IgnoreLists(settings.publish_dir)
     ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists)
+    access.report(routes)
     events = event_batchers(settings.events_path, settings.events_db) if events is None else events
     live = LiveRecorder(clock, live_batchers(settings.events_db))
     savings = Batcher(JsonlSink(settings.savings_path), "router-savings") if settings.savings_path else None

@@ -5,12 +5,13 @@ to the same), the way Compose would run them: named volumes are directories, ser
 container port a free port, the image's install is this checkout. The operator's part is done as
 docs/operations.md "Production" says: canary.env filled in from canary.env.example (the simulator's key and URL
 in place of OpenRouter's, a local Slack-compatible server's token and channel ID), the routes file's base URL
-pointed at the simulator.
+pointed at the simulator, and its placeholder client replaced by the block `canary router keys add` prints.
 
 Then, as an operator would: the Prefect server (until its healthcheck passes), `canary serve`, two cycles with
 `prefect deployment run canary-cycle/canary-cycle --watch` against the served deployment (observe mode: the
 refusing endpoint "would be suspended", said in Slack by channel ID), the router and the exporter once the
-database exists, a routed request through the router (counted in the canary's database: events_db), and
+database exists, a routed request through the router with the client's key (one without it is 401; the routed
+one is counted in the canary's database: events_db), and
 `canary status` through deploy/canary-admin (the operator's `canary` on a systemd host).
 Every process is stopped by its process group at the end.
 """
@@ -67,9 +68,10 @@ def sim() -> Iterator[SimulatorHandle]:
         yield handle
 
 
-def operator_files(tmp: Path, sim: SimulatorHandle, slack: SlackServer) -> Path:
-    """deploy/ as the operator leaves it: canary.env from the example with the values filled in, the routes
-    file's OpenRouter base URL replaced by the simulator's. Everything else is the files as shipped."""
+def operator_files(tmp: Path, sim: SimulatorHandle, slack: SlackServer) -> tuple[Path, str]:
+    """deploy/ as the operator leaves it, and the client key it made: canary.env from the example with the values
+    filled in, the routes file's OpenRouter base URL replaced by the simulator's, its placeholder client block
+    replaced by the one `canary router keys add` printed. Everything else is the files as shipped."""
     d = tmp / "deploy"
     shutil.copytree(DEPLOY, d)
     env = read_env_file(DEPLOY / "canary.env.example")
@@ -78,8 +80,15 @@ def operator_files(tmp: Path, sim: SimulatorHandle, slack: SlackServer) -> Path:
     (d / "canary.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
     routes = (d / "routes.toml").read_text(encoding="utf-8")
     assert routes.count("https://openrouter.ai/api/v1") == 2
+    added = subprocess.run([str(Path(sys.executable).with_name("canary")), "router", "keys", "add", "team-a",
+                            "--routes", str(d / "routes.toml")], capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0 and "replace the placeholder block of team-a" in added.stderr, added.stderr
+    key = next(w for w in added.stderr.split() if w.startswith("sk-canary-"))
+    start = routes.index("[[client]]")
+    end = routes.index("\n\n", start)  # the placeholder block, as shipped
+    routes = routes[:start] + added.stdout.strip() + routes[end:]
     (d / "routes.toml").write_text(routes.replace("https://openrouter.ai/api/v1", sim.base_url), encoding="utf-8")
-    return d
+    return d, key
 
 
 def mounted_files(host: Host, services: dict[str, Service]) -> None:
@@ -130,7 +139,7 @@ def tails(logs: Path) -> str:
 def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHandle, tmp_path: Path) -> None:
     started = time.monotonic()
     with SlackServer(token=TOKEN) as slack:
-        compose_dir = operator_files(tmp_path, sim, slack)
+        compose_dir, key = operator_files(tmp_path, sim, slack)
         services = compose_services(compose_dir / "compose.yaml")
         ports = {4200: free_port(), 8788: free_port(), 9464: free_port()}
         host = Host(root=tmp_path, compose_dir=compose_dir, checkout=REPO, venv=Path(sys.executable).parent.parent,
@@ -191,8 +200,11 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
             router = f"http://127.0.0.1:{ports[8788]}"
             poll("the router's /healthz", lambda: httpx.get(f"{router}/healthz", timeout=5).json()["ok"], 60, procs,
                  logs)
-            reply = httpx.post(f"{router}/v1/chat/completions", timeout=60, json={
-                "model": "chat", "messages": [{"role": "user", "content": "Hello"}]})
+            ask = {"model": "chat", "messages": [{"role": "user", "content": "Hello"}]}
+            anonymous = httpx.post(f"{router}/v1/chat/completions", timeout=60, json=ask)
+            assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == "invalid_api_key"
+            reply = httpx.post(f"{router}/v1/chat/completions", timeout=60, json=ask,
+                               headers={"authorization": f"Bearer {key}"})
             assert reply.status_code == 200, reply.text
             assert reply.headers["x-canary-tier"] == "1" and reply.json()["choices"][0]["message"]["content"]
 

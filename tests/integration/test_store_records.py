@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -119,9 +120,10 @@ def test_route_events_by_path_and_by_connection(tmp_db: str) -> None:
     )
     assert store.append_route_events(tmp_db, [ev, ev]) == 2
     with store.open_store(tmp_db) as con:
-        assert store.append_route_events(con, [ev]) == 1
+        assert store.append_route_events(con, [replace(ev, client="team-a")]) == 1
         rows = store.route_event_rows(con, since=T0, until=T0 + HOUR)
     assert list(rows["reason"]) == ["http_503"] * 3 and rows["latency_ms"].iloc[0] == 12.5
+    assert sorted(rows["client"].fillna("")) == ["", "", "team-a"]  # the router's client, where it named one
 
 
 def decision(at: datetime, action: Action, mode: Mode = Mode.ENFORCE, **kw: object) -> Decision:

@@ -99,6 +99,21 @@ def test_config_routes_and_state_directory_agree() -> None:
     assert all(t.api_key_env == "OPENROUTER_API_KEY" for r in routes.routes for t in r.tiers)
 
 
+def test_the_shipped_router_starts_where_both_files_bind_it(tmp_path: Path) -> None:
+    """Compose binds 0.0.0.0 inside its container: the shipped routes file names a client (a placeholder digest no
+    key matches, until the operator replaces it), so the router starts there and asks every request for a key."""
+    from router.clients import PLACEHOLDER_SHA256, anonymous_refusal
+    from router.routes_loading import load_routes
+
+    shutil.copy(DEPLOY / "canary.env.example", tmp_path / "canary.env")
+    routes = load_routes(DEPLOY / "routes.toml")
+    assert [(c.name, c.key_sha256) for c in routes.clients] == [("team-a", PLACEHOLDER_SHA256)]
+    for argv in (compose_services(DEPLOY / "compose.yaml", env_dir=tmp_path)["canary-router"].argv,
+                 UNITS["canary-router"].argv):
+        assert anonymous_refusal(routes, argv[argv.index("--host") + 1]) is None, argv
+    assert "canary router keys add" in (DEPLOY / "routes.toml").read_text(encoding="utf-8")
+
+
 def test_the_image_installs_where_the_units_run_it() -> None:
     text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
     assert f"WORKDIR {INSTALL}\n" in text and "USER canary\n" in text and f"WORKDIR {STATE}\n" in text
