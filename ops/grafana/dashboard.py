@@ -102,8 +102,9 @@ def canary_panels() -> list[object]:
             "From the probes' GenAI first-chunk histogram."),
         _series("Probe duration p95 by error type (6 h)", "s", [Query(
             "histogram_quantile(0.95, sum by (error_type, le) (increase("
-            'gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=~"$model"}[6h])))',
-            "{{error_type}}")], "Whole probe requests; error_type empty when the exchange completed."),
+            'gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=~"$model", route=""}[6h])))',
+            "{{error_type}}")], "Whole probe requests (the router's histogram of the same name has a route "
+            "label); error_type empty when the exchange completed."),
         _increase("Contract outcomes per hour", "canary_probe_outcomes_total", "outcome", "1h",
                   "pass, fail, transport, inconclusive: mostly transport or inconclusive means a blind canary."),
         _increase("Failures per hour, by reason", "canary_probe_failures_total", "reason", "1h",

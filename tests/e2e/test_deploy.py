@@ -84,7 +84,7 @@ def operator_files(tmp: Path, sim: SimulatorHandle, slack: SlackServer) -> tuple
                             "--routes", str(d / "routes.toml")], capture_output=True, text=True, timeout=60)
     assert added.returncode == 0 and "replace the placeholder block of team-a" in added.stderr, added.stderr
     key = next(w for w in added.stderr.split() if w.startswith("sk-canary-"))
-    start = routes.index("[[client]]")
+    start = routes.index("\n[[client]]\n") + 1
     end = routes.index("\n\n", start)  # the placeholder block, as shipped
     routes = routes[:start] + added.stdout.strip() + routes[end:]
     (d / "routes.toml").write_text(routes.replace("https://openrouter.ai/api/v1", sim.base_url), encoding="utf-8")
