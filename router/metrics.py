@@ -20,7 +20,8 @@ The judge and the lists (`quality` the class, `reason` the canary's Reason value
     canary_router_answers_judged_total{route, tier, server, model, quality, reason}    reason ok = the check held
     canary_router_answers_unjudged_total{reason}             queue_full (dropped, never waited for) | error
     canary_router_clients_gone_total{route}                  clients that left before the first content chunk
-    canary_router_requests_refused_total{reason}             body_too_large, not_json, too_deep, not_object, no_route
+    canary_router_requests_refused_total{reason}             body_too_large, not_json, too_deep, not_object, no_route,
+                                                             invalid_api_key, rate_limit_exceeded (the door's)
     canary_router_pending_on_disk                            live counts and route events kept on disk for DuckDB
     canary_router_ignore_list_present{route, tier, model}    1 when the tier's canary list exists, else 0
     canary_router_ignore_list_entries{route, tier, model}    tags in it
