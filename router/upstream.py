@@ -70,14 +70,13 @@ _REQUEST_FAILURE_REASONS: Mapping[ErrorClass, Cause] = {ErrorClass.CONNECT: Caus
 
 def _request_failure(exc: httpx.HTTPError, latency_ms: float) -> TierFailure:
     if isinstance(exc, httpx.PoolTimeout):  # no connection free in the router's own pool: nothing was sent
-        return _overloaded(latency_ms)
+        return _overloaded(latency_ms, type(exc).__name__)
     cause = _REQUEST_FAILURE_REASONS.get(classify_exception(exc), Cause.TRANSPORT_ERROR)
     return TierFailure(reasons.fixed(cause), type(exc).__name__, latency_ms)
 
 
-def _overloaded(latency_ms: float) -> TierFailure:
-    return TierFailure(reasons.fixed(Cause.ROUTER_OVERLOADED), "no upstream connection free (router.max_connections)",
-                       latency_ms)
+def _overloaded(latency_ms: float, detail: str = "no upstream connection free (router.max_connections)") -> TierFailure:
+    return TierFailure(reasons.fixed(Cause.ROUTER_OVERLOADED), detail, latency_ms)
 
 
 class PoolWatch:

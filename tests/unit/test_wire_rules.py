@@ -172,7 +172,7 @@ def test_map_keys_are_httpx_errors_and_values_error_classes() -> None:
         (httpx.ConnectError("x"), ErrorClass.CONNECT, "connect"),
         (httpx.ReadTimeout("x"), ErrorClass.TIMEOUT, "timeout"),
         (httpx.WriteTimeout("x"), ErrorClass.TIMEOUT, "timeout"),
-        (httpx.PoolTimeout("x"), ErrorClass.TIMEOUT, "timeout"),
+        (httpx.PoolTimeout("x"), ErrorClass.TIMEOUT, "router_overloaded"),  # the router's own pool, not the tier
         (httpx.ReadError("x"), ErrorClass.STREAM_CUT, "transport_error"),
         (httpx.RemoteProtocolError("x"), ErrorClass.STREAM_CUT, "transport_error"),
         (httpx.CloseError("x"), ErrorClass.STREAM_CUT, "transport_error"),
