@@ -5,6 +5,7 @@ process; without any client the router refuses to listen beyond loopback, in one
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tomllib
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import openai
 import pytest
+from typer.testing import CliRunner
 
-from router.clients import key_sha256
+from cli.main import app
+from router.clients import key_sha256, new_key
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.router_proc import router_process
 
@@ -48,15 +51,14 @@ def test_keys_add_prints_a_key_once_and_the_block_that_lets_it_in(tmp_path: Path
         assert block == [{"name": "team-b", "key_sha256": key_sha256(key), "requests_per_minute": 5}]
         with routes.open("a", encoding="utf-8") as f:  # as the operator pastes it: `>> routes.toml`
             f.write("\n" + added.stdout)
-        again = canary("router", "keys", "add", "team-b", "--routes", str(routes))
-        assert again.returncode == 2 and again.stderr.strip().splitlines() == [
+        again = CliRunner().invoke(app, ["router", "keys", "add", "team-b", "--routes", str(routes)])
+        assert again.exit_code == 2 and again.stderr.strip().splitlines() == [
             f"canary: routes: {routes} already has a client named 'team-b'"]
         with router_process(routes, tmp_path / "router.log") as base:
             ok = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=20)
             reply = ok.chat.completions.create(model="chat", messages=[{"role": "user", "content": "Hi"}])
             assert reply.choices[0].message.content == "Served"
-            other = canary("router", "keys", "add", "team-c")  # a key the file does not hold
-            wrong = next(w for w in other.stderr.split() if w.startswith("sk-canary-"))
+            wrong = new_key(secrets.token_urlsafe(32))  # a key the file does not hold
             with pytest.raises(openai.AuthenticationError):
                 openai.OpenAI(base_url=f"{base}/v1", api_key=wrong, max_retries=0).models.list()
     assert len(up.requests) == 1
