@@ -382,7 +382,8 @@ def build_shell(
     metrics = RouterMetrics(lambda: ignore.reads, lambda: ignore.statuses(routes),
                             lambda: sum(b.spill.pending for b in every if b.spill is not None))
     cooldowns = CooldownBook(clock, settings.max_cooldown_s)
-    observer = AttemptObserver([RouteEventLog(clock, events), metrics, live, cooldowns])
+    metrics.live.prime(routes, settings.judge)
+    observer = AttemptObserver([RouteEventLog(clock, events), metrics, metrics.live, live, cooldowns])
     return RouterShell(
         routes=routes, api_keys=api_keys, clock=clock, ignore=ignore, events=events, savings=savings,
         metrics=metrics, live=live, cooldown_book=cooldowns, observer=observer,

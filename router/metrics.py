@@ -41,6 +41,7 @@ from starlette.responses import Response
 
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
+from router.live_metrics import LiveMetrics
 from tasks.core.metric_rollup import FIRST_CHUNK, GENAI_BUCKETS_S
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ class RouterMetrics:
                                     "(the walk over tiers was cancelled)", ("route",), registry=self.registry)
         self.refused = Counter("canary_router_requests_refused", "Requests refused before any tier was asked",
                                ("reason",), registry=self.registry)
+        self.live = LiveMetrics(self.registry)  # per-endpoint live counters for the canary (router/live_metrics.py)
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:

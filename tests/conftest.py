@@ -76,6 +76,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_served_watcher.py": "served_watcher",
     "tests/e2e/test_toy_contract.py": "toy_contract",
     "tests/integration/test_at.py": "shared_history",
+    "tests/integration/test_live_prometheus.py": "live_prometheus",
     "tests/integration/test_notebooks.py": "shared_history",
 }
 
