@@ -41,6 +41,7 @@ from starlette.responses import Response
 
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
+from router.lists_poll import polls_counter
 from router.live_metrics import LiveMetrics
 from tasks.core.metric_rollup import FIRST_CHUNK, GENAI_BUCKETS_S
 
@@ -139,6 +140,7 @@ class RouterMetrics:
         self.refused = Counter("canary_router_requests_refused", "Requests refused before any tier was asked",
                                ("reason",), registry=self.registry)
         self.live = LiveMetrics(self.registry)  # per-endpoint live counters for the canary (router/live_metrics.py)
+        self.lists_polls = polls_counter(self.registry)  # lists_url's answers (router/lists_poll.py)
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:

@@ -54,6 +54,10 @@ DEFAULT_REQUIRE_IGNORE_LISTS = False
 DEFAULT_CANARY_INTERVAL_S = 1800.0
 #: Per route: a non-streamed answer that fails its tools or structured check is asked of the next tier.
 DEFAULT_RETRY_FAILED_CHECKS = True
+#: Seconds between two polls of `lists_url` (the canary's exporter, `GET /lists/<model-slug>.json`, conditional):
+#: an exclusion the canary publishes reaches the router within this. Each poll is one small request per list
+#: (a 304 when nothing changed).
+DEFAULT_LISTS_POLL_S = 5.0
 
 def key_id(api_key: str) -> str:
     """The id under which a client API key appears in events and logs: never the key itself."""
@@ -124,6 +128,8 @@ class RouterSettings:
     judge_keep_bytes: int = DEFAULT_JUDGE_KEEP_BYTES
     require_ignore_lists: bool = DEFAULT_REQUIRE_IGNORE_LISTS
     canary_interval_s: float = DEFAULT_CANARY_INTERVAL_S
+    lists_url: str | None = None  # the canary's lists over HTTP (router/lists_poll.py); copies kept in publish_dir
+    lists_poll_s: float = DEFAULT_LISTS_POLL_S
 
 
 @dataclass(frozen=True)
