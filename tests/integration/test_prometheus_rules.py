@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["check", "rules", "canary-rules.yml"], "SUCCESS: 18 rules found"),
+    (["check", "rules", "canary-rules.yml"], "SUCCESS: 19 rules found"),
     (["test", "rules", "canary-rules.test.yml"], "SUCCESS"),
 ], ids=["check", "unit-tests"])
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass(args: list[str], expected: str) -> None:

@@ -1,0 +1,35 @@
+"""The live evidence's recording rules (ops/prometheus/canary-live-rules.yml) are valid, behave as their unit
+tests say (two replicas, one restarted: `promtool test rules`), and record the very sums the watcher asks for
+(tasks/core/live_promql.py), so a dashboard and the canary read the same numbers."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from tasks.core.live_promql import LABELS, ROUTERS, live_query
+from tests.support.prometheus import RULES_DIR, require_binary
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["check", "rules", "canary-live-rules.yml"], "SUCCESS: 5 rules found"),
+    (["test", "rules", "canary-live-rules.test.yml"], "SUCCESS"),
+], ids=["check", "unit-tests"])
+def test_promtool_accepts_the_live_rules_and_their_unit_tests_pass(args: list[str], expected: str) -> None:
+    out = subprocess.run([require_binary("promtool"), *args], cwd=RULES_DIR, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert expected in out.stdout
+
+
+def test_the_rules_record_the_watchers_own_queries_at_the_default_window() -> None:
+    rules = yaml.safe_load((RULES_DIR / "canary-live-rules.yml").read_text(encoding="utf-8"))
+    recorded = {r["record"]: " ".join(r["expr"].split()) for g in rules["groups"] for r in g["rules"]}
+    for family in LABELS:
+        name = f"canary:{family.removeprefix('canary_').removesuffix('_total')}:increase5m"
+        assert recorded[name] == live_query(family, 300).removesuffix(" > 0").replace("[300s]", "[5m]")
+    assert recorded["canary:router_live_replicas:count"] == ROUTERS
