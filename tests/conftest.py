@@ -66,6 +66,7 @@ def tmp_db(tmp_path: Any) -> str:
 SHARED_STATE_GROUPS = {
     "tests/e2e/test_confirmation.py": "confirmation",
     "tests/e2e/test_cost_status.py": "cost_status",
+    "tests/e2e/test_fleet_prometheus.py": "fleet_prometheus",
     "tests/e2e/test_history.py": "history",
     "tests/e2e/test_operator_stack.py": "operator_stack",
     "tests/e2e/test_live_suspicion.py": "suspicion",

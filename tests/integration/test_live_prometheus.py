@@ -26,6 +26,7 @@ from tasks.config import CanaryConfig
 from tasks.core.live_records import LiveCount
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.live_prometheus import live_source_health, read_live_evidence
+from tasks.metrics import CanaryCollector, exposition
 from tasks.store.live import live_counts
 from tasks.watch_loop import WatchEngine, look_once
 from tests.support.live_fleet import FAULTS, MODEL, routers, simulator_for_fleet, traffic
@@ -116,7 +117,14 @@ def test_a_look_with_live_source_prometheus_suspects_the_endpoint_failing_behind
     assert "live failures 8/8 (100%)" in look.result.suspicions[0].evidence  # type: ignore[union-attr]
 
 
-def test_status_and_the_exporter_say_how_many_replicas_report(fleet: Fleet) -> None:
+def test_status_and_the_exporter_say_how_many_replicas_report(fleet: Fleet, tmp_path: Path) -> None:
     health = live_source_health(_cfg(fleet))
     assert (health.up, health.routers) == (True, 2)
     assert health.line() == f"live evidence: Prometheus at {fleet.prom.base_url}: 2 router replicas reporting"
+    db = str(tmp_path / "none.duckdb")
+    scrape = exposition(CanaryCollector([db], _cfg(fleet, db_path=db))).decode()
+    assert "\ncanary_live_source_up 1.0\n" in scrape and "\ncanary_live_source_routers 2.0\n" in scrape
+    with_db = exposition(CanaryCollector([db], CanaryConfig(db_path=db))).decode()
+    assert "canary_live_source" not in with_db  # live_source = "db": nothing to ask
+    nobody = exposition(CanaryCollector([db], _cfg(fleet, db_path=db, prometheus_url="http://127.0.0.1:9"))).decode()
+    assert "\ncanary_live_source_up 0.0\n" in nobody and "\ncanary_live_source_routers 0.0\n" in nobody
