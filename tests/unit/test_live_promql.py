@@ -182,3 +182,13 @@ def test_suspect_decides_the_same_on_the_records_of_either_path() -> None:
     assert [(s.tag, str(s.signal)) for s in found[1]] == [
         ("alpha", "live_failure_rate"), ("beta", "live_quality"), ("d1", "live_failure_rate"),
         ("d2", "live_failure_rate")]
+
+
+def test_the_window_is_one_sum_so_evidence_from_before_a_suspicion_inside_it_is_spent() -> None:
+    """An endpoint suspected 2 minutes ago (no cooldown) is not suspected again on the same window's sum: the
+    records are stamped at the window's start, before its previous suspicion."""
+    window_start = NOW - timedelta(seconds=RULES.window_s)
+    prom = live_counts(MODEL, _prometheus_samples(), window_start)
+    rules = SuspicionRules(window_s=300, min_requests=20, failure_rate=0.5, uptime_drop=20, cooldown_s=0)
+    again = suspect(MODEL, prom, EPS, {}, IgnoreList(MODEL, (), ()), {"alpha": NOW - timedelta(minutes=2)}, rules, NOW)
+    assert "alpha" not in {s.tag for s in again} and {"d1", "d2"} <= {s.tag for s in again}
