@@ -1,6 +1,7 @@
-"""The live evidence's recording rules (ops/prometheus/canary-live-rules.yml) are valid, behave as their unit
-tests say (two replicas, one restarted: `promtool test rules`), and record the very sums the watcher asks for
-(tasks/core/live_promql.py), so a dashboard and the canary read the same numbers."""
+"""The live evidence's recording rules (ops/prometheus/canary-live-rules.yml) record the very sums the watcher
+asks for (tasks/core/live_promql.py), so a dashboard and the canary read the same numbers; promtool checks them
+and runs their unit tests (two replicas, one restarted) in test_prometheus_rules.py; and the docs' scrape config
+for a fleet is valid."""
 
 from __future__ import annotations
 
@@ -15,17 +16,6 @@ from tests.support.fleet_docs import fleet_snippet
 from tests.support.prometheus import RULES_DIR, require_binary
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.mark.parametrize(("args", "expected"), [
-    (["check", "rules", "canary-live-rules.yml"], "SUCCESS: 5 rules found"),
-    (["test", "rules", "canary-live-rules.test.yml"], "SUCCESS"),
-], ids=["check", "unit-tests"])
-def test_promtool_accepts_the_live_rules_and_their_unit_tests_pass(args: list[str], expected: str) -> None:
-    out = subprocess.run([require_binary("promtool"), *args], cwd=RULES_DIR, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert expected in out.stdout
 
 
 def test_the_rules_record_the_watchers_own_queries_at_the_default_window() -> None:
