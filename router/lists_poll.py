@@ -15,7 +15,7 @@ beside the routes file), where router/ignore.py reads it like a published file. 
   it begins and once when it ends (tasks/quiet_log.py). No answer ends the pass (the canary is down).
 
 The first pass runs at start, before the router reports its lists (router/ignore.py `report`); then a task of
-the app's lifespan (`run`). A `lists_url` holds no credentials, query or fragment (`parse_lists_url`), and the
+the app's lifespan (`run`). A `lists_url` holds no credentials, query or fragment (router/lists_url.py), and the
 copies never go into the canary's own publish directory (the one holding its `.canary-db` marker).
 
     canary_router_lists_polls_total{result}    ok (a new copy), not_modified, not_found, refused, error
@@ -32,8 +32,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from prometheus_client import CollectorRegistry, Counter
@@ -43,7 +41,6 @@ from router.payload import parse_ignore_json
 from router.routes import Routes
 from tasks.core.etag import strong_etag
 from tasks.core.plan import model_slug
-from tasks.core.redaction import strip_userinfo
 from tasks.errors import RoutesError
 from tasks.quiet_log import QuietLog
 
@@ -56,24 +53,6 @@ class Unanswered(Exception):
 RESULTS = ("ok", "not_modified", "not_found", "refused", "error")
 #: The canary's marker in its own publish directory (tasks/publish.py OWNER_FILE).
 CANARY_MARKER = ".canary-db"
-
-
-def parse_lists_url(raw: Any) -> str | None:
-    """`router.lists_url`: an http(s) URL with no credentials, query or fragment ("" or absent: none)."""
-    if raw == "" or raw is None:
-        return None
-    try:
-        parts = urlsplit(raw) if isinstance(raw, str) else None
-        ok = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
-        extra = parts is not None and ("@" in parts.netloc or bool(parts.query or parts.fragment)
-                                       or raw.endswith(("?", "#")))
-    except ValueError:
-        ok, extra = False, False
-    if not ok or extra:
-        shown = strip_userinfo(raw) if isinstance(raw, str) else raw
-        raise RoutesError(f"routes: router.lists_url must be an http(s) URL without credentials, query or fragment, "
-                          f"to which /<model-slug>.json is appended (got {shown!r})")
-    return str(raw).rstrip("/")
 
 
 def polls_counter(registry: CollectorRegistry) -> Counter:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from router.lists_poll import parse_lists_url
+from router.lists_url import parse_lists_url
 from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Route, RouterSettings, Routes, Tier
 from tasks.core.redaction import strip_userinfo
 from tasks.errors import RoutesError, read_text_file
