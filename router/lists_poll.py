@@ -111,6 +111,10 @@ class ListsPoller:
 
     # -- what a pass does with each answer ---------------------------------------------------------------------
     def _etag(self, want: Wanted) -> str | None:
+        """The tag of the copy held (none: no copy, say one deleted by hand, which the next pass fetches again)."""
+        if not want.path.exists():
+            self._etags.pop(want.path, None)
+            return None
         if want.path not in self._etags:
             try:
                 self._etags[want.path] = strong_etag(want.path.read_bytes())
@@ -161,10 +165,14 @@ class ListsPoller:
             pass
 
     def _failed(self, exc: Exception) -> None:
-        self.error = str(exc) if isinstance(exc, Unanswered) else type(exc).__name__
         self._count("error")
-        self.quiet.say("pass", f"lists: {self.url} does not answer ({self.error}); the tiers go on with the last "
-                               "good copies (stale after two canary intervals)")
+        if isinstance(exc, OSError):  # the copy could not be written here
+            self.error = f"cannot write in {self.directory}: {type(exc).__name__}: {exc.strerror or exc}"
+            line = f"lists: {self.error}"
+        else:
+            self.error = str(exc) if isinstance(exc, Unanswered) else type(exc).__name__
+            line = f"lists: {self.url} does not answer ({self.error})"
+        self.quiet.say("pass", f"{line}; the tiers go on with the last good copies (stale after two canary intervals)")
 
     def _passed(self) -> None:
         self.last_ok, self.error = time.time(), None
@@ -178,7 +186,7 @@ class ListsPoller:
                 for want in self.lists:
                     r = client.get(f"{self.url}/{want.slug}.json", headers=self._headers(want))
                     self._count(self._keep(want, r.status_code, r.headers, r.content))
-            except (httpx.HTTPError, Unanswered) as exc:
+            except (httpx.HTTPError, Unanswered, OSError) as exc:
                 return self._failed(exc)
         self._passed()
 
@@ -187,7 +195,7 @@ class ListsPoller:
             for want in self.lists:
                 r = await client.get(f"{self.url}/{want.slug}.json", headers=self._headers(want))
                 self._count(await asyncio.to_thread(self._keep, want, r.status_code, r.headers, r.content))
-        except (httpx.HTTPError, Unanswered) as exc:
+        except (httpx.HTTPError, Unanswered, OSError) as exc:
             return self._failed(exc)
         self._passed()
 
@@ -199,7 +207,11 @@ class ListsPoller:
                 next_at += self.poll_s
                 await asyncio.sleep(max(0.0, next_at - time.monotonic()))
                 next_at = max(next_at, time.monotonic() - self.poll_s)
-                await self.poll_async(client)
+                try:
+                    await self.poll_async(client)
+                except Exception as exc:  # a bug: said once, and the next pass tries again (never a silent stop)
+                    self._count("error")
+                    self.quiet.say("pass", f"lists: a pass failed: {type(exc).__name__}: {str(exc)[:200]}")
 
     def health(self) -> dict[str, object]:
         return {"url": self.url, "poll_s": self.poll_s, "lists": len(self.lists), "error": self.error,

@@ -148,3 +148,25 @@ def test_the_router_never_keeps_its_copies_in_the_canarys_publish_directory(tmp_
     (canary / ".canary-db").write_text(str(tmp_path / "canary.duckdb"))
     with pytest.raises(RoutesError, match="is the canary's own publish directory"):
         build_shell(_routes(tmp_path, "http://127.0.0.1:9/lists", canary))
+
+
+def test_a_copy_deleted_by_hand_comes_back_and_a_directory_it_cannot_write_is_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    canary, port = tmp_path / "pub", free_port()
+    canary.mkdir()
+    publish(canary, ["alpha"])
+    (tmp_path / "a-file").write_text("")
+    caplog.set_level(logging.INFO, logger="router.lists")
+    with exporter(tmp_path, port):
+        with start_router(_routes(tmp_path, f"http://127.0.0.1:{port}/lists", tmp_path / "copies")) as r:
+            copy = tmp_path / "copies" / f"{SLUG}.json"
+            assert copy.exists()
+            copy.unlink()  # the next pass asks without a tag, and keeps the list again
+            _until("the copy again", copy.exists)
+            assert r.shell.ignore.for_tier(r.shell.routes.routes[0].tiers[0]) == ("alpha",)
+        nowhere = tmp_path / "a-file" / "copies"  # under a file: no directory can be made there
+        with start_router(_routes(tmp_path, f"http://127.0.0.1:{port}/lists", nowhere)) as r:
+            time.sleep(0.5)
+            assert _health(r)["lists_url"]["error"].startswith(f"cannot write in {nowhere}: NotADirectoryError")
+    said = [m.getMessage() for m in caplog.records if m.name == "router.lists" and "cannot write" in m.getMessage()]
+    assert len(said) == 1, said
