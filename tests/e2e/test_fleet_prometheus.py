@@ -53,7 +53,7 @@ TAGS = ("alpha", "beta", "gamma")
 SIM_KEY = "sk-or-v1-simulator"
 ROUTERS = 3
 #: Seconds of healthy traffic through every router before the fault: the window holds healthy evidence too.
-HEALTHY_S = 15
+HEALTHY_S = 10
 
 
 def _fleet(faulty: bool) -> Any:
@@ -208,7 +208,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
                 reached.append(time.time())
             time.sleep(max(0.0, excluded_at + 15 - time.time()))
             alpha_at_15s = router_sim.fault_requests(MODEL, "alpha")
-            time.sleep(10)  # the clients go on: tier 1 is skipped at every router
+            time.sleep(6)  # the clients go on: tier 1 is skipped at every router
             alpha_at_end = router_sim.fault_requests(MODEL, "alpha")
             stop.set()
             for thread in clients:
