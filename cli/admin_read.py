@@ -166,14 +166,27 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
         outbox = store.alert_health(con)
         spend = spend_summary(con, cfg, models[0] if model else None, now)
     waiting = [r.info.round_id for r in spooled_rounds(cfg.db_path) if r.info.model in models]
+    live = live_evidence_status(cfg)
     report = {"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
               "possible_duplicate_alerts": duplicates, "alerts": outbox, "spend": spend,
-              "excluded_now": [e for ig in ignores for e in excluded_now(ig)]}
+              "excluded_now": [e for ig in ignores for e in excluded_now(ig)], "live_evidence": live}
     if json_out:
         _print_json(report)
         return
-    for line in status_lines(report, models, round_lines=round_lines(report)):
+    lines = status_lines(report, models, round_lines=round_lines(report))
+    for line in [lines[0], *([live["line"]] if "line" in live else []), *lines[1:]]:
         typer.echo(line)
+
+
+def live_evidence_status(cfg: CanaryConfig) -> dict[str, Any]:
+    """Where the watcher's live evidence comes from; with Prometheus, whether it answers now (one query)."""
+    if cfg.live_source != "prometheus":
+        return {"source": cfg.live_source}
+    from tasks.live_prometheus import live_source_health
+
+    health = live_source_health(cfg)
+    return {"source": cfg.live_source, "url": health.url, "up": health.up, "routers": health.routers,
+            "error": health.error, "line": health.line()}
 
 
 def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, db: str | None) -> None:

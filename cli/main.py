@@ -99,15 +99,20 @@ def serve(
     metrics_port: Annotated[
         int, typer.Option("--metrics-port", help="serve `canary metrics` on this port too (0: off)")
     ] = 0,
+    metrics_addr: Annotated[
+        str, typer.Option("--metrics-addr", help="the address --metrics-port listens on (routers on other hosts "
+                          "read the lists at /lists there)")
+    ] = "127.0.0.1",
 ) -> None:
     """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
-    canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition too."""
+    canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition and the
+    ignore lists (`GET /lists/<model-slug>.json`) too."""
     from cli.serve_cmd import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
 
     preflight(load_config(config))
-    serve_deployment(config, metrics_port=metrics_port)
+    serve_deployment(config, metrics_port=metrics_port, metrics_addr=metrics_addr)
 
 
 @app.command()

@@ -111,7 +111,8 @@ def _check_reachable(api: str, command: str = "serve") -> None:
         ) from None
 
 
-def serve_deployment(config: Path | None, *, interval: timedelta | None = None, metrics_port: int = 0) -> None:
+def serve_deployment(config: Path | None, *, interval: timedelta | None = None, metrics_port: int = 0,
+                     metrics_addr: str = "127.0.0.1") -> None:
     from prefect import serve
 
     from flows.deadman import deadman_deployment
@@ -127,10 +128,10 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
         )
     _check_reachable(api)
     cfg_path = str(Path(config).resolve()) if config else None
-    if metrics_port:  # the same collector as `canary metrics`, in this process (a daemon thread)
+    if metrics_port:  # the same collector as `canary metrics` (and the lists), in this process (a daemon thread)
         from tasks.metrics import serve_metrics
 
-        serve_metrics([cfg.db_path], cfg, metrics_port)
+        serve_metrics([cfg.db_path], cfg, metrics_port, metrics_addr)
     cycle = build_deployment(cfg, cfg_path, interval=every)
     _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process

@@ -46,6 +46,7 @@ from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage,
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.judging import Judge, StreamedAnswer
+from router.lists_poll import ListsPoller, attach, start_poller
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
 from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
@@ -145,6 +146,7 @@ class RouterShell:
     observer: AttemptObserver
     judge: Judge
     client: httpx.AsyncClient | None = None
+    lists_poll: ListsPoller | None = None  # `lists_url`: the canary's lists over HTTP (router/lists_poll.py)
 
     @property
     def batchers(self) -> list[Batcher[Any]]:
@@ -415,6 +417,7 @@ class RouterShell:
             "lists_missing": sum(1 for s in lists if not s.exists),
             "lists_stale": sum(1 for s in lists if s.stale),
             "lists": [s.as_json() for s in lists],
+            **({"lists_url": self.lists_poll.health()} if self.lists_poll else {}),
         }
         return JSONResponse(body)
 
@@ -441,6 +444,7 @@ def build_shell(
     clock = clock or SystemClock()
     api_keys = resolve_api_keys(routes, os.environ if env is None else env)
     ignore = IgnoreLists(settings.publish_dir)
+    poller = start_poller(routes)  # with lists_url: the first pass, before the lists are reported
     ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists)
     access.report(routes)
     events = event_batchers(settings.events_path, settings.events_db) if events is None else events
@@ -450,11 +454,13 @@ def build_shell(
     metrics = RouterMetrics(lambda: ignore.reads, lambda: ignore.statuses(routes),
                             lambda: sum(b.spill.pending for b in every if b.spill is not None))
     cooldowns = CooldownBook(clock, settings.max_cooldown_s)
-    observer = AttemptObserver([RouteEventLog(clock, events), metrics, live, cooldowns])
+    metrics.live.prime(routes, settings.judge)
+    attach(poller, metrics.lists_polls)
+    observer = AttemptObserver([RouteEventLog(clock, events), metrics, metrics.live, live, cooldowns])
     return RouterShell(
         routes=routes, api_keys=api_keys, clock=clock, ignore=ignore, events=events, savings=savings,
         metrics=metrics, live=live, cooldown_book=cooldowns, observer=observer,
-        judge=Judge(observer, metrics, settings.judge_queue),
+        judge=Judge(observer, metrics, settings.judge_queue), lists_poll=poller,
     )
 
 
@@ -478,11 +484,12 @@ def create_app(shell: RouterShell) -> Starlette:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
             judge = asyncio.create_task(shell.judge.run())
+            polls = [asyncio.create_task(shell.lists_poll.run())] if shell.lists_poll else []
             try:
                 yield
             finally:
                 await shell.judge.drain(DRAIN_S)
-                for task in (judge, flusher):
+                for task in (judge, flusher, *polls):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

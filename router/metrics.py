@@ -67,6 +67,8 @@ from starlette.types import Receive, Scope, Send
 
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
+from router.lists_poll import polls_counter
+from router.live_metrics import LiveMetrics
 from tasks.core.metric_rollup import DURATION, FIRST_CHUNK, GENAI_BUCKETS_S
 
 if TYPE_CHECKING:
@@ -194,6 +196,8 @@ class RouterMetrics:
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
         self.asgi = MetricsApp(self.registry)
+        self.live = LiveMetrics(self.registry)  # per-endpoint live counters for the canary (router/live_metrics.py)
+        self.lists_polls = polls_counter(self.registry)  # lists_url's answers (router/lists_poll.py)
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:

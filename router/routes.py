@@ -59,6 +59,10 @@ DEFAULT_ALLOW_ANONYMOUS = False
 #: Connections the router keeps to all its upstreams together; a request that finds none free within
 #: `connect_timeout_s` is answered 503 `router_overloaded` (the router's saturation, never an endpoint's fault).
 DEFAULT_MAX_CONNECTIONS = 256
+#: Seconds between two polls of `lists_url` (the canary's exporter, `GET /lists/<model-slug>.json`, conditional):
+#: an exclusion the canary publishes reaches the router within this. Each poll is one small request per list
+#: (a 304 when nothing changed).
+DEFAULT_LISTS_POLL_S = 5.0
 
 def key_id(api_key: str) -> str:
     """The id under which a client API key appears in events and logs: never the key itself."""
@@ -145,6 +149,8 @@ class RouterSettings:
     canary_interval_s: float = DEFAULT_CANARY_INTERVAL_S
     allow_anonymous: bool = DEFAULT_ALLOW_ANONYMOUS
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    lists_url: str | None = None  # the canary's lists over HTTP (router/lists_poll.py); copies kept in publish_dir
+    lists_poll_s: float = DEFAULT_LISTS_POLL_S
 
 
 @dataclass(frozen=True)

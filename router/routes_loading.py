@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from router.lists_url import parse_lists_url
 from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Client, Route, RouterSettings, Routes, Tier
 from tasks.core.redaction import strip_userinfo
 from tasks.errors import RoutesError, read_text_file
@@ -80,6 +81,10 @@ def _settings(raw: Any, known_savers: frozenset[str] | None) -> RouterSettings:
             if not isinstance(raw[key], str) or not raw[key]:
                 raise _fail(f"router.{key} must be a path (got {raw[key]!r})")
             values[key] = raw[key]
+    if "lists_url" in raw:  # the canary's lists over HTTP (router/lists_poll.py)
+        values["lists_url"] = parse_lists_url(raw["lists_url"])
+    if "lists_poll_s" in raw:
+        values["lists_poll_s"] = _number(raw, "lists_poll_s", 0.0, minimum=0.1)
     if "events_db" in raw:
         if not isinstance(raw["events_db"], str):
             raise _fail(f'router.events_db must be a path or "" (got {raw["events_db"]!r})')

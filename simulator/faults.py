@@ -270,6 +270,11 @@ class FaultCounters:
         with self._lock:
             self._counts.clear()
 
+    def count(self, key: tuple[str, str, int]) -> int:
+        """Requests the fault applied to since the fleet was set (whether or not it fired)."""
+        with self._lock:
+            return self._counts.get(key, 0)
+
 
 def select_fault(
     model_id: str,

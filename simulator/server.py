@@ -83,6 +83,10 @@ class SimulatorHandle:
         """Swap behaviours at runtime (thread-safe); fault counters restart from zero."""
         self._state.set_fleet(resolve_fleet(fleet))
 
+    def fault_requests(self, model: str, tag: str, fault: int = 0) -> int:
+        """Requests for `model` served by `tag` while its `fault`-th fault was active (since `set_fleet`)."""
+        return self._state.counters.count((model, tag, fault))
+
     def stop(self) -> None:
         self._state.stopping.set()
         self._running.stop()

@@ -101,6 +101,15 @@ DEFAULT_SUSPECT_UPTIME_DROP = 20.0
 #: Seconds after a suspicion of an endpoint before it can be suspected again: a lasting blip costs at most one
 #: confirmation round per cooldown (the extra probe spend), and a real fault is confirmed by its own rounds.
 DEFAULT_SUSPECT_COOLDOWN_S = 900
+#: Where the watcher reads the router's live counts: "db" reads the `live_requests` table the router writes into
+#: this database (`events_db` in the routes file: one router on this host); "prometheus" reads the counters
+#: every router replica exports (`canary_router_live_*_total`), summed over the replicas, from `prometheus_url`
+#: (a fleet of routers on other hosts). The same suspicion rules apply to both (docs/operations.md, "Production").
+DEFAULT_LIVE_SOURCE = "db"
+LIVE_SOURCES: tuple[str, ...] = ("db", "prometheus")
+#: The Prometheus that scrapes the routers (its HTTP API: `/api/v1/query`), read when `live_source = "prometheus"`.
+#: Its default port on this host; no credentials in the URL.
+DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9090"
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
@@ -139,6 +148,8 @@ class CanaryConfig:
     suspect_peer_margin: float = DEFAULT_SUSPECT_PEER_MARGIN
     suspect_uptime_drop: float = DEFAULT_SUSPECT_UPTIME_DROP
     suspect_cooldown_s: int = DEFAULT_SUSPECT_COOLDOWN_S
+    live_source: str = DEFAULT_LIVE_SOURCE
+    prometheus_url: str = DEFAULT_PROMETHEUS_URL
     #: Not a file key: a per-run mode (`canary run --mode`, a deployment run's `mode` parameter), set by
     #: `resolve_config`. That run decides in it over the states of the stored mode (the admin's `canary mode`,
     #: else `mode`), and saves them back in the stored mode: not a mode switch (tasks/core/settle.py `run_modes`).

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tasks.config import ALL_LANGUAGES, FILE_KEYS, NEVER_HARD, CanaryConfig
+from tasks.config import ALL_LANGUAGES, FILE_KEYS, LIVE_SOURCES, NEVER_HARD, CanaryConfig
 from tasks.core.replay_summary import Variant
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
@@ -142,6 +142,24 @@ def validate_base_url(url: str, key: str = "base_url") -> str:
             "httpx would send them as Basic auth instead of the OpenRouter key; put the key in OPENROUTER_API_KEY"
         )
     return url.rstrip("/")
+
+
+def validate_prometheus_url(url: str) -> str:
+    """`prometheus_url`: an http(s) URL (a path prefix is fine: a Prometheus behind `--web.route-prefix`) with
+    no credentials, no query and no fragment: the watcher appends `/api/v1/query` to it."""
+    register_url(url)
+    try:
+        parsed = urlparse(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        extra = "@" in parsed.netloc or bool(parsed.query) or bool(parsed.fragment) or url.endswith(("?", "#"))
+    except ValueError:
+        ok, extra = False, False
+    if not ok or extra:
+        raise ConfigError(f"config: prometheus_url must be an http(s) URL without credentials, query or fragment, "
+                          f"to which /api/v1/query is appended (got {strip_userinfo(redact(url))!r})")
+    return url.rstrip("/")
+
+
 #: Integer keys: (smallest, largest) accepted. The upper bounds refuse typos and runaway values (a
 #: `concurrency` of 1e11 would open that many sockets): far above any real setup, far below any overflow.
 INT_BOUNDS: dict[str, tuple[int, int]] = {
@@ -199,6 +217,12 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
             raise ConfigError(f"config: models lists {twice!r} twice (a model has one round per cycle)")
     if "mode" in raw:
         values["mode"] = parse_mode(raw["mode"])
+    if "live_source" in raw:
+        values["live_source"] = _expect(raw, "live_source", str, '"db" or "prometheus"')
+        if values["live_source"] not in LIVE_SOURCES:
+            raise ConfigError(f'config: live_source must be "db" or "prometheus" (got {values["live_source"]!r})')
+    if "prometheus_url" in raw:
+        values["prometheus_url"] = validate_prometheus_url(_expect(raw, "prometheus_url", str, "a URL"))
     if "base_url" in raw:
         values["base_url"] = validate_base_url(_expect(raw, "base_url", str, "a URL"))
     for key in ("db_path", "publish_dir", "exclusions_file"):

@@ -5,6 +5,7 @@
     collector.scrape(gzip=True)                              # what the server writes: chunks, gzip or not
     serve_metrics(["canary.duckdb"], cfg, 9464)             # `canary metrics`; `canary serve --metrics-port`
 
+The server also answers `GET /lists/<model-slug>.json` (the published ignore lists: tasks/lists_http.py).
 Each scrape opens the snapshot(s) read-only (tasks/store/snapshot.py, tasks/store/catalog.py), never the live
 file, so a scrape never blocks a round. It reads small tables only: the exposition text of the rollup's families
 that each round's save transaction rendered for its model (`metric_text`, tasks/store/metric_text.py), the
@@ -14,7 +15,8 @@ snapshot changes (once a cycle); only the exclusions are worked out at every scr
 Every sample line is written by tasks/core/exposition.py (one renderer, one escaper).
 Conventions (Prometheus, blackbox_exporter, Cloudprober, OpenTelemetry GenAI): base units (seconds, USD), `_total`
 counters that only rise, `_timestamp_seconds` for instants, `canary_build_info` = 1; labels are bounded (models,
-tags, enums; reasons via `bounded_reason`).
+tags, enums; reasons via `bounded_reason`). With `live_source = "prometheus"`, `canary_live_source_up` says whether
+the live evidence answers (tasks/live_prometheus.py), asked by the refresh thread, never by a scrape.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from tasks.core.exclusions import load_builtin, merge_ignore_list
 from tasks.core.exposition import CONTENT_TYPE, header, sample_line, sample_lines
 from tasks.core.types import Layer
 from tasks.errors import StoreError
+from tasks.lists_http import PREFIX, publish_dirs, serve_list
+from tasks.live_prometheus import HealthCache
 from tasks.quiet_log import QuietLog
 from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import (
@@ -70,6 +74,8 @@ OWN_FAMILIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      "of traffic", ("model", "provider_tag", "layer")),
     ("canary_routable_endpoints", "gauge", "Endpoints of the model's latest round that no layer excludes",
      ("model",)),
+    ("canary_live_source_up", "gauge", "live_source prometheus: 1 if it answers with a router's live counters", ()),
+    ("canary_live_source_routers", "gauge", "live_source prometheus: router replicas whose counters it holds", ()),
 )
 _HELP = {name: (kind, help_) for name, kind, help_, _ in OWN_FAMILIES}
 
@@ -123,6 +129,7 @@ class CanaryCollector:
         self._duck: Any = None  # the DuckDB instance each new snapshot is attached to (one file)
         self._kept: _Kept | None = None
         self._quiet = QuietLog(log)  # "no database yet" once, not at every refresh (every 5 s) until the first round
+        self.live = HealthCache(cfg) if cfg.live_source == "prometheus" else None  # refreshed with the snapshot
 
     def _static(self, up: bool) -> str:
         cfg = self.cfg
@@ -171,7 +178,7 @@ class CanaryCollector:
         again only when the clock can have changed them: a suspension or an exclusion running out)."""
         kept = self.refresh(gzip)
         if kept is None:
-            chunks = [self._static(up=False).encode()]
+            chunks = [(self._static(up=False) + self._live()).encode()]
             return [zlib.compress(chunks[0], GZIP_LEVEL, 31)] if gzip else chunks
         tail = self._tail(kept, gzip)
         return [*kept.gz[0][0], tail] if gzip else [*kept.chunks, tail]
@@ -179,20 +186,28 @@ class CanaryCollector:
     def _tail(self, kept: _Kept, gzip: bool) -> bytes:
         """The exclusions' text (gzip: the stream's end after the kept chunks), kept until `next_change` or a
         change of the builtin exclusions file."""
-        now = self.now()
-        key = file_signature(Path(self.cfg.exclusions_file))
+        now, live = self.now(), self._live()
+        key = (file_signature(Path(self.cfg.exclusions_file)), live)
         with self._lock:
             t = kept.tail
             if not t or t["key"] != key or now >= t["until"]:
                 t.clear()
                 t.update(key=key, until=next_change(kept.rows, now) if kept.rows else now,
-                         text=self._exclusions(kept.rows, now).encode())
+                         text=(self._exclusions(kept.rows, now) + live).encode())
             if not gzip:
                 return bytes(t["text"])
             if "gz" not in t:
                 last = kept.gz[0][1].copy()
                 t["gz"] = last.compress(t["text"]) + last.flush()
             return bytes(t["gz"])
+
+    def _live(self) -> str:
+        """The live source's last answer (asked now only before the refresh thread did)."""
+        if self.live is None:
+            return ""
+        health = self.live.last or self.live.refresh()
+        return (_own("canary_live_source_up", [((), int(health.up))])
+                + _own("canary_live_source_routers", [((), health.routers)]))
 
     def _open(self) -> Any:
         """The snapshot attached to the kept instance (one file), or a catalog over several (a new instance)."""
@@ -269,8 +284,11 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 class _Handler(BaseHTTPRequestHandler):
     collector: CanaryCollector
+    list_dirs: list[Path]
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path.startswith(PREFIX):  # the ignore lists, for routers on other hosts (tasks/lists_http.py)
+            return serve_list(self, self.list_dirs)
         if self.path.split("?", 1)[0] not in ("/metrics", "/"):
             self.send_error(404)
             return
@@ -310,7 +328,7 @@ def serve_metrics(dbs: Sequence[str | os.PathLike[str]], cfg: CanaryConfig, port
     """Serve `GET /metrics` from a daemon thread; returns the server (`.shutdown()` stops it)."""
     collector = CanaryCollector(dbs, cfg)
     collector.refresh(gzip=True)  # read (and compress) the snapshot(s) once before the first scrape
-    handler = type("CanaryMetricsHandler", (_Handler,), {"collector": collector})
+    handler = type("CanaryMetricsHandler", (_Handler,), {"collector": collector, "list_dirs": publish_dirs(dbs, cfg)})
     server = _Server((addr, port), handler)
     threading.Thread(target=server.serve_forever, name="canary-metrics", daemon=True).start()
     threading.Thread(target=_keep_fresh, args=(collector,), name="canary-metrics-refresh", daemon=True).start()
@@ -329,5 +347,7 @@ def _keep_fresh(collector: CanaryCollector) -> None:
         time.sleep(REFRESH_EVERY_S)
         try:
             collector.refresh(gzip=True)
+            if collector.live is not None:
+                collector.live.refresh()
         except Exception as exc:  # the next scrape reads it itself and says so (canary_snapshot_up)
             log.warning("metrics: refresh failed: %s", type(exc).__name__)

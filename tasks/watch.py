@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
+from tasks.core.live_records import LiveCount
 from tasks.core.suspicion import Suspicion, SuspicionStatus, confirmation_request, rules_of, suspect
 from tasks.core.types import Endpoint, Mode
 
@@ -67,10 +68,12 @@ def over_budget(cfg: CanaryConfig, now: datetime) -> str | None:
     return None
 
 
-def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[Endpoint]) -> WatchResult:
+def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[Endpoint],
+                live_counts: Sequence[LiveCount] | None = None) -> WatchResult:
     """Resolve, suspect and record for one model in one write window (`listing`: its endpoints as OpenRouter
     lists them now; empty when the listing could not be read: the live signals still work on the tags of
-    the model's latest full round)."""
+    the model's latest full round). `live_counts`: the window's live counts read from Prometheus (`live_source =
+    "prometheus"`, tasks/live_prometheus.py); None reads them from the database's `live_requests`."""
     from tasks import store
     from tasks.publish import current_ignore_list
     from tasks.store import live
@@ -89,7 +92,8 @@ def watch_model(cfg: CanaryConfig, model: str, now: datetime, listing: Sequence[
         endpoints = list(listing) or full_round
         states = store.load_states(con, model, mode)
         ignore = current_ignore_list(con, cfg, model, [e.tag for e in endpoints] or None, now)
-        counts = live.live_counts(con, model, now - timedelta(seconds=rules.window_s))
+        counts = live.live_counts(con, model, now - timedelta(seconds=rules.window_s)) if live_counts is None \
+            else live_counts
         found = suspect(model, counts, endpoints, states, ignore, live.last_suspected(con, model), rules, now,
                         live.cleared_rates(con, model))
         skipped = over_budget(cfg, now) if found else None

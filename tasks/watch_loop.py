@@ -14,7 +14,12 @@ The engine says only what differs between the served watcher and an in-process l
 (tasks/round/sequence.py): where the listing comes from, how a confirmation round is started, where the events
 go.
 
-Error policy, per model and look: the listing unreadable -> the live signals alone; the database busy or
+Live counts: from the database's `live_requests` (`live_source = "db"`, read in each model's write window), or,
+with `live_source = "prometheus"`, from the routers' counters in Prometheus, read once per look for every model
+before any write window (`WatchEngine.live`, tasks/live_prometheus.py).
+
+Error policy, per look: Prometheus unreadable, or holding no router's counters -> OpenRouter's uptime alone, said
+once while it lasts. Per model and look: the listing unreadable -> the live signals alone; the database busy or
 broken, or any other error -> that model is not looked at this time (the next look tries again). Each is said
 in one line when it begins (and when its words change), and once when it ends, never at every look
 (tasks/quiet_log.py); so is waiting for the first database and for a model's first full round. A round that
@@ -30,21 +35,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.events import CanaryEvent, suspicion_events
+from tasks.core.live_records import LiveCount
 from tasks.core.suspicion import SuspicionStatus
 from tasks.core.types import Endpoint
 from tasks.errors import CanaryError
 from tasks.quiet_log import QuietLog
 from tasks.watch import WatchResult, fail_suspicions, fetch_listing, note_round, watch_model
+
+if TYPE_CHECKING:
+    from tasks.live_prometheus import LiveEvidence
 
 log = logging.getLogger("canary.watch")
 
@@ -65,6 +74,12 @@ def _no_events(events: Sequence[CanaryEvent]) -> int:
     return 0
 
 
+def read_live(cfg: CanaryConfig, now: datetime) -> LiveEvidence:
+    from tasks.live_prometheus import read_live_evidence
+
+    return read_live_evidence(cfg, now)
+
+
 @dataclass(frozen=True)
 class WatchEngine:
     """What one watcher looks and acts with."""
@@ -76,6 +91,9 @@ class WatchEngine:
     start_round: Callable[[CanaryConfig, ConfirmationRequest], str] | None = None
     #: Hand the suspicions' events on (tasks/events.py `emit_canary_events`; nothing by default).
     announce: Callable[[Sequence[CanaryEvent]], object] = _no_events
+    #: Every model's live counts from the routers' counters in Prometheus, for `live_source = "prometheus"`
+    #: (tasks/live_prometheus.py; a `LiveSourceError` when it cannot be read).
+    live: Callable[[CanaryConfig, datetime], LiveEvidence] = read_live
 
 
 @dataclass(frozen=True)
@@ -113,8 +131,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-def look_at(engine: WatchEngine, cfg: CanaryConfig, model: str, now: datetime, quiet: QuietLog) -> ModelLook:
-    """One look at one model, under the error policy (the module docstring)."""
+def look_at(engine: WatchEngine, cfg: CanaryConfig, model: str, now: datetime, quiet: QuietLog,
+            live_counts: Sequence[LiveCount] | None = None) -> ModelLook:
+    """One look at one model, under the error policy (the module docstring); `live_counts`: from Prometheus
+    (None: the database's)."""
     try:
         listing = list(engine.listing(cfg, model))
         quiet.end(f"listing {model}", f"watch: the listing of {model} answers again")
@@ -122,7 +142,7 @@ def look_at(engine: WatchEngine, cfg: CanaryConfig, model: str, now: datetime, q
         quiet.say(f"listing {model}", f"watch: no listing for {model} ({_first_line(exc)}); live traffic only")
         listing = []
     try:
-        result = watch_model(cfg, model, now, listing)
+        result = watch_model(cfg, model, now, listing, live_counts)
     except Exception as exc:  # a busy or broken database, or a bug: this model waits for the next look
         why = _first_line(exc) if isinstance(exc, CanaryError) else f"{type(exc).__name__}: {_first_line(exc)}"
         quiet.say(f"look {model}", f"watch: {model} not looked at: {why}; the next look tries again")
@@ -171,7 +191,32 @@ def look_once(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: Quie
               ) -> list[ModelLook]:
     """One look at every configured model, in order."""
     quiet = quiet or QuietLog(log)
-    return [look_at(engine, cfg, model, now, quiet) for model in cfg.models]
+    live = _live_counts(engine, cfg, now, quiet)
+    return [look_at(engine, cfg, model, now, quiet, None if live is None else live.get(model, ()))
+            for model in cfg.models]
+
+
+def _live_counts(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: QuietLog
+                 ) -> Mapping[str, Sequence[LiveCount]] | None:
+    """Every model's live counts from Prometheus (None: `live_source = "db"`, each look reads the database). A
+    Prometheus that cannot be read, or holds no router's counters, is said once while it lasts: the look goes
+    on with OpenRouter's uptime alone."""
+    if cfg.live_source != "prometheus":
+        return None
+    try:
+        evidence = engine.live(cfg, now)
+    except CanaryError as exc:
+        quiet.say("live source", f"watch: {_first_line(exc)}; no live suspicion until it answers (OpenRouter's "
+                                 "uptime is still watched)")
+        return {}
+    if not evidence.routers:
+        quiet.say("live source", f"watch: Prometheus at {cfg.prometheus_url} holds no router's live counters "
+                                 "(canary_router_live_attempts_total): is it scraping the routers? no live "
+                                 "suspicion until it does")
+    else:
+        quiet.end("live source", f"watch: Prometheus at {cfg.prometheus_url} answers: live counts of "
+                                 f"{evidence.routers} router replica(s)")
+    return evidence.counts
 
 
 def run_watcher(engine: WatchEngine, load: Callable[[], CanaryConfig], *, stop: threading.Event,

@@ -66,6 +66,7 @@ def tmp_db(tmp_path: Any) -> str:
 SHARED_STATE_GROUPS = {
     "tests/e2e/test_confirmation.py": "confirmation",
     "tests/e2e/test_cost_status.py": "cost_status",
+    "tests/e2e/test_fleet_prometheus.py": "fleet_prometheus",
     "tests/e2e/test_history.py": "history",
     "tests/e2e/test_operator_stack.py": "operator_stack",
     "tests/e2e/test_live_suspicion.py": "suspicion",
@@ -76,6 +77,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_served_watcher.py": "served_watcher",
     "tests/e2e/test_toy_contract.py": "toy_contract",
     "tests/integration/test_at.py": "shared_history",
+    "tests/integration/test_live_prometheus.py": "live_prometheus",
     "tests/integration/test_notebooks.py": "shared_history",
 }
 

@@ -19,9 +19,11 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["check", "rules", "canary-rules.yml"], "SUCCESS: 21 rules found"),
+    (["check", "rules", "canary-rules.yml"], "SUCCESS: 22 rules found"),
     (["test", "rules", "canary-rules.test.yml"], "SUCCESS"),
-], ids=["check", "unit-tests"])
+    (["check", "rules", "canary-live-rules.yml"], "SUCCESS: 5 rules found"),  # tests/.../test_prometheus_live_rules.py
+    (["test", "rules", "canary-live-rules.test.yml"], "SUCCESS"),
+], ids=["check", "unit-tests", "check-live", "unit-tests-live"])
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass(args: list[str], expected: str) -> None:
     promtool = require_binary("promtool")
     out = subprocess.run([promtool, *args], cwd=RULES_DIR, capture_output=True, text=True, timeout=120)

@@ -109,3 +109,24 @@ def test_json_keeps_every_key_and_adds_what_traffic_sees(tmp_path: Path) -> None
     assert (shadow["state"], shadow["mode"], shadow["suspended_until"]) == ("suspended", "observe", until.isoformat())
     assert (shadow["shadow"], shadow["in_traffic"], shadow["policy"]) == (True, True, "would suspend")
     assert (rows["fireworks"]["in_traffic"], rows["fireworks"]["excluded_by"]) == (False, ["operational"])
+
+
+def test_a_live_source_that_does_not_answer_is_said_under_the_mode(tmp_path: Path) -> None:
+    """`live_source = "prometheus"`: status asks Prometheus once and says it loudly when it cannot (no live
+    suspicion meanwhile); with the database as the live source there is nothing to ask and no line."""
+    import socket
+
+    build_db(tmp_path / "c.duckdb")
+    cfg = write_config(tmp_path)
+    assert "live evidence" not in status(cfg)
+    assert json.loads(status(cfg, "--json"))["live_evidence"] == {"source": "db"}
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cfg.write_text(cfg.read_text() + f'live_source = "prometheus"\nprometheus_url = "{dead}"\n')
+    lines = status(cfg).splitlines()
+    assert lines[1] == (f"live evidence: FAILING: Prometheus at {dead} does not answer (ConnectError); no live "
+                        "suspicion until it answers")
+    live = json.loads(status(cfg, "--json"))["live_evidence"]
+    assert (live["source"], live["up"], live["routers"], live["error"]) == ("prometheus", False, 0,
+                                                                           "does not answer (ConnectError)")

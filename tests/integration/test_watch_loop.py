@@ -215,3 +215,55 @@ def test_the_metrics_exporter_waits_for_the_first_database_in_one_line(tmp_path:
         assert b"\ncanary_snapshot_up 0.0\n" in b"".join(collector.scrape())
     said = [r.getMessage() for r in caplog.records if r.name == "tasks.metrics"]
     assert said == [f"metrics: store: no database at {db} yet; run a round first"]
+
+
+def test_live_counts_from_prometheus_go_to_the_same_rules(quiet_sim: SimulatorHandle, tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """`live_source = "prometheus"`: the engine's reader gives every model's counts once a look (no database
+    read); Prometheus holding no router's counters is one line while it lasts, and one when it ends."""
+    from dataclasses import replace
+
+    from tasks.core.live_records import LiveCount, LiveOutcome
+    from tasks.live_prometheus import LiveEvidence
+
+    cfg = replace(config(quiet_sim.base_url, tmp_path), live_source="prometheus", prometheus_url="http://prom:9090")
+    land_full_round(cfg)
+    failing = [LiveCount(NOW, MODEL, "*", 0, "beta", None, LiveOutcome.UPSTREAM_ERROR, 25)]
+    answers = iter([LiveEvidence({MODEL: []}, 0), LiveEvidence({MODEL: []}, 0), LiveEvidence({MODEL: failing}, 3)])
+    asked: list[datetime] = []
+
+    def live(c: CanaryConfig, now: datetime) -> LiveEvidence:
+        asked.append(now)
+        return next(answers)
+
+    seen = Recorder()
+    engine = WatchEngine(start_round=seen.start_round, announce=seen.announce, live=live)
+    caplog.set_level(logging.INFO, logger="canary.watch")
+    assert loop(engine, cfg, 3, QuietLog(logging.getLogger("canary.watch"))) == 3
+    assert asked == [NOW] * 3 and [r.only for r in seen.started] == [["beta"]]
+    assert lines(caplog) == [
+        "watch: Prometheus at http://prom:9090 holds no router's live counters (canary_router_live_attempts_total): "
+        "is it scraping the routers? no live suspicion until it does",
+        "watch: Prometheus at http://prom:9090 answers: live counts of 3 router replica(s)",
+        "Suspicion acme/loop-model beta: live failures 25/25 (100%) >= suspect_failure_rate 50% in 300 s "
+        "(upstream_error 25) (confirmation round now)"]
+
+
+def test_a_prometheus_that_does_not_answer_is_one_line_and_the_uptime_goes_on(
+        dip_sim: SimulatorHandle, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+    from dataclasses import replace
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cfg = replace(config(dip_sim.base_url, tmp_path), live_source="prometheus", prometheus_url=dead)
+    land_full_round(cfg)
+    seen = Recorder()
+    caplog.set_level(logging.INFO, logger="canary.watch")
+    assert loop(seen.engine(), cfg, 3, QuietLog(logging.getLogger("canary.watch"))) == 3
+    said = [line for line in lines(caplog) if not line.startswith("Suspicion")]
+    assert said == [f"watch: Prometheus at {dead} does not answer (ConnectError); no live suspicion until it "
+                    "answers (OpenRouter's uptime is still watched)"]
+    assert [(e.payload["signal"], r.only) for e, r in zip(seen.events, seen.started, strict=True)] == [
+        ("uptime_drop", ["alpha"])]

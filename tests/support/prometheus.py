@@ -62,18 +62,20 @@ class Prometheus:
 
 
 @contextmanager
-def prometheus(tmp: Path, targets: list[str], *, job: str = "canary", rules: bool = True,
-               more_jobs: dict[str, list[str]] | None = None) -> Iterator[Prometheus]:
-    """Prometheus scraping `targets` (host:port) as `job` every second (and each of `more_jobs`), with the repo's
-    rules loaded. Prometheus asks for gzip (`Accept-Encoding: gzip`) as it always does."""
+def prometheus(tmp: Path, targets: list[str], *, job: str = "canary", rules: bool | list[str] = True,
+               more_jobs: dict[str, list[str]] | None = None, every: str = "1s") -> Iterator[Prometheus]:
+    """Prometheus scraping `targets` (host:port) as `job` `every` second (and each of `more_jobs`), with the repo's
+    rules loaded (`rules`: canary-rules.yml, or these files of ops/prometheus/). Prometheus asks for gzip
+    (`Accept-Encoding: gzip`) as it always does."""
     binary = require_binary("prometheus")
     port = free_port()
     tmp.mkdir(parents=True, exist_ok=True)
-    rule_files = f"rule_files: ['{RULES_DIR / 'canary-rules.yml'}']\n" if rules else ""
+    files = (["canary-rules.yml"] if rules is True else rules) or []
+    rule_files = f"rule_files: {[str(RULES_DIR / f) for f in files]!r}\n" if files else ""
     config = tmp / "prometheus.yml"
     jobs = {job: targets, **(more_jobs or {})}
     config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n" + rule_files + "scrape_configs:\n" +
+        f"global: {{scrape_interval: {every}, evaluation_interval: {every}}}\n" + rule_files + "scrape_configs:\n" +
         "".join(f"  - job_name: {name}\n    static_configs: [{{targets: {at!r}}}]\n" for name, at in jobs.items()),
         encoding="utf-8")
     log = (tmp / "prometheus.log").open("wb")
