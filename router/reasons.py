@@ -23,6 +23,8 @@ word for `live_requests.reason` (a `native_finish_reason`, an error object's cod
     BAD_FRAME_BEFORE_COMMIT       bad_frame_before_commit         protocol_violation
     STREAM_CUT / STREAM_ERROR / IDLE_TIMEOUT _AFTER_COMMIT        cut_stream
     UPSTREAM_ERROR_AFTER_COMMIT   (a committed stream that ended with an upstream error: no event) upstream_error
+    CIRCUIT_OPEN                  circuit_open                    (not counted: skipped, no request was sent)
+    CIRCUIT_OPENED / CLOSED       circuit_opened, circuit_closed  (events of the breaker, router/breaker.py)
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class Cause(StrEnum):
     STREAM_ERROR_AFTER_COMMIT = "stream_error_after_commit"
     IDLE_TIMEOUT_AFTER_COMMIT = "idle_timeout_after_commit"
     UPSTREAM_ERROR_AFTER_COMMIT = "upstream_error_after_commit"
+    CIRCUIT_OPEN = "circuit_open"  # skipped: the tier's circuit is open (router/breaker.py)
+    CIRCUIT_OPENED = "circuit_opened"  # event: the tier failed allowed_fails times in a row (or its trial failed)
+    CIRCUIT_CLOSED = "circuit_closed"  # event: the tier's trial succeeded
 
     @property
     def is_family(self) -> bool:
@@ -87,7 +92,13 @@ _LIVE: dict[Cause, LiveOutcome | None] = {
     Cause.STREAM_ERROR_AFTER_COMMIT: LiveOutcome.CUT_STREAM,
     Cause.IDLE_TIMEOUT_AFTER_COMMIT: LiveOutcome.CUT_STREAM,
     Cause.UPSTREAM_ERROR_AFTER_COMMIT: LiveOutcome.UPSTREAM_ERROR,
+    Cause.CIRCUIT_OPEN: None,
+    Cause.CIRCUIT_OPENED: None,
+    Cause.CIRCUIT_CLOSED: None,
 }
+#: Causes that are the router's own word about a tier, never an upstream's answer (no Retry-After cools them).
+_ROUTERS_OWN = frozenset({Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED, Cause.CIRCUIT_OPEN,
+                          Cause.CIRCUIT_OPENED, Cause.CIRCUIT_CLOSED})
 
 
 def clean_word(word: object) -> str | None:
@@ -127,7 +138,17 @@ class FailoverReason:
     @property
     def cools_down(self) -> bool:
         """Whether the upstream's Retry-After may cool the tier down (an answer it gave is no reason to)."""
-        return self.cause not in (Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED)
+        return self.cause not in _ROUTERS_OWN
+
+    @property
+    def is_rate_limited(self) -> bool:
+        """The upstream said 429: as the status, or as the code of an error in a 200 or in an error chunk."""
+        return self.word == "429" and self.cause in (Cause.HTTP, Cause.ERROR_IN_200, Cause.ERROR_CHUNK_BEFORE_COMMIT)
+
+    @property
+    def was_sent(self) -> bool:
+        """A request went to the upstream (a skip sends none)."""
+        return self.cause not in (Cause.PINNED_EXCLUDED, Cause.CIRCUIT_OPEN)
 
 
 def fixed(cause: Cause, word: object = None) -> FailoverReason:
