@@ -14,6 +14,7 @@ and hands it to `AttemptObserver`, whose sinks each take what they need:
     LiveRecorder (live.py)      failed_over, answered, ended,           -> live_requests (the canary's suspicion)
                                 judged answers
     CooldownBook (here)         failed_over with a Retry-After          -> the tier's cooldown
+    CircuitBook (circuits.py)   every stage (breaker.verdict)           -> the tier's circuit breaker
 
 A stream is committed (its first content chunk went out), then either aborted by the router (cut, stalled) or
 not, then ended: its live count is taken at the end, with how it ended.
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from router import records
 from router import tiers as tier_rules
 from router.events import Batcher
-from router.reasons import FailoverReason
+from router.reasons import Cause, FailoverReason
 from router.routes import Route, Tier
 from tasks.clock import Clock
 from tasks.core.http_rules import parse_retry_after
@@ -64,6 +65,7 @@ class TierAttempt:
     retry_after: str | None = None  # the raw Retry-After header of a failure
     status: int | None = None  # HTTP status of an answer handed over
     client_model: str | None = None  # the model name the client asked for
+    trial: bool = False  # this request is the tier's half-open circuit trial (router/breaker.py)
 
     @property
     def tier(self) -> Tier:
@@ -126,6 +128,8 @@ class RouteEventLog:
 
     def attempt(self, attempt: TierAttempt) -> None:
         if attempt.stage not in self._STAGES or attempt.reason is None:
+            return
+        if attempt.reason.cause is Cause.CIRCUIT_OPEN:  # one event when it opened, not one per request skipped
             return
         reason = str(attempt.reason)
         event = records.route_event(self.clock.now(), attempt.route, attempt.tier_no, reason, attempt.latency_ms,
