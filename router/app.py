@@ -225,8 +225,9 @@ class RouterShell:
         outcome (its client left) frees the trial for the next request."""
         tier = w.prepared.route.tiers[tier_no - 1]
         admission = self.circuits.admit(tier)
-        if admission is Admission.SKIP:
-            self._attempt(w, Stage.SKIPPED, tier_no, reason=SKIP_CIRCUIT_OPEN)
+        if admission is Admission.SKIP:  # counted for the endpoint as the failure that opened it (router/breaker.py)
+            opened_by, provider = self.circuits.opened_by(tier)
+            self._attempt(w, Stage.SKIPPED, tier_no, reason=SKIP_CIRCUIT_OPEN, opened_by=opened_by, provider=provider)
             return None
         if admission is Admission.TRIAL:
             w.trials.add(tier_no)

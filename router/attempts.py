@@ -66,6 +66,7 @@ class TierAttempt:
     status: int | None = None  # HTTP status of an answer handed over
     client_model: str | None = None  # the model name the client asked for
     trial: bool = False  # this request is the tier's half-open circuit trial (router/breaker.py)
+    opened_by: FailoverReason | None = None  # a skip of an open circuit: the failure it counts as (breaker.py)
 
     @property
     def tier(self) -> Tier:
@@ -73,15 +74,25 @@ class TierAttempt:
 
     @property
     def live_outcome(self) -> LiveOutcome | None:
-        """What this counts as in `live_requests`; None: not counted (a skip, a commit whose end is counted, an
-        answer that is about the request, a held answer counted when it failed over)."""
+        """What this counts as in `live_requests`; None: not counted (a skip of a tier the canary excluded, a
+        commit whose end is counted, an answer that is about the request, a held answer counted when it failed
+        over). A skip of an open circuit counts as the failure that opened it (router/breaker.py)."""
         if self.stage is Stage.FAILED_OVER and self.reason is not None:
             return self.reason.live_outcome
+        if self.stage is Stage.SKIPPED and self.opened_by is not None:  # an open circuit: still evidence
+            return self.opened_by.live_outcome
         if self.stage is Stage.ANSWERED:
             return LiveOutcome.OK if self.status == 200 else None
         if self.stage is Stage.ENDED:
             return self.reason.live_outcome if self.reason is not None else LiveOutcome.OK
         return None
+
+    @property
+    def live_word(self) -> str | None:
+        """`live_requests.reason`: the upstream's own word, or `circuit_open` for a skip counted as evidence."""
+        if self.stage is Stage.SKIPPED and self.opened_by is not None:
+            return Cause.CIRCUIT_OPEN.value
+        return self.reason.upstream_word if self.reason is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,11 @@ What counts (`verdict`, over a `TierAttempt`'s stage and reason):
     trial        trial's NEUTRAL, or released         -> open, no trial (the next request may try)
 
 `allowed_fails = 0` turns the breaker off: every admission is TRY and nothing is recorded.
+
+A skip is still evidence: the request would have gone to this endpoint, which failed `allowed_fails` times in a
+row, so router/live.py counts it for the endpoint as the circuit's last failure (`last_reason`, `reason`
+`circuit_open` in `live_requests`). An open circuit never hides a broken endpoint from the canary's suspicion;
+the trial's answer closes it and the skips stop.
 """
 
 from __future__ import annotations
@@ -92,7 +97,8 @@ class Circuit:
     open_until: float | None = None  # None: closed
     opens: int = 0  # times opened in a row (the trial failed each time)
     trial_since: float | None = None  # a trial in flight since then
-    last_reason: str | None = None  # the failure that (re)opened it, for events and /healthz
+    last_reason: FailoverReason | None = None  # the last failure: what a skip counts as for the endpoint
+    last_provider: str | None = None  # the provider that failed it, when the upstream named one
 
     @property
     def is_open(self) -> bool:
@@ -145,8 +151,8 @@ def admit(c: Circuit, now: float, policy: Policy) -> tuple[Circuit, Admission]:
     return replace(c, trial_since=now), Admission.TRIAL
 
 
-def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reason: str | None = None
-           ) -> tuple[Circuit, Change | None]:
+def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reason: FailoverReason | None = None,
+           provider: str | None = None) -> tuple[Circuit, Change | None]:
     """An attempt's verdict (`trial`: it was this circuit's trial) -> the new circuit and what changed."""
     if not policy.enabled:
         return c, None
@@ -156,9 +162,9 @@ def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reas
         if v is Verdict.NEUTRAL:
             return c, None
         if c.fails + 1 < policy.allowed_fails:
-            return replace(c, fails=c.fails + 1, last_reason=reason), None
-        return Circuit(fails=c.fails + 1, open_until=now + policy.open_for(1), opens=1, last_reason=reason), \
-            Change.OPENED
+            return replace(c, fails=c.fails + 1, last_reason=reason, last_provider=provider), None
+        return Circuit(fails=c.fails + 1, open_until=now + policy.open_for(1), opens=1, last_reason=reason,
+                       last_provider=provider), Change.OPENED
     if not trial or c.trial_since is None:
         return c, None  # sent before it opened: only the trial decides
     if v is Verdict.OK:
@@ -167,7 +173,7 @@ def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reas
         return replace(c, trial_since=None), None
     opens = c.opens + 1
     return replace(c, open_until=now + policy.open_for(opens), opens=opens, trial_since=None, fails=c.fails + 1,
-                   last_reason=reason), Change.OPENED
+                   last_reason=reason, last_provider=provider), Change.OPENED
 
 
 def release(c: Circuit) -> Circuit:

@@ -19,7 +19,7 @@ from router import breaker, records
 from router.attempts import JudgedAnswer, TierAttempt
 from router.breaker import Admission, Change, Circuit, Policy
 from router.events import Batcher
-from router.reasons import Cause
+from router.reasons import Cause, FailoverReason
 from router.routes import Routes, Tier
 from tasks.clock import Clock
 from tasks.core.types import RouteEvent
@@ -54,6 +54,11 @@ class CircuitBook:
     def release(self, tier: Tier) -> None:
         self._put(tier, breaker.release(self._get(tier)))
 
+    def opened_by(self, tier: Tier) -> tuple[FailoverReason | None, str | None]:
+        """The last failure of this tier's circuit and the provider that failed it: what a skip counts as."""
+        circuit = self._get(tier)
+        return circuit.last_reason, circuit.last_provider
+
     def remaining_s(self, tier: Tier) -> float | None:
         """Seconds until this tier takes a trial (None: it takes requests now)."""
         return breaker.remaining_s(self._get(tier), self.clock.monotonic())
@@ -75,8 +80,7 @@ class CircuitBook:
             return
         verdict = breaker.verdict(a.stage.value, a.reason, a.status)
         now = self.clock.monotonic()
-        circuit, change = breaker.record(self._get(a.tier), verdict, a.trial, now, self.policy,
-                                         str(a.reason) if a.reason is not None else None)
+        circuit, change = breaker.record(self._get(a.tier), verdict, a.trial, now, self.policy, a.reason, a.provider)
         self._put(a.tier, circuit)
         if change is not None:
             self._changed(a, circuit, change)
@@ -117,5 +121,5 @@ class CircuitBook:
                 left = breaker.remaining_s(c, now)
                 out.append({"route": route.key, "tier": i + 1, "state": c.state(now), "fails": c.fails,
                             "opens": c.opens, "open_for_s": round(left, 1) if left is not None else 0.0,
-                            "last_reason": c.last_reason})
+                            "last_reason": str(c.last_reason) if c.last_reason is not None else None})
         return out

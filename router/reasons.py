@@ -23,7 +23,8 @@ word for `live_requests.reason` (a `native_finish_reason`, an error object's cod
     BAD_FRAME_BEFORE_COMMIT       bad_frame_before_commit         protocol_violation
     STREAM_CUT / STREAM_ERROR / IDLE_TIMEOUT _AFTER_COMMIT        cut_stream
     UPSTREAM_ERROR_AFTER_COMMIT   (a committed stream that ended with an upstream error: no event) upstream_error
-    CIRCUIT_OPEN                  circuit_open                    (not counted: skipped, no request was sent)
+    CIRCUIT_OPEN                  circuit_open                    (skipped: counted as the failure that opened it,
+                                                                  TierAttempt.opened_by; its own outcome is none)
     CIRCUIT_OPENED / CLOSED       circuit_opened, circuit_closed  (events of the breaker, router/breaker.py)
 """
 

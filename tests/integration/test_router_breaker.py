@@ -1,7 +1,7 @@
 """The circuit breaker per tier through the real router (issue 40 item 2): a tier that fails `allowed_fails` times
 in a row is skipped, one trial request after `cooldown_s` closes it or opens it again; client-caused outcomes never
-count; the failures that opened it stay in the endpoint's live counts. The router's clock is shifted by hand to
-pass a cooldown, so nothing here waits for one."""
+count; the failures that opened it, and the skips, stay the endpoint's live evidence. The router's clock is shifted
+by hand to pass a cooldown, so nothing here waits for one."""
 
 from __future__ import annotations
 
@@ -40,11 +40,12 @@ class ShiftedClock(SystemClock):
 
 @contextmanager
 def router_for(up: FakeUpstream, tmp: Path, clock: ShiftedClock, **settings: Any) -> Iterator[RunningRouter]:
-    raw = {"router": {"first_chunk_budget_s": 0.3, "flush_interval_s": 0.05, "cooldown_s": 30,
+    raw = {"router": {"first_chunk_budget_s": 5.0, "flush_interval_s": 0.05, "cooldown_s": 30,
                       "events_path": str(tmp / "events.jsonl"), "savings_path": str(tmp / "savings.jsonl"),
                       "publish_dir": str(tmp / "published"), **settings},
-           "route": [{"model": "chat", "tier": [{"base_url": up.base_url, "model": m, "provider": {"only": [m]}}
-                                                for m in ("t1", "t2")]}]}
+           "route": [{"model": "chat", "tier": [  # tier 1 stalls out fast; tier 2 has time to answer at any load
+               {"base_url": up.base_url, "model": "t1", "provider": {"only": ["t1"]}, "first_chunk_budget_s": 0.3},
+               {"base_url": up.base_url, "model": "t2", "provider": {"only": ["t2"]}}]}]}
     with start_router(parse_routes(raw), env={}, clock=clock) as running:
         yield running
 
@@ -86,11 +87,13 @@ def test_a_failing_tier_is_skipped_then_one_trial_closes_it(tmp_path: Path) -> N
         ["first_chunk_timeout"] * 3 + ["circuit_opened", "circuit_closed"]
     con = duckdb.connect(str(tmp_path / "canary.duckdb"), read_only=True)
     try:
-        rows = con.execute("SELECT tier, outcome, sum(requests)::INT FROM live_requests WHERE quality IS NULL "
+        rows = con.execute("SELECT tier, outcome, reason, sum(requests)::INT FROM live_requests WHERE quality IS NULL "
                            "GROUP BY ALL ORDER BY ALL").fetchall()
     finally:
         con.close()
-    assert (1, "first_chunk_timeout", 3) in rows and (1, "ok", 1) in rows  # what opened it is live evidence
+    # what opened it is live evidence, and so is every request that skipped it: never hidden from the canary
+    assert set(rows) == {(1, "first_chunk_timeout", None, 3), (1, "first_chunk_timeout", "circuit_open", 4),
+                         (1, "ok", None, 1), (2, "ok", None, 7)}
 
 
 def test_a_failed_trial_opens_it_again_for_twice_as_long(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_a_cause_the_breaker_does_not_list_never_counts() -> None:
 
 
 def fail(c: Circuit, now: float, trial: bool = False) -> tuple[Circuit, Change | None]:
-    return b.record(c, Verdict.FAIL, trial, now, POLICY, "http_503")
+    return b.record(c, Verdict.FAIL, trial, now, POLICY, r.http(503), "Acme")
 
 
 def test_three_failures_in_a_row_open_the_circuit_and_a_success_between_resets_the_count() -> None:
@@ -69,6 +69,7 @@ def test_three_failures_in_a_row_open_the_circuit_and_a_success_between_resets_t
     c, _ = fail(c, 4)
     c, change = fail(c, 5)
     assert change is Change.OPENED and c.open_until == 35.0 and c.state(5) == "open"
+    assert (c.last_reason, c.last_provider) == (r.http(503), "Acme")  # what a skip counts as, for whom
     assert b.admit(c, 34.9, POLICY) == (c, Admission.SKIP)
 
 
@@ -149,3 +150,19 @@ def test_the_machine_stays_valid_and_opens_only_on_failures(events: list[tuple[s
         assert c.trial_since is None or c.open_until is not None
         if c.open_until is not None:
             assert 30.0 - 1e-6 <= c.open_until - now <= 300.0 + 1e-6 or change is None
+
+
+def test_a_skip_of_an_open_circuit_counts_for_the_endpoint_as_the_failure_that_opened_it() -> None:
+    """An open circuit must not hide a broken endpoint from the canary: each request that skips it is counted in
+    `live_requests` as the circuit's last failure, with `reason` circuit_open; a skip of a tier whose providers the
+    canary excluded counts for nothing."""
+    from router.attempts import Stage, TierAttempt
+    from router.routes import Route, Tier
+    from tasks.core.live_records import LiveOutcome
+
+    route = Route("model:chat", (Tier("http://a/api/v1", "m"),), model="chat")
+    skip = TierAttempt(Stage.SKIPPED, route, 1, reason=r.fixed(Cause.CIRCUIT_OPEN),
+                       opened_by=r.fixed(Cause.FIRST_CHUNK_TIMEOUT))
+    assert (skip.live_outcome, skip.live_word) == (LiveOutcome.FIRST_CHUNK_TIMEOUT, "circuit_open")
+    excluded = TierAttempt(Stage.SKIPPED, route, 1, reason=r.fixed(Cause.PINNED_EXCLUDED))
+    assert (excluded.live_outcome, excluded.live_word) == (None, None)
