@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import openai
 import pytest
@@ -21,6 +20,7 @@ from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tasks.clock import SystemClock
 from tests.support.fake_upstream import FakeUpstream, Script
+from tests.support.read_db import query
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -85,12 +85,8 @@ def test_a_failing_tier_is_skipped_then_one_trial_closes_it(tmp_path: Path) -> N
             assert tier_open(r) == 0.0 and circuits(r) == []
     assert [e.reason for e in read_events(tmp_path / "events.jsonl") if e.tier == 1] == \
         ["first_chunk_timeout"] * 3 + ["circuit_opened", "circuit_closed"]
-    con = duckdb.connect(str(tmp_path / "canary.duckdb"), read_only=True)
-    try:
-        rows = con.execute("SELECT tier, outcome, reason, sum(requests)::INT FROM live_requests WHERE quality IS NULL "
-                           "GROUP BY ALL ORDER BY ALL").fetchall()
-    finally:
-        con.close()
+    rows = query(tmp_path / "canary.duckdb", "SELECT tier, outcome, reason, sum(requests)::INT FROM live_requests "
+                                             "WHERE quality IS NULL GROUP BY ALL")
     # what opened it is live evidence, and so is every request that skipped it: never hidden from the canary
     assert set(rows) == {(1, "first_chunk_timeout", None, 3), (1, "first_chunk_timeout", "circuit_open", 4),
                          (1, "ok", None, 1), (2, "ok", None, 7)}
