@@ -116,9 +116,17 @@ async def try_once(
     return Passthrough(response.status_code, response.content, _pass_headers(response), latency_ms)
 
 
+def _body_parts(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body as it is meant: decoded when the upstream compressed it despite `Accept-Encoding: identity` (a CDN
+    gzips JSON error bodies), else the raw bytes (no decoder layer on the hot path)."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
 async def _read_capped(response: httpx.Response) -> bytes:
     out = bytearray()
-    async for part in response.aiter_bytes():  # decoded: a CDN's gzip-encoded error body is still JSON
+    async for part in _body_parts(response):
         out += part
         if len(out) >= MAX_ERROR_BODY:
             break
@@ -166,7 +174,7 @@ async def try_stream(
             if reason is not None:
                 return _error_failure(reason, error_body, elapsed_ms(), response.headers.get("retry-after"))
             return Passthrough(response.status_code, error_body, _pass_headers(response), elapsed_ms())
-        chunks = response.aiter_bytes().__aiter__()  # decoded, should an upstream compress despite identity
+        chunks = _body_parts(response).__aiter__()
         gate = Gate(fail_over_empty=fail_over_empty)
         while True:
             try:
