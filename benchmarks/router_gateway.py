@@ -51,8 +51,9 @@ def gateway_phase(baseline: Path, rate: float, seconds: float, tmp: str, client:
             routers = {"baseline": base, "this": this}
             for url, _ in routers.values():
                 asyncio.run(bench.judging_load(url, rate, 1.0, key))  # warm up
-            for _ in range(blocks):
-                for name, (url, pid) in routers.items():
+            for block in range(blocks):  # each goes first in every other block: no order bias
+                for name in (names if block % 2 == 0 else names[::-1]):
+                    url, pid = routers[name]
                     before = bench.cpu_seconds(pid)
                     lat[name] += asyncio.run(bench.judging_load(url, rate, seconds / blocks, key))
                     time.sleep(0.3)  # the judge's queue drains: its CPU is counted in the block
