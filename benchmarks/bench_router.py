@@ -2,6 +2,7 @@
 
     python benchmarks/bench_router.py [--requests 40] [--concurrency 8] [--streams 64] [--in-thread]
     python benchmarks/bench_router.py --judging-only [--rate 50] [--seconds 20]
+    python benchmarks/bench_router.py --baseline-tree ../base [--rate 30] [--seconds 24] [--client]
 
 The router runs as its own process (`canary router`), as deployed; `--in-thread` runs it inside the
 benchmark's process instead, where it shares one GIL with the client and the simulator.
@@ -23,7 +24,17 @@ client code (httpx, SSE parsed line by line):
    difference per judged answer; and the judge alone in this process (fold the same streamed answer and check
    it against the request's tools: CPU per answer, `time.process_time`).
 
-Everything runs on 127.0.0.1; on a shared 2-core machine expect noise of a few percent.
+4. gateway (`--baseline-tree DIR`: a checkout of the previous main with its own `.venv`, `git worktree add DIR
+   <commit>` and its `./scripts/setup`): this tree's router and the baseline tree's, each as its own process run
+   by its own tree's Python, on one simulator, with the same routes file (this tree's defaults: the circuit
+   breaker on, the tier key masked out of every relayed byte, every answer judged). Streamed tool-call requests
+   open loop at `--rate`, alternating blocks; per router: CPU per request (/proc, user+system), client first-chunk
+   p50/p99, and the ratio this/baseline against the 5 % allowance; and the masking's own cost per relayed event
+   in this process. `--client` adds a `[[client]]` to this tree's routes and sends its key (the baseline ignores
+   the header): it needs the client keys of issue 40 item 1.
+
+Everything runs on 127.0.0.1; on a shared 2-core machine expect noise of a few percent: the load average is
+printed beside every figure.
 """
 
 from __future__ import annotations
@@ -196,8 +207,10 @@ def router_process(sim: Any, tmp: str, judge: bool = True, name: str = "routes")
 
 
 @contextmanager
-def running_router(sim: Any, tmp: str, judge: bool, name: str) -> Iterator[tuple[str, int]]:
-    """(base URL, pid) of a router process judging (or not) every answer."""
+def running_router(sim: Any, tmp: str, judge: bool, name: str, tree: Path = ROOT,
+                   extra: str = "") -> Iterator[tuple[str, int]]:
+    """(base URL, pid) of a router process judging (or not) every answer, run from `tree` by its own Python;
+    `extra` is appended to its routes file."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -206,13 +219,14 @@ def running_router(sim: Any, tmp: str, judge: bool, name: str) -> Iterator[tuple
         f'[router]\nsavers = []\nevents_path = "{tmp}/{name}-e.jsonl"\nsavings_path = "{tmp}/{name}-s.jsonl"\n'
         f'judge = {"true" if judge else "false"}\n'
         f'[[route]]\nmodel = "chat"\n[[route.tier]]\nbase_url = "{sim.base_url}"\nmodel = "{MODEL}"\n'
-        'api_key_env = "SIM_KEY"\n'
+        'api_key_env = "SIM_KEY"\n' + extra
     )
     code = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
+    python = sys.executable if tree == ROOT else str(tree / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "error"],
-        cwd=ROOT,
-        env={**os.environ, "SIM_KEY": sim.api_key},
+        [python, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "error"],
+        cwd=tree,
+        env={**os.environ, "SIM_KEY": sim.api_key, "PYTHONPATH": str(tree)},
     )
     try:
         for _ in range(200):
@@ -242,12 +256,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def tool_stream(client: httpx.AsyncClient, url: str, seed: int) -> float:
+async def tool_stream(client: httpx.AsyncClient, url: str, seed: int, key: str = "") -> float:
     """Seconds from sending to the first chunk carrying a tool call or text (the client's first chunk)."""
     body = {"model": "chat", "messages": ASK_TOOL, "tools": TOOLS, "stream": True, "seed": seed}
     started = time.perf_counter()
     first = float("nan")
-    async with client.stream("POST", url, json=body) as response:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    async with client.stream("POST", url, json=body, headers=headers) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
             if first != first and line.startswith("data: ") and line != "data: [DONE]":
@@ -257,14 +272,14 @@ async def tool_stream(client: httpx.AsyncClient, url: str, seed: int) -> float:
     return first
 
 
-async def judging_load(url: str, rate: float, seconds: float) -> list[float]:
+async def judging_load(url: str, rate: float, seconds: float, key: str = "") -> list[float]:
     """`rate` streamed tool-call requests per second to one router, open loop: each is sent on the clock,
     never waiting for the previous one. Returns each request's first-chunk latency (s)."""
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
     async with httpx.AsyncClient(timeout=60, trust_env=False, limits=limits) as client:
         async def one(seed: int) -> None:
-            latencies.append(await tool_stream(client, url + "/chat/completions", seed))
+            latencies.append(await tool_stream(client, url + "/chat/completions", seed, key))
 
         tasks = []
         start = time.perf_counter()
@@ -384,7 +399,16 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="requests/s to each router (judging)")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the judging load")
     parser.add_argument("--judging-only", action="store_true", help="run only the judging phase")
+    parser.add_argument("--baseline-tree", type=Path, help="a checkout of the previous main with its own .venv: "
+                        "run only the gateway phase against it")
+    parser.add_argument("--client", action="store_true", help="gateway phase: a [[client]] in this tree's routes")
     args = parser.parse_args()
+    if args.baseline_tree:
+        from router_gateway import gateway_phase
+
+        with TemporaryDirectory() as tmp:
+            ok = gateway_phase(args.baseline_tree.resolve(), args.rate, args.seconds, tmp, args.client)
+        raise SystemExit(0 if ok else 1)
     if args.judging_only:
         with TemporaryDirectory() as tmp:
             judging_phase(args.rate, args.seconds, tmp)

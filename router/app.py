@@ -6,11 +6,14 @@ with the savers, off the event loop when large: router/request.py), then walks t
 first content chunk (router/stream.py, upstream.py); an answer that finished empty fails over while another tier
 could answer. Every answer passed is judged (router/answer.py, judging.py): a non-streamed one before it is sent
 (one that fails its tools or structured check is asked of the next tier), a streamed one after its last byte.
-A client that leaves before the first chunk cancels the walk. `GET /v1/models` lists the routes keyed by model
-name; `GET /healthz` reports cooldowns, sink backlogs, the judge and the canary's lists; `GET /livez` says the
-process answers, `GET /readyz` whether it is ready for traffic (router/readiness.py). In front of every `/v1/*`
-path the door (router/access.py) asks for a client key when the routes file names clients, and applies their
-rate limits. `GET /metrics` is prometheus_client's own ASGI app over the router's registry.
+A client that leaves before the first chunk cancels the walk. A tier whose circuit is open is skipped
+(router/breaker.py, circuits.py). The tier keys are masked out of every byte relayed (router/masking.py).
+`GET /v1/models` (and `/v1/models/{id}`) lists the routes keyed by model name, unknown paths answer JSON 404, CORS
+when configured (router/wire.py); `GET /healthz` reports cooldowns, circuits, sink backlogs, the judge and the
+canary's lists; `GET /livez` says the process answers, `GET /readyz` whether it is ready for traffic
+(router/readiness.py). In front of every `/v1/*` path the door (router/access.py) asks for a client key when the
+routes file names clients, and applies their rate limits. `GET /metrics` is prometheus_client's own ASGI app over
+the router's registry.
 
 What happened on each tier is said once, as a `TierAttempt` (router/attempts.py), to one observer that route
 events, metrics, live counts and cooldowns hang on. Client API keys appear only as `key:<sha256 prefix>` or as
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -43,15 +47,19 @@ from router import ignore as ignore_lists
 from router import tiers as tier_rules
 from router.access import SCOPE_KEY, Door
 from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage, TierAttempt
+from router.breaker import Admission, Policy
+from router.circuits import CircuitBook
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.judging import Judge, StreamedAnswer
 from router.lists_poll import ListsPoller, attach, start_poller
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
+from router.masking import RelayMask
 from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
 from router.readiness import SinkState, not_ready
 from router.reasons import Cause
+from router.records import TierFailed
 from router.request import OFF_LOOP_BYTES, Prepared, Refusal, prepare
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
@@ -59,7 +67,9 @@ from router.savings import PipelineResult, Savings, measure_savings
 from router.stream_events import usage_tokens
 from router.tokens import TOKENIZER
 from router.upstream import Committed, Passthrough, Relayed, TierFailure, relay, try_once, try_stream
+from router.wire import EXCEPTION_HANDLERS, cors_middleware, error_response, model_retrieve, models_list
 from tasks.clock import Clock, SystemClock
+from tasks.core.http_rules import parse_retry_after
 from tasks.core.types import RouteEvent
 from tasks.secrets import SecretStr, install_redaction
 
@@ -71,10 +81,8 @@ DRAIN_S = 5.0
 SHUTDOWN_LOCK_TIMEOUT_S = 1.0
 #: The status of a request whose client left before the first chunk (nginx's "client closed request").
 CLIENT_GONE = 499
-
-
-def _error(status: int, message: str, headers: Mapping[str, str] | None = None, **meta: Any) -> JSONResponse:
-    return JSONResponse(records.error_body(status, message, **meta), status_code=status, headers=headers)
+#: The reason recorded for a tier skipped because its circuit is open (router/breaker.py).
+SKIP_CIRCUIT_OPEN = reasons.fixed(Cause.CIRCUIT_OPEN)
 
 
 @dataclass
@@ -98,8 +106,10 @@ class Walk:
     client_headers: Mapping[str, str]
     client: str = ""  # the client's name (router/access.py), "" when anonymous
     started: float = 0.0  # monotonic s when the request arrived
-    failures: list[tuple[int, str]] = field(default_factory=list)
+    failures: list[TierFailed] = field(default_factory=list)
     held: Held | None = None
+    trials: set[int] = field(default_factory=set)  # tiers this request is the circuit trial of
+    recorded: set[int] = field(default_factory=set)  # tiers an attempt was recorded for
     # how it ended, for the whole request's duration: the tier that answered, GenAI error.type, usage
     tier_no: int | None = None
     error_type: str = ""
@@ -145,6 +155,8 @@ class RouterShell:
     cooldown_book: CooldownBook
     observer: AttemptObserver
     judge: Judge
+    circuits: CircuitBook
+    mask: RelayMask
     client: httpx.AsyncClient | None = None
     lists_poll: ListsPoller | None = None  # `lists_url`: the canary's lists over HTTP (router/lists_poll.py)
 
@@ -176,8 +188,8 @@ class RouterShell:
             raw = await _read_capped(request, settings.max_body_bytes)
         except BodyTooLarge:
             self.metrics.refuse("body_too_large", client)
-            return _error(413, f"the request body is over the router's limit of {settings.max_body_bytes} bytes "
-                               "(router.max_body_bytes)")
+            return error_response(413, f"the request body is over the router's limit of {settings.max_body_bytes} "
+                                       "bytes (router.max_body_bytes)")
         api_key = client_rules.bearer_key(request.headers.get("authorization"))
         if len(raw) >= OFF_LOOP_BYTES:
             prepared = await asyncio.to_thread(prepare, raw, self.routes, api_key)
@@ -185,7 +197,9 @@ class RouterShell:
             prepared = prepare(raw, self.routes, api_key)
         if isinstance(prepared, Refusal):
             self.metrics.refuse(prepared.reason, client)
-            return _error(prepared.status, prepared.message)
+            code = "model_not_found" if prepared.reason == "no_route" else prepared.reason
+            return error_response(prepared.status, prepared.message, code=code,
+                                  param="model" if prepared.status == 404 else None)
         if prepared.pipeline.failed:
             log.warning("savers failed open on %s (request sent unmodified): %s", prepared.route.key,
                         prepared.pipeline.failed)
@@ -232,27 +246,45 @@ class RouterShell:
         order = tier_rules.walk_order([t.upstream_id for t in route.tiers], self.cooldown_book.prune(), now)
         plan = []
         for index in order:
-            ignore = self.ignore.for_tier(route.tiers[index])
-            excluded = tier_rules.pinned_all_excluded(merge_provider(body.get("provider"), route.tiers[index].provider,
-                                                                     ignore))
-            plan.append((index, ignore, excluded))
-        last = max((i for i, (_, _, excluded) in enumerate(plan) if not excluded), default=-1)
-        for position, (index, ignore, excluded) in enumerate(plan):
-            tier_no = index + 1
+            tier = route.tiers[index]
+            ignore = self.ignore.for_tier(tier)
+            excluded = tier_rules.pinned_all_excluded(merge_provider(body.get("provider"), tier.provider, ignore))
+            plan.append((index, ignore, excluded, excluded or self.circuits.blocked(tier)))
+        last = max((i for i, (_, _, _, out) in enumerate(plan) if not out), default=-1)
+        for position, (index, ignore, excluded, _) in enumerate(plan):
             if excluded:  # no request sent
-                self._attempt(w, Stage.SKIPPED, tier_no, reason=tier_rules.SKIP_PINNED_EXCLUDED)
+                self._attempt(w, Stage.SKIPPED, index + 1, reason=tier_rules.SKIP_PINNED_EXCLUDED)
                 continue
-            response = await self._try_tier(w, tier_no, ignore, another=position < last)
+            response = await self._try_admitted(w, index + 1, ignore, another=position < last)
             if response is not None:
                 return response
         return self._walk_ended(w)
 
+    async def _try_admitted(self, w: Walk, tier_no: int, ignore: Sequence[str], another: bool) -> Response | None:
+        """A tier skipped (its circuit is open: router/breaker.py) or tried; a circuit trial that ends without an
+        outcome (its client left) frees the trial for the next request."""
+        tier = w.prepared.route.tiers[tier_no - 1]
+        admission = self.circuits.admit(tier)
+        if admission is Admission.SKIP:  # counted for the endpoint as the failure that opened it (router/breaker.py)
+            opened_by, provider = self.circuits.opened_by(tier)
+            self._attempt(w, Stage.SKIPPED, tier_no, reason=SKIP_CIRCUIT_OPEN, opened_by=opened_by, provider=provider)
+            return None
+        if admission is Admission.TRIAL:
+            w.trials.add(tier_no)
+        try:
+            return await self._try_tier(w, tier_no, ignore, another)
+        finally:
+            if admission is Admission.TRIAL and tier_no not in w.recorded:
+                self.circuits.release(tier)
+
     def _attempt(self, w: Walk, stage: Stage, tier_no: int, **fields: Any) -> None:
         attempt = TierAttempt(stage, w.prepared.route, tier_no, client_model=w.prepared.model, client=w.client,
-                              **fields)
+                              trial=tier_no in w.trials, **fields)
+        w.recorded.add(tier_no)
         self.observer.attempt(attempt)
         if stage in (Stage.SKIPPED, Stage.FAILED_OVER) and attempt.reason is not None:
-            w.failures.append((tier_no, str(attempt.reason)))
+            wait = parse_retry_after(attempt.retry_after, self.clock.now()) if attempt.retry_after else None
+            w.failures.append(TierFailed(tier_no, attempt.reason, wait))
 
     def _failed_over(self, w: Walk, tier_no: int, failure: TierFailure, provider: str | None = None) -> None:
         self._attempt(w, Stage.FAILED_OVER, tier_no, reason=failure.reason, latency_ms=failure.latency_ms,
@@ -271,12 +303,17 @@ class RouterShell:
         url = f"{tier.base_url}/chat/completions"
         result: TierFailure | Passthrough | Committed
         if p.stream:
-            result = await try_stream(self.client, url, sent, headers, settings.first_chunk_budget_s,
-                                      self.clock.monotonic, settings.idle_timeout_s, fail_over_empty=another)
+            budget_s = p.route.first_chunk_budget(tier_no, settings.first_chunk_budget_s)
+            result = await try_stream(self.client, url, sent, headers, budget_s, self.clock.monotonic,
+                                      settings.idle_timeout_s, fail_over_empty=another)
         else:
             result = await try_once(self.client, url, sent, headers, settings.request_timeout_s, self.clock.monotonic)
         if isinstance(result, TierFailure) and result.reason.is_routers_own:
             return self._overloaded(w, tier_no)
+        if isinstance(result, Passthrough):  # the tier keys never reach a client (router/masking.py)
+            result = dataclasses.replace(result, body=self.mask(result.body), headers=self._masked(result.headers))
+        elif isinstance(result, Committed):
+            result.headers = self._masked(result.headers)
         if isinstance(result, TierFailure):
             self._failed_over(w, tier_no, result)
             if result.reason.cause is Cause.EMPTY_ANSWER and settings.judge:  # the gate saw the answer end empty
@@ -293,6 +330,9 @@ class RouterShell:
             w.ended(tier_no, f"http_{result.status}")
             return Response(result.body, status_code=result.status, headers=out_headers)
         return await self._whole_answer(w, tier_no, result, out_headers, savings, another)
+
+    def _masked(self, headers: dict[str, str]) -> dict[str, str]:
+        return {k: self.mask.text(v) for k, v in headers.items()} if self.mask else headers
 
     async def _measure(self, baseline: bytes, sent: bytes) -> Savings:
         if len(sent) >= OFF_LOOP_BYTES:
@@ -345,13 +385,14 @@ class RouterShell:
             self._attempt(w, Stage.HANDED_LATER, held.tier_no, provider=held.provider, status=200)
             w.ended(held.tier_no, "", held.usage)
             return Response(held.result.body, status_code=200, headers=held.headers)
-        now, ids = self.clock.monotonic(), [t.upstream_id for t in route.tiers]
-        every_tier_cooling = all(tier_rules.is_cooling(self.cooldowns, u, now) for u in ids)
-        wait = tier_rules.shortest_wait(self.cooldowns, ids, now) if every_tier_cooling else None
         self.metrics.all_failed(route.key)
-        w.ended(None, "all_failed")
-        body, headers = records.all_failed(route, w.failures, wait)
-        return JSONResponse(body, status_code=503, headers=headers)
+        status, body, headers = records.walk_failed(route, w.failures, self._wait_s(route))
+        w.ended(None, "all_failed" if status == 503 else f"http_{status}")
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    def _wait_s(self, route: Route) -> float | None:
+        """Seconds until the first tier takes requests again, when every one is cooling down or open."""
+        return self.circuits.wait_s(route.tiers, self.cooldowns)
 
     def _overloaded(self, w: Walk, tier_no: int) -> Response:
         """The router's pool had no connection free for a tier: nothing was sent, no tier is blamed, and another
@@ -387,23 +428,23 @@ class RouterShell:
                                                 p.tools, p.response_format))
 
         keep = self.routes.settings.judge_keep_bytes if judge else 0
-        body = relay(committed, lambda: int(self.clock.now().timestamp()), on_abort, on_end, keep)
+        body = relay(committed, lambda: int(self.clock.now().timestamp()), on_abort, on_end, keep, self.mask)
         headers = {**headers, "cache-control": "no-cache", "x-accel-buffering": "no"}
         headers.pop("content-type", None)
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
     async def models(self, request: Request) -> JSONResponse:
-        data = [
-            {"id": m, "object": "model", "created": 0, "owned_by": "canary-router"}
-            for m in self.routes.model_names
-        ]
-        return JSONResponse({"object": "list", "data": data})
+        return models_list(self.routes)
+
+    async def model(self, request: Request) -> JSONResponse:
+        return model_retrieve(self.routes, request.path_params["model"])
 
     async def health(self, request: Request) -> JSONResponse:
         now = self.clock.monotonic()
         cooling = sum(1 for until in self.cooldowns.values() if until > now)
         pending, dropped = sum(b.pending() for b in self.events), sum(b.dropped for b in self.events)
         lists = self.ignore.statuses(self.routes)
+        circuits = self.circuits.health(self.routes)
         body = {
             "ok": True,
             "tokenizer": TOKENIZER,
@@ -414,6 +455,8 @@ class RouterShell:
             "pending_on_disk": self.pending_on_disk(),
             "restored_from_disk": sum(b.spill.restored for b in self.batchers if b.spill is not None),
             "judge": {"enabled": self.routes.settings.judge, **self.judge.health()},
+            "open_circuits": sum(1 for c in circuits if c["state"] != "closed"),
+            "circuits": circuits,
             "lists_missing": sum(1 for s in lists if not s.exists),
             "lists_stale": sum(1 for s in lists if s.stale),
             "lists": [s.as_json() for s in lists],
@@ -451,16 +494,20 @@ def build_shell(
     live = LiveRecorder(clock, live_batchers(settings.events_db))
     savings = Batcher(JsonlSink(settings.savings_path), "router-savings") if settings.savings_path else None
     every: list[Batcher[Any]] = [*events, *live.batchers, *([savings] if savings else [])]
+    policy = Policy(settings.allowed_fails, settings.cooldown_s, settings.max_cooldown_s, settings.request_timeout_s)
+    circuits = CircuitBook(clock, policy, events)
     metrics = RouterMetrics(lambda: ignore.reads, lambda: ignore.statuses(routes),
-                            lambda: sum(b.spill.pending for b in every if b.spill is not None))
+                            lambda: sum(b.spill.pending for b in every if b.spill is not None),
+                            lambda: circuits.open_tiers(routes))
     cooldowns = CooldownBook(clock, settings.max_cooldown_s)
     metrics.live.prime(routes, settings.judge)
     attach(poller, metrics.lists_polls)
-    observer = AttemptObserver([RouteEventLog(clock, events), metrics, metrics.live, live, cooldowns])
+    observer = AttemptObserver([RouteEventLog(clock, events), metrics, metrics.live, live, cooldowns, circuits])
     return RouterShell(
         routes=routes, api_keys=api_keys, clock=clock, ignore=ignore, events=events, savings=savings,
         metrics=metrics, live=live, cooldown_book=cooldowns, observer=observer,
-        judge=Judge(observer, metrics, settings.judge_queue), lists_poll=poller,
+        judge=Judge(observer, metrics, settings.judge_queue), lists_poll=poller, circuits=circuits,
+        mask=RelayMask(key.get() for key in api_keys.values()),
     )
 
 
@@ -506,20 +553,24 @@ def create_app(shell: RouterShell) -> Starlette:
             return await shell.chat(request)
         except Exception as exc:  # never a traceback to the client
             log.error("router error: %s: %s", type(exc).__name__, str(exc)[:200])
-            return _error(500, f"router error: {type(exc).__name__}")
+            return error_response(500, f"router error: {type(exc).__name__}")
 
     app = Starlette(
         routes=[
             HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
             HttpRoute("/v1/models", shell.models, methods=["GET"]),
+            HttpRoute("/v1/models/{model:path}", shell.model, methods=["GET"]),
             HttpRoute("/healthz", shell.health, methods=["GET"]),
             HttpRoute("/livez", shell.livez, methods=["GET"]),
             HttpRoute("/readyz", shell.readyz, methods=["GET"]),
             HttpRoute("/metrics", shell.metrics.asgi, methods=["GET"]),
         ],
-        middleware=[Middleware(Door, callers=shell.routes.callers, required=bool(shell.routes.clients),
+        # CORS outermost (a browser's preflight carries no key), then the door in front of every /v1/* path
+        middleware=[*cors_middleware(settings.cors_origins),
+                    Middleware(Door, callers=shell.routes.callers, required=bool(shell.routes.clients),
                                clock=shell.clock, metrics=shell.metrics)],
         lifespan=lifespan,
+        exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.router = shell
     return app

@@ -14,6 +14,7 @@ and hands it to `AttemptObserver`, whose sinks each take what they need:
     LiveRecorder (live.py)      failed_over, answered, ended,           -> live_requests (the canary's suspicion)
                                 judged answers
     CooldownBook (here)         failed_over with a Retry-After          -> the tier's cooldown
+    CircuitBook (circuits.py)   every stage (breaker.verdict)           -> the tier's circuit breaker
 
 A stream is committed (its first content chunk went out), then either aborted by the router (cut, stalled) or
 not, then ended: its live count is taken at the end, with how it ended.
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from router import records
 from router import tiers as tier_rules
 from router.events import Batcher
-from router.reasons import FailoverReason
+from router.reasons import Cause, FailoverReason
 from router.routes import Route, Tier
 from tasks.clock import Clock
 from tasks.core.http_rules import parse_retry_after
@@ -65,6 +66,8 @@ class TierAttempt:
     status: int | None = None  # HTTP status of an answer handed over
     client_model: str | None = None  # the model name the client asked for
     client: str = ""  # the client's name (router/access.py), "" when anonymous
+    trial: bool = False  # this request is the tier's half-open circuit trial (router/breaker.py)
+    opened_by: FailoverReason | None = None  # a skip of an open circuit: the failure it counts as (breaker.py)
 
     @property
     def tier(self) -> Tier:
@@ -72,15 +75,25 @@ class TierAttempt:
 
     @property
     def live_outcome(self) -> LiveOutcome | None:
-        """What this counts as in `live_requests`; None: not counted (a skip, a commit whose end is counted, an
-        answer that is about the request, a held answer counted when it failed over)."""
+        """What this counts as in `live_requests`; None: not counted (a skip of a tier the canary excluded, a
+        commit whose end is counted, an answer that is about the request, a held answer counted when it failed
+        over). A skip of an open circuit counts as the failure that opened it (router/breaker.py)."""
         if self.stage is Stage.FAILED_OVER and self.reason is not None:
             return self.reason.live_outcome
+        if self.stage is Stage.SKIPPED and self.opened_by is not None:  # an open circuit: still evidence
+            return self.opened_by.live_outcome
         if self.stage is Stage.ANSWERED:
             return LiveOutcome.OK if self.status == 200 else None
         if self.stage is Stage.ENDED:
             return self.reason.live_outcome if self.reason is not None else LiveOutcome.OK
         return None
+
+    @property
+    def live_word(self) -> str | None:
+        """`live_requests.reason`: the upstream's own word, or `circuit_open` for a skip counted as evidence."""
+        if self.stage is Stage.SKIPPED and self.opened_by is not None:
+            return Cause.CIRCUIT_OPEN.value
+        return self.reason.upstream_word if self.reason is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +140,8 @@ class RouteEventLog:
 
     def attempt(self, attempt: TierAttempt) -> None:
         if attempt.stage not in self._STAGES or attempt.reason is None:
+            return
+        if attempt.reason.cause is Cause.CIRCUIT_OPEN:  # one event when it opened, not one per request skipped
             return
         reason = str(attempt.reason)
         event = records.route_event(self.clock.now(), attempt.route, attempt.tier_no, reason, attempt.latency_ms,

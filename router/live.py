@@ -118,10 +118,9 @@ class LiveRecorder:
         outcome = attempt.live_outcome
         if not self.batchers or outcome is None:
             return
-        word = attempt.reason.upstream_word if attempt.reason is not None else None
         row = self._row(attempt)
         self._add([LiveCount(row.minute_at, row.model, row.route_key, row.tier, row.tag, row.provider_name, outcome,
-                             reason=word)])
+                             reason=attempt.live_word)])
 
     def judged(self, answer: JudgedAnswer) -> None:
         if not self.batchers or not answer.verdicts:

@@ -27,6 +27,7 @@ The judge and the lists (`quality` the class, `reason` the canary's Reason value
     canary_router_ignore_list_entries{route, tier, model}    tags in it
     canary_router_ignore_list_age_seconds{route, tier, model}   since the canary last wrote it (absent: missing)
     canary_router_ignore_list_stale{route, tier, model}      1 when older than two canary intervals
+    canary_router_tier_open{route, tier}                     1 while the tier's circuit is open (router/breaker.py)
 
 The gateway's own (issue 40): who asks, how long a request takes whole, what it used.
 
@@ -146,12 +147,28 @@ class MetricsApp:
         await self._app(scope, receive, send)
 
 
+class _Circuits(Collector):
+    """Each tier's circuit, read at each scrape: (route, tier number, open)."""
+
+    def __init__(self, circuits: Callable[[], Sequence[tuple[str, int, bool]]]) -> None:
+        self._circuits = circuits
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("canary_router_tier_open", "1 while the tier's circuit is open or half-open: "
+                                   "requests skip it after router.allowed_fails failures in a row",
+                                   labels=["route", "tier"])
+        for route, tier_no, is_open in self._circuits():
+            family.add_metric([route, str(tier_no)], 1.0 if is_open else 0.0)
+        yield family
+
+
 class RouterMetrics:
     def __init__(
         self,
         ignore_reads: Callable[[], int] = lambda: 0,
         lists: Callable[[], Sequence[ListStatus]] = lambda: (),
         pending_on_disk: Callable[[], int] = lambda: 0,
+        circuits: Callable[[], Sequence[tuple[str, int, bool]]] = lambda: (),
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("canary_router_requests", "Chat requests by the tier that served them "
@@ -169,6 +186,7 @@ class RouterMetrics:
                                     (*TIER_LABELS, "reason"), registry=self.registry)
         self.registry.register(_Reloads(ignore_reads))
         self.registry.register(_Lists(lists, pending_on_disk))
+        self.registry.register(_Circuits(circuits))
         self.judged_answers = Counter("canary_router_answers_judged", "Answers the router passed, judged with the "
                                       "canary's own checks per quality class (reason ok: the check held)",
                                       (*TIER_LABELS, "quality", "reason"), registry=self.registry)

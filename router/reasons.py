@@ -24,6 +24,9 @@ word for `live_requests.reason` (a `native_finish_reason`, an error object's cod
     STREAM_CUT / STREAM_ERROR / IDLE_TIMEOUT _AFTER_COMMIT        cut_stream
     UPSTREAM_ERROR_AFTER_COMMIT   (a committed stream that ended with an upstream error: no event) upstream_error
     ROUTER_OVERLOADED             router_overloaded               (not counted: the router had no free connection)
+    CIRCUIT_OPEN                  circuit_open                    (skipped: counted as the failure that opened it,
+                                                                  TierAttempt.opened_by; its own outcome is none)
+    CIRCUIT_OPENED / CLOSED       circuit_opened, circuit_closed  (events of the breaker, router/breaker.py)
 
 `router_overloaded` is the router's own saturation (its upstream pool, `max_connections`, had no connection free
 within `connect_timeout_s`): no request left the router, so it is never an endpoint's failure, never cools a tier
@@ -65,6 +68,9 @@ class Cause(StrEnum):
     IDLE_TIMEOUT_AFTER_COMMIT = "idle_timeout_after_commit"
     UPSTREAM_ERROR_AFTER_COMMIT = "upstream_error_after_commit"
     ROUTER_OVERLOADED = "router_overloaded"  # no upstream connection free in the router's pool: the router's own
+    CIRCUIT_OPEN = "circuit_open"  # skipped: the tier's circuit is open (router/breaker.py)
+    CIRCUIT_OPENED = "circuit_opened"  # event: the tier failed allowed_fails times in a row (or its trial failed)
+    CIRCUIT_CLOSED = "circuit_closed"  # event: the tier's trial succeeded
 
     @property
     def is_family(self) -> bool:
@@ -94,7 +100,13 @@ _LIVE: dict[Cause, LiveOutcome | None] = {
     Cause.IDLE_TIMEOUT_AFTER_COMMIT: LiveOutcome.CUT_STREAM,
     Cause.UPSTREAM_ERROR_AFTER_COMMIT: LiveOutcome.UPSTREAM_ERROR,
     Cause.ROUTER_OVERLOADED: None,
+    Cause.CIRCUIT_OPEN: None,
+    Cause.CIRCUIT_OPENED: None,
+    Cause.CIRCUIT_CLOSED: None,
 }
+#: Causes that are the router's own word about a tier, never an upstream's answer (no Retry-After cools them).
+_ROUTERS_OWN = frozenset({Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED, Cause.CIRCUIT_OPEN,
+                          Cause.CIRCUIT_OPENED, Cause.CIRCUIT_CLOSED, Cause.ROUTER_OVERLOADED})
 
 
 def clean_word(word: object) -> str | None:
@@ -134,13 +146,22 @@ class FailoverReason:
     @property
     def cools_down(self) -> bool:
         """Whether the upstream's Retry-After may cool the tier down (an answer it gave is no reason to)."""
-        own = (Cause.EMPTY_ANSWER, Cause.FAILED_CHECK, Cause.PINNED_EXCLUDED, Cause.ROUTER_OVERLOADED)
-        return self.cause not in own
+        return self.cause not in _ROUTERS_OWN
 
     @property
     def is_routers_own(self) -> bool:
         """The router's own saturation, not the tier's: no live failure, no cooldown, no circuit count."""
         return self.cause is Cause.ROUTER_OVERLOADED
+
+    @property
+    def is_rate_limited(self) -> bool:
+        """The upstream said 429: as the status, or as the code of an error in a 200 or in an error chunk."""
+        return self.word == "429" and self.cause in (Cause.HTTP, Cause.ERROR_IN_200, Cause.ERROR_CHUNK_BEFORE_COMMIT)
+
+    @property
+    def was_sent(self) -> bool:
+        """A request went to the upstream (a skip sends none)."""
+        return self.cause not in (Cause.PINNED_EXCLUDED, Cause.CIRCUIT_OPEN, Cause.ROUTER_OVERLOADED)
 
 
 def fixed(cause: Cause, word: object = None) -> FailoverReason:

@@ -26,8 +26,22 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_IDLE_TIMEOUT_S = 30.0
 #: Whole-response budget of one non-streaming upstream request.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
-#: Upper bound on a Retry-After cooldown (a misbehaving upstream cannot lock a tier out for a day).
+#: Upper bound on any cooldown, in seconds: a Retry-After (a misbehaving upstream cannot lock a tier out for a
+#: day; 0 = no Retry-After cooldown at all) and the circuit breaker's doubled open period (never below
+#: `cooldown_s`). 300 s: Envoy's `max_ejection_time` default; a tier whose trials keep failing is tried again
+#: every 5 minutes, while the canary's probes decide about its endpoint.
 DEFAULT_MAX_COOLDOWN_S = 300.0
+#: Circuit breaker (router/breaker.py): failures of a tier in a row (first-chunk timeout, 5xx, transport, a masked
+#: upstream failure, an error before or after the commit) that open its circuit; 0 turns the breaker off.
+#: 3: LiteLLM's `allowed_fails` default; Envoy's `consecutive_5xx` is 5. Three in a row on one tier is no blip
+#: at gateway traffic, and each one cost a client up to a whole first-chunk budget.
+DEFAULT_ALLOWED_FAILS = 3
+#: Seconds an open circuit skips its tier before one trial request may try it (doubled after each failed
+#: trial, up to `max_cooldown_s`). 30 s: Envoy's `base_ejection_time` and LiteLLM's `cooldown_time` defaults.
+DEFAULT_COOLDOWN_S = 30.0
+#: Browser origins allowed to call the router (CORS: `OPTIONS` preflight answered, responses carry
+#: `Access-Control-Allow-Origin`); empty: no CORS headers at all, `OPTIONS` answers 405. `["*"]` allows any.
+DEFAULT_CORS_ORIGINS: tuple[str, ...] = ()
 #: Where the canary publishes `<model-slug>.json` ignore lists (tasks/config.py DEFAULT_PUBLISH_DIR).
 DEFAULT_PUBLISH_DIR = "published"
 #: Route events (failovers, degraded marks), one JSON object per line.
@@ -36,8 +50,10 @@ DEFAULT_EVENTS_PATH = "route_events.jsonl"
 DEFAULT_SAVINGS_PATH = "router_savings.jsonl"
 #: Sinks are flushed in short windows (never hold DuckDB open between them).
 DEFAULT_FLUSH_INTERVAL_S = 1.0
-#: The savers pipeline, in order (router/savings.py SAVERS holds the names).
-DEFAULT_SAVERS: tuple[str, ...] = ("collapse_whitespace", "drop_duplicate_system")
+#: The savers pipeline, in order (router/savings.py SAVERS holds the names). Only savers that can prove a change
+#: keeps the meaning: `drop_duplicate_system` drops a system message that repeats an earlier one exactly.
+#: `collapse_whitespace` is opt-in (whitespace in prose only, router/savings.py says how it tells).
+DEFAULT_SAVERS: tuple[str, ...] = ("drop_duplicate_system",)
 #: Prompt budget for `trim_old_turns` in tokens; 0 disables trimming even when the saver is listed.
 DEFAULT_TOKEN_BUDGET = 0
 #: Largest request body accepted, in bytes; a larger one is refused with 413 before it is read whole.
@@ -84,6 +100,7 @@ class Tier:
     provider: Mapping[str, Any] = field(default_factory=dict, hash=False)
     canary_model: str | None = None  # whose published ignore list is merged (default: `model`)
     ignore_file: str | None = None  # explicit ignore-list JSON path (default: <publish_dir>/<slug>.json)
+    first_chunk_budget_s: float | None = None  # this tier's budget (default: the route's, then the router's)
 
     @property
     def upstream_id(self) -> str:
@@ -125,6 +142,14 @@ class Route:
     model: str | None = None
     api_key_sha256: str | None = None
     retry_failed_checks: bool = DEFAULT_RETRY_FAILED_CHECKS  # non-streamed answers failing tools/structured
+    first_chunk_budget_s: float | None = None  # the route's budget (default: the router's)
+
+    def first_chunk_budget(self, tier_no: int, default_s: float) -> float:
+        """The first-chunk budget of tier `tier_no` (1-based): the tier's, else the route's, else `default_s`."""
+        for budget in (self.tiers[tier_no - 1].first_chunk_budget_s, self.first_chunk_budget_s):
+            if budget is not None:
+                return budget
+        return default_s
 
 
 @dataclass(frozen=True)
@@ -151,6 +176,9 @@ class RouterSettings:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     lists_url: str | None = None  # the canary's lists over HTTP (router/lists_poll.py); copies kept in publish_dir
     lists_poll_s: float = DEFAULT_LISTS_POLL_S
+    allowed_fails: int = DEFAULT_ALLOWED_FAILS
+    cooldown_s: float = DEFAULT_COOLDOWN_S
+    cors_origins: tuple[str, ...] = DEFAULT_CORS_ORIGINS
 
 
 @dataclass(frozen=True)

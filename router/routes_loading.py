@@ -38,10 +38,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 PATH_SETTINGS = ("publish_dir", "events_path", "events_db", "savings_path")
 #: Integer settings and their bounds.
 _INTEGERS = {"token_budget": (0, 1 << 40), "max_body_bytes": (1024, 1 << 34), "judge_queue": (1, 1 << 20),
-             "judge_keep_bytes": (1024, 1 << 30), "max_connections": (1, 65536)}
+             "judge_keep_bytes": (1024, 1 << 30), "max_connections": (1, 65536), "allowed_fails": (0, 1 << 20)}
 _BOOLEANS = ("judge", "require_ignore_lists", "allow_anonymous")
 #: A client's name: a bounded label value that is safe in a log line, a metric and a header.
 _CLIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: An origin as a browser sends it: scheme://host[:port], no path (or "*": any).
+_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 def _fail(msg: str) -> RoutesError:
     return RoutesError(f"routes: {msg}")
@@ -71,6 +73,7 @@ def _settings(raw: Any, known_savers: frozenset[str] | None) -> RouterSettings:
         "request_timeout_s",
         "flush_interval_s",
         "canary_interval_s",
+        "cooldown_s",
     ):
         if key in raw:
             values[key] = _number(raw, key, 0.0, minimum=0.001)
@@ -110,7 +113,31 @@ def _settings(raw: Any, known_savers: frozenset[str] | None) -> RouterSettings:
             if not isinstance(raw[key], bool):
                 raise _fail(f"router.{key} must be true or false (got {raw[key]!r})")
             values[key] = raw[key]
+    if "cors_origins" in raw:
+        values["cors_origins"] = _origins(raw["cors_origins"])
     return RouterSettings(**values)
+
+
+def _origins(raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(o, str) and (o == "*" or _ORIGIN.match(o)) for o in raw):
+        raise _fail(f'router.cors_origins must be a list of origins such as "https://app.example.com" (scheme and '
+                    f'host, no path) or ["*"] (got {raw!r})')
+    return tuple(o.rstrip("/") for o in raw)
+
+
+def _budget(raw: Mapping[str, Any], where: str) -> float | None:
+    """A route's or a tier's own `first_chunk_budget_s` (None: not set, the default applies)."""
+    value = raw.get("first_chunk_budget_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0.001:
+        raise _fail(f"{where}.first_chunk_budget_s must be a number >= 0.001 (got {value!r})")
+    return float(value)
+
+
+def _without_query(url: str) -> str:
+    """`url` cut at its query or fragment (either may hold a key: never shown)."""
+    return url.split("?", 1)[0].split("#", 1)[0]
 
 
 def _base_url(raw: Any, where: str) -> str:
@@ -125,12 +152,19 @@ def _base_url(raw: Any, where: str) -> str:
     except ValueError:
         ok, userinfo = False, False
     if not ok:
-        shown = redact(raw) if isinstance(raw, str) else raw
+        shown = redact(_without_query(raw)) if isinstance(raw, str) else raw
         raise _fail(f"{where}.base_url must be an http(s) URL (got {shown!r})")
     if userinfo:
         raise _fail(
             f"{where}.base_url must not hold credentials (got {strip_userinfo(raw)!r} with a user:password@ part): "
             "httpx would send them as Basic auth instead of the tier's key; name the key's variable in api_key_env"
+        )
+    if "?" in raw or "#" in raw:
+        raise _fail(
+            f"{where}.base_url must not hold a query or fragment (got {_without_query(raw)!r} followed by one, "
+            "not shown): "
+            "the router appends /chat/completions to it, and a key there would land in route events, metrics and "
+            "logs; name the key's variable in api_key_env"
         )
     return str(raw).rstrip("/")
 
@@ -138,7 +172,7 @@ def _base_url(raw: Any, where: str) -> str:
 def _tier(raw: Any, where: str) -> Tier:
     if not isinstance(raw, Mapping):
         raise _fail(f"{where} must be a table (got {raw!r})")
-    known = {"base_url", "model", "api_key_env", "provider", "canary_model", "ignore_file"}
+    known = {"base_url", "model", "api_key_env", "provider", "canary_model", "ignore_file", "first_chunk_budget_s"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
@@ -169,6 +203,7 @@ def _tier(raw: Any, where: str) -> Tier:
         provider=json.loads(json.dumps(dict(provider))),  # plain, detached copy of the TOML table
         canary_model=raw.get("canary_model"),
         ignore_file=raw.get("ignore_file"),
+        first_chunk_budget_s=_budget(raw, where),
     )
 
 
@@ -176,7 +211,7 @@ def _route(raw: Any, index: int) -> Route:
     where = f"route[{index}]"
     if not isinstance(raw, Mapping):
         raise _fail(f"{where} must be a table (got {raw!r})")
-    known = {"model", "api_key_sha256", "tier", "retry_failed_checks"}
+    known = {"model", "api_key_sha256", "tier", "retry_failed_checks", "first_chunk_budget_s"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
@@ -198,7 +233,8 @@ def _route(raw: Any, index: int) -> Route:
         raise _fail(f"{where} needs at least one [[route.tier]]")
     tiers = tuple(_tier(t, f"{where}.tier[{i}]") for i, t in enumerate(tiers_raw))
     key = f"model:{model}" if model is not None else f"key:{digest[:12]}"  # type: ignore[index]
-    return Route(key=key, tiers=tiers, model=model, api_key_sha256=digest, retry_failed_checks=retry)
+    return Route(key=key, tiers=tiers, model=model, api_key_sha256=digest, retry_failed_checks=retry,
+                 first_chunk_budget_s=_budget(raw, where))
 
 
 def parse_client(raw: Any, index: int) -> Client:

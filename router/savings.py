@@ -9,11 +9,19 @@ The pipeline never reports its own savings: the router serializes the body it ac
 its tokens (router/tokens.py), then subtracts that from the count of the body it would have sent without
 savers (`measure_savings`).
 
+**A saver never changes data.** A change is made only where the saver can tell it keeps the meaning; where it
+cannot tell, it leaves the text as it came. Tool results (`tool`, `function` messages), tool-call arguments, JSON,
+code, tabs and runs of spaces that can carry meaning (aligned columns, a TSV row, indentation) are never touched.
+
 Savers:
-- `collapse_whitespace`: outside fenced code blocks, runs of spaces/tabs inside a line become one space,
-  trailing spaces are cut, and three or more newlines become two. Leading indentation is kept.
-- `drop_duplicate_system`: a system (or developer) message whose text equals an earlier one's (after
-  whitespace normalisation) is dropped.
+- `drop_duplicate_system` (default): a system (or developer) message identical to an earlier one (every key
+  and value the same: the same instruction given twice) is dropped.
+- `collapse_whitespace` (opt-in): in prose only (`is_prose`: a system, developer, user or assistant text with
+  no tab, no code (backticks, an indented line), none of the characters JSON, markup and tables are made of
+  (`{ } [ ] < > |`), and no aligned columns: no two lines whose runs of spaces end at the same place), a run
+  of spaces between two words becomes one space and three or more newlines become two. Trailing spaces are kept
+  (a Markdown line break, or a field of data). What it cannot tell: a single line whose run of spaces separates
+  two fields (`New York    10`) reads as prose: opt in where clients send prose.
 - `trim_old_turns`: while the prompt exceeds `token_budget` tokens, the oldest whole turn (a user message
   and everything up to the next user message) is dropped. System messages and the last turn always stay.
   `token_budget = 0` disables it.
@@ -47,28 +55,39 @@ class SaverContext:
 
 Saver = Callable[[Messages, SaverContext], Messages]
 
-_INLINE_RUN = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
-_TRAILING = re.compile(r"[ \t]+$")
+_INLINE_RUN = re.compile(r"(?<=\S) {2,}(?=\S)")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
+#: Signs that a text is not prose: a tab, code (a backtick, an indented line), the characters of JSON, markup
+#: and tables.
+_STRUCTURE = re.compile(r"[\t`{}\[\]<>|]|^[ \t]", re.MULTILINE)
 _SYSTEM_ROLES = ("system", "developer")
+#: Roles whose text may be prose; a tool result (`tool`, `function`) is data, whatever it looks like.
+_PROSE_ROLES = frozenset({"system", "developer", "user", "assistant"})
+
+
+def is_prose(text: str) -> bool:
+    """Whether whitespace in `text` can be collapsed without changing its meaning: no tab, no code, no JSON,
+    markup or table characters, and no aligned columns (runs of spaces ending at the same place on two lines)."""
+    if _STRUCTURE.search(text):
+        return False
+    seen: set[int] = set()
+    for line in text.split("\n"):
+        ends = {m.end() for m in _INLINE_RUN.finditer(line)}
+        if ends & seen:
+            return False
+        seen |= ends
+    return True
 
 
 def _collapse_text(text: str) -> str:
-    out: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            out.append(line)
-            continue
-        out.append(line if in_fence else _TRAILING.sub("", _INLINE_RUN.sub(" ", line)))
-    joined = "\n".join(out)
-    if "```" in joined:  # never merge blank lines that may sit inside a code block
-        return joined
-    return _MANY_NEWLINES.sub("\n\n", joined)
+    if not is_prose(text):
+        return text
+    return _MANY_NEWLINES.sub("\n\n", _INLINE_RUN.sub(" ", text))
 
 
 def _map_text(message: dict[str, Any], fn: Callable[[str], str]) -> dict[str, Any]:
+    if message.get("role") not in _PROSE_ROLES:
+        return message
     content = message.get("content")
     if isinstance(content, str):
         return {**message, "content": fn(content)}
@@ -85,24 +104,14 @@ def collapse_whitespace(messages: Messages, ctx: SaverContext) -> Messages:
     return [_map_text(m, _collapse_text) for m in messages]
 
 
-def _text_of(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def drop_duplicate_system(messages: Messages, ctx: SaverContext) -> Messages:
-    seen: set[str] = set()
+    seen: list[dict[str, Any]] = []
     kept: Messages = []
     for message in messages:
         if message.get("role") in _SYSTEM_ROLES:
-            key = " ".join(_text_of(message).split())
-            if key in seen:
+            if message in seen:  # every key and value equal: the same instruction, given again
                 continue
-            seen.add(key)
+            seen.append(message)
         kept.append(message)
     return kept
 

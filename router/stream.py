@@ -29,9 +29,14 @@ chunk always starts on an event boundary.
     waiting budget exhausted               -> FailOver(first_chunk_timeout)
     committed any event                    -> Send(event)
     committed [DONE]                       -> Send, Finish                    -> closed
-    committed EOF after finish or error    -> Finish                          -> closed
-    committed EOF / read error otherwise   -> Abort(error chunk)              -> closed
-    committed idle budget exhausted        -> Abort(error chunk)              -> closed
+    committed EOF / read error / idle budget exhausted:
+              after a finish_reason        -> Send([DONE]), Finish            -> closed  (the answer is whole)
+              after the upstream's error   -> Finish                          -> closed
+              otherwise                    -> Abort(error chunk)              -> closed
+
+A finish chunk means the answer is whole: whatever the connection does afterwards (a reset, a chunked body
+never terminated, silence past the idle budget, the usage chunk cut halfway), the client's stream ends cleanly
+with the `[DONE]` the upstream did not send, and the attempt counts `ok`.
 
 What one event is (`classify`, `Kind`) is read by router/stream_events.py.
 """
@@ -44,6 +49,7 @@ from enum import StrEnum
 from typing import Any
 
 import router.reasons as reasons
+import router.records as records
 from router.reasons import Cause, FailoverReason
 from router.stream_events import (
     Kind,
@@ -63,6 +69,8 @@ from tasks.core.classify import MASKING_FINISH_REASONS, names_upstream_failure
 MAX_HELD_BYTES = 1 << 20
 #: An incomplete event longer than this is a broken stream, not a slow one.
 MAX_PENDING_BYTES = 4 << 20
+#: The stream's last event, sent for an upstream whose own was lost after the finish chunk.
+DONE = b"data: [DONE]\n\n"
 
 
 class Phase(StrEnum):
@@ -249,25 +257,34 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
 
 
 def error_chunk(gate: Gate, reason: FailoverReason, now_s: int) -> bytes:
-    """OpenRouter's mid-stream error shape (docs/openrouter-api.md 3e), as one SSE event."""
+    """OpenRouter's mid-stream error chunk (docs/openrouter-api.md 3e) as one SSE event, its `error` in OpenAI's
+    shape (router/records.py `error_body`: string `code`, `type`, `param`; the numeric code under `metadata`)."""
     timeout = reason.cause is Cause.IDLE_TIMEOUT_AFTER_COMMIT
-    code, error_type = (504, "timeout") if timeout else (502, "provider_unavailable")
+    status, code, error_type = (504, "upstream_timeout", "timeout") if timeout else \
+        (502, "upstream_stream_failed", "provider_unavailable")
+    message = f"upstream stream failed after the reply began ({reason}); the reply is incomplete"
     chunk = {
         "id": gate.chunk_id or f"gen-router-{now_s}",
         "object": "chat.completion.chunk",
         "created": gate.created if gate.created is not None else now_s,
         "model": gate.model or "",
         "provider": gate.provider or "",
-        "error": {
-            "code": code,
-            "message": f"upstream stream failed after the reply began ({reason}); the reply is incomplete",
-            "metadata": {"error_type": error_type, "router_reason": str(reason)},
-        },
+        **records.error_body(status, message, code=code, error_type=error_type, router_reason=str(reason)),
         "choices": [
             {"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}
         ],
     }
     return b"data: " + json.dumps(chunk, separators=(",", ":")).encode("utf-8") + b"\n\n"
+
+
+def _whole_end(gate: Gate) -> list[Action] | None:
+    """How a committed stream ends when its connection does (EOF, a read error, silence): cleanly once the
+    answer is whole (a finish_reason: the lost [DONE] is sent) or the upstream said its own error; None: cut."""
+    if gate.done or gate.errored:
+        return [Finish()]
+    if gate.finished:
+        return [Send(DONE), Finish()]
+    return None
 
 
 def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
@@ -295,9 +312,7 @@ def eof(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
             _fail(Cause.STREAM_ENDED_BEFORE_COMMIT, "stream closed before any content")
         ]
     closed = replace(gate, phase=Phase.CLOSED)
-    if gate.done or gate.finished or gate.errored:
-        return closed, actions + [Finish()]
-    return closed, actions + [_abort(gate, Cause.STREAM_CUT_AFTER_COMMIT, now_s)]
+    return closed, actions + (_whole_end(gate) or [_abort(gate, Cause.STREAM_CUT_AFTER_COMMIT, now_s)])
 
 
 def _abort(gate: Gate, cause: Cause, now_s: int) -> Abort:
@@ -312,9 +327,7 @@ def broken(gate: Gate, detail: str, now_s: int = 0) -> tuple[Gate, list[Action]]
     closed = replace(gate, phase=Phase.CLOSED)
     if gate.phase is Phase.WAITING:
         return closed, [_fail(Cause.STREAM_ERROR_BEFORE_COMMIT, detail)]
-    if gate.done or gate.errored:
-        return closed, [Finish()]
-    return closed, [_abort(gate, Cause.STREAM_ERROR_AFTER_COMMIT, now_s)]
+    return closed, _whole_end(gate) or [_abort(gate, Cause.STREAM_ERROR_AFTER_COMMIT, now_s)]
 
 
 def timed_out(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
@@ -324,4 +337,4 @@ def timed_out(gate: Gate, now_s: int = 0) -> tuple[Gate, list[Action]]:
     closed = replace(gate, phase=Phase.CLOSED)
     if gate.phase is Phase.WAITING:
         return closed, [_fail(Cause.FIRST_CHUNK_TIMEOUT, "no content chunk within the budget")]
-    return closed, [_abort(gate, Cause.IDLE_TIMEOUT_AFTER_COMMIT, now_s)]
+    return closed, _whole_end(gate) or [_abort(gate, Cause.IDLE_TIMEOUT_AFTER_COMMIT, now_s)]

@@ -139,9 +139,17 @@ async def try_once(
     return Passthrough(response.status_code, response.content, _pass_headers(response), latency_ms)
 
 
+def _body_parts(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body as it is meant: decoded when the upstream compressed it despite `Accept-Encoding: identity` (a CDN
+    gzips JSON error bodies), else the raw bytes (no decoder layer on the hot path)."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
 async def _read_capped(response: httpx.Response) -> bytes:
     out = bytearray()
-    async for part in response.aiter_raw():
+    async for part in _body_parts(response):
         out += part
         if len(out) >= MAX_ERROR_BODY:
             break
@@ -193,7 +201,7 @@ async def try_stream(
             if reason is not None:
                 return _error_failure(reason, error_body, elapsed_ms(), response.headers.get("retry-after"))
             return Passthrough(response.status_code, error_body, _pass_headers(response), elapsed_ms())
-        chunks = response.aiter_raw().__aiter__()
+        chunks = _body_parts(response).__aiter__()
         gate = Gate(fail_over_empty=fail_over_empty)
         while True:
             try:
@@ -234,25 +242,32 @@ class Relayed:
     completed: bool
 
 
+def _same(data: bytes) -> bytes:
+    return data
+
+
 async def relay(
     committed: Committed,
     now_s: Callable[[], int],
     on_abort: Callable[[FailoverReason], None],
     on_end: Callable[[Relayed], None],
     keep_bytes: int = 0,
+    mask: Callable[[bytes], bytes] = _same,
 ) -> AsyncIterator[bytes]:
-    """Everything after the commit, byte for byte; an upstream failure ends with one error chunk. The bytes
-    sent are kept up to `keep_bytes` for `on_end` (one bytearray append per read: the hot path stays a copy).
+    """Everything after the commit, byte for byte but for `mask` (router/masking.py: the tier keys); an upstream
+    failure ends with one error chunk. The bytes sent are kept up to `keep_bytes` for `on_end` (one bytearray
+    append per read: the hot path stays a copy).
 
     The idle budget is the request's httpx read timeout (set in `try_stream`).
     """
     gate = committed.gate
-    kept = bytearray(committed.first[:keep_bytes])
-    cut = len(committed.first) > keep_bytes
+    first = mask(committed.first)
+    kept = bytearray(first[:keep_bytes])
+    cut = len(first) > keep_bytes
     aborted: FailoverReason | None = None
     completed = False
     try:
-        yield committed.first
+        yield first
         while gate.phase is gate_fsm.Phase.COMMITTED:
             try:
                 data = await committed.chunks.__anext__()
@@ -267,11 +282,12 @@ async def relay(
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:
                 if isinstance(action, Send):
+                    data = mask(action.data)
                     if not cut:
                         room = keep_bytes - len(kept)
-                        kept += action.data[:room]
-                        cut = len(action.data) > room
-                    yield action.data
+                        kept += data[:room]
+                        cut = len(data) > room
+                    yield data
                 elif isinstance(action, Abort):
                     aborted = action.reason
                     on_abort(action.reason)

@@ -86,6 +86,7 @@ class _ValueMatcher:
         for v in values:
             forms.update(derived_forms(v))
         ordered = sorted(forms, key=lambda f: (-len(f), f))
+        self.forms = tuple(ordered)
         self.exact = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         # Fragments: of the value, and of its base64 forms (a cut `Basic ...` header is still the secret).
         self.sources = tuple(f for v in values for f in (_fragment_source(v), *_base64_sources(v)))
@@ -199,6 +200,13 @@ def redact_shapes(text: str) -> str:
         if any(h in lowered for h in _HINTS[name]):
             text = pattern.sub(replacement, text)
     return text
+
+
+def value_matcher(values: Iterable[str]) -> _ValueMatcher | None:
+    """A matcher of exactly `values` (uncached: for a holder that keeps it, as the router keeps its tier keys'):
+    `.sub(text)` masks them as `redact_values` does; `.forms` and `.sources` are what it looks for."""
+    chosen = tuple(sorted({v for v in values if len(v) >= MIN_VALUE_CHARS}, key=lambda v: (-len(v), v)))
+    return _ValueMatcher(chosen) if chosen else None
 
 
 def redact_values(text: str, values: Iterable[str]) -> str:

@@ -124,7 +124,8 @@ def test_silence_after_the_commit_ends_the_stream_with_a_timeout_error(tmp_path:
             for ch in stream:
                 seen.append(ch.choices[0].delta.content or "" if ch.choices else "")
         assert up.for_model("t2") == []
-    assert "".join(seen) == "Slow " and (info.value.body or {}).get("code") == 504  # type: ignore[union-attr]
+    body: dict[str, Any] = info.value.body  # type: ignore[assignment]
+    assert "".join(seen) == "Slow " and body["code"] == "upstream_timeout" and body["metadata"]["code"] == 504
     assert reasons(tmp_path) == [(1, "idle_timeout_after_commit")]
 
 

@@ -22,6 +22,7 @@ import pytest
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
+from tests.support.read_db import query
 
 simulator_server = pytest.importorskip("simulator.server")
 simulator_fleet = pytest.importorskip("simulator.fleet")
@@ -83,12 +84,8 @@ def ask(r: RunningRouter, tag: str, stream: bool, **kind: Any) -> None:
 
 
 def judged(tmp: Path) -> Counter[tuple[str, str, str]]:
-    con = duckdb.connect(str(tmp / "canary.duckdb"), read_only=True)
-    try:
-        rows = con.execute("SELECT tag, quality, reason, sum(requests)::INT FROM live_requests "
-                           "WHERE quality IS NOT NULL GROUP BY ALL").fetchall()
-    finally:
-        con.close()
+    rows = query(tmp / "canary.duckdb", "SELECT tag, quality, reason, sum(requests)::INT FROM live_requests "
+                                        "WHERE quality IS NOT NULL GROUP BY ALL")
     return Counter({(tag, quality, reason): n for tag, quality, reason, n in rows})
 
 

@@ -91,6 +91,15 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("body-cap", {"router": {"max_body_bytes": 10}, "route": [{"model": "c", "tier": [TIER]}]}, "max_body_bytes"),
     ("judge-flag", {"router": {"judge": "yes"}, "route": [{"model": "c", "tier": [TIER]}]}, "router.judge"),
     ("retry-flag", {"route": [{"model": "c", "retry_failed_checks": 1, "tier": [TIER]}]}, "retry_failed_checks"),
+    ("allowed-fails", {"router": {"allowed_fails": -1}, "route": [{"model": "c", "tier": [TIER]}]}, "allowed_fails"),
+    ("cooldown", {"router": {"cooldown_s": 0}, "route": [{"model": "c", "tier": [TIER]}]}, "router.cooldown_s"),
+    ("cors-path", {"router": {"cors_origins": ["https://a.example/app"]}, "route": [{"model": "c", "tier": [TIER]}]},
+     "router.cors_origins"),
+    ("cors-string", {"router": {"cors_origins": "*"}, "route": [{"model": "c", "tier": [TIER]}]}, "cors_origins"),
+    ("route-budget", {"route": [{"model": "c", "first_chunk_budget_s": "8", "tier": [TIER]}]},
+     "route[0].first_chunk_budget_s"),
+    ("tier-budget", {"route": [{"model": "c", "tier": [{**TIER, "first_chunk_budget_s": 0}]}]},
+     "route[0].tier[0].first_chunk_budget_s"),
 ]
 
 
@@ -174,3 +183,34 @@ def test_a_route_name_outside_ascii_is_escaped_in_its_header() -> None:
     assert header_value("model:chat") == "model:chat"
     assert header_value("model:модель") == "model:%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C"
     assert header_value("model:100%") == "model:100%25"
+
+
+@pytest.mark.parametrize("url", ["https://or.example/api/v1?key=sk-or-v1-querysecret", "https://or.example/api/v1#sk-x",
+                                 "https://or.example/api/v1?"])
+def test_a_base_url_with_a_query_or_fragment_is_refused_without_showing_it(url: str) -> None:
+    """`...?key=...` built a wrong URL (the router appends /chat/completions) and landed verbatim in route events
+    and the httpx log: refused at load, like credentials."""
+    with pytest.raises(RoutesError) as info:
+        parse_routes({"route": [{"model": "c", "tier": [{**TIER, "base_url": url}]}]})
+    message = str(info.value)
+    assert "must not hold a query or fragment" in message and "\n" not in message
+    assert "querysecret" not in message and "sk-x" not in message and "'https://or.example/api/v1'" in message
+
+
+def test_budgets_per_route_and_tier_fall_back_to_the_routers() -> None:
+    raw = {"router": {"first_chunk_budget_s": 4},
+           "route": [{"model": "reasoning", "first_chunk_budget_s": 20,
+                      "tier": [{**TIER, "first_chunk_budget_s": 45}, TIER]},
+                     {"model": "chat", "tier": [TIER]}]}
+    reasoning, chat = parse_routes(raw).routes
+    assert [reasoning.first_chunk_budget(n, 4.0) for n in (1, 2)] == [45.0, 20.0]
+    assert chat.first_chunk_budget(1, 4.0) == 4.0
+
+
+def test_the_breaker_and_cors_settings_have_their_defaults_and_overrides() -> None:
+    s = parse_routes({"route": [{"model": "c", "tier": [TIER]}]}).settings
+    assert (s.allowed_fails, s.cooldown_s, s.max_cooldown_s, s.cors_origins) == (3, 30.0, 300.0, ())
+    raw = {"router": {"allowed_fails": 0, "cooldown_s": 5, "cors_origins": ["https://app.example", "*"]},
+           "route": [{"model": "c", "tier": [TIER]}]}
+    s = parse_routes(raw).settings
+    assert (s.allowed_fails, s.cooldown_s, s.cors_origins) == (0, 5.0, ("https://app.example", "*"))

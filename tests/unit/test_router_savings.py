@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from router import tokens
+from router.routes import RouterSettings
 from router.savings import (
     SaverContext,
     collapse_whitespace,
@@ -23,12 +24,45 @@ pytestmark = pytest.mark.unit
 CTX = SaverContext()
 
 
-def test_collapse_whitespace_keeps_indentation_and_code_blocks() -> None:
-    text = "Hello,    world.   \n\n\n\nNext\tline\t\there.\n    indented  code"
-    out = collapse_whitespace([{"role": "user", "content": text}], CTX)[0]["content"]
-    assert out == "Hello, world.\n\nNext\tline here.\n    indented code"
-    fenced = "see:\n```\na    =  1\n\n\n\nb\n```"
-    assert collapse_whitespace([{"role": "user", "content": fenced}], CTX)[0]["content"] == fenced
+def test_collapse_whitespace_changes_prose_only() -> None:
+    prose = "Hello,    world.  \n\n\n\nNext  line."
+    out = collapse_whitespace([{"role": "user", "content": prose}], CTX)[0]["content"]
+    assert out == "Hello, world.  \n\nNext line."  # trailing spaces kept: a Markdown break, or a field
+
+
+DATA = {
+    "tsv": "id\tname\t\tscore\n1\tbob\t\t3",
+    "columns": "col1    col2\nval1    val2",
+    "json": '{"note": "two  spaces", "n": 1}',
+    "code": "see:\n```\na    =  1\n\n\n\nb\n```",
+    "inline code": "run `ls    -l` please",
+    "indented": "steps:\n    indented  code",
+    "markdown table": "| a  | b |\n|----|---|",
+    "html": "<pre>a    b</pre>",
+}
+
+
+@pytest.mark.parametrize("text", list(DATA.values()), ids=list(DATA))
+@pytest.mark.parametrize("role", ["user", "system", "tool", "assistant"])
+def test_collapse_whitespace_never_changes_data(text: str, role: str) -> None:
+    message = {"role": role, "content": text, **({"tool_call_id": "c1"} if role == "tool" else {})}
+    assert collapse_whitespace([message], CTX) == [message]
+    parts = {"role": role, "content": [{"type": "text", "text": text}]}
+    assert collapse_whitespace([parts], CTX) == [parts]
+
+
+def test_a_tool_result_is_never_touched_even_when_it_reads_as_prose() -> None:
+    result = {"role": "tool", "tool_call_id": "c1", "content": "Paris    is sunny.\n\n\n\nTomorrow   too."}
+    assert collapse_whitespace([result], CTX) == [result]
+
+
+def test_the_default_savers_change_no_data() -> None:
+    messages = [{"role": "user", "content": text} for text in DATA.values()]
+    messages.append({"role": "tool", "tool_call_id": "c1", "content": "Hello,    world."})
+    messages.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":  "x\ty"}'}}]})
+    result = run_savers(copy.deepcopy(messages), RouterSettings().savers, CTX)
+    assert result.messages == messages and result.failed is None
 
 
 def test_collapse_whitespace_touches_text_parts_only() -> None:
@@ -37,14 +71,15 @@ def test_collapse_whitespace_touches_text_parts_only() -> None:
     assert out == [{"type": "text", "text": "a b"}, parts[1]]
 
 
-def test_drop_duplicate_system_keeps_the_first_copy_only() -> None:
+def test_drop_duplicate_system_drops_exact_repeats_only() -> None:
     msgs = [
         {"role": "system", "content": "Be kind."},
         {"role": "user", "content": "hi"},
-        {"role": "system", "content": "Be   kind. "},
+        {"role": "system", "content": "Be kind."},
+        {"role": "system", "content": "Be   kind. "},  # not the same text: kept
         {"role": "system", "content": "Other."},
     ]
-    assert drop_duplicate_system(msgs, CTX) == [msgs[0], msgs[1], msgs[3]]
+    assert drop_duplicate_system(msgs, CTX) == [msgs[0], msgs[1], msgs[3], msgs[4]]
 
 
 def _conversation(turns: int) -> list[dict[str, Any]]:

@@ -114,7 +114,10 @@ def test_failure_after_the_commit_keeps_the_partial_text_and_ends_with_one_error
     tail = out[len(KEEPALIVE + ROLE + HELLO) :]
     assert tail.startswith(b"data: ") and tail.endswith(b"\n\n") and tail.count(b"\n\n") == 1
     doc = json.loads(tail[6:])
-    assert doc["error"]["code"] in (502, 504) and doc["choices"][0]["finish_reason"] == "error"
+    error = doc["error"]
+    assert error["code"] in ("upstream_stream_failed", "upstream_timeout") and error["type"] == "server_error"
+    assert error["metadata"]["code"] in (502, 504) and "param" in error  # OpenAI's shape, OpenRouter's number
+    assert doc["choices"][0]["finish_reason"] == "error"
     assert doc["id"] == "gen-1" and doc["provider"] == "P"  # it continues the same generation
     assert [a for a in actions if isinstance(a, FailOver)] == []
     assert isinstance(actions[-1], Abort) and str(actions[-1].reason).endswith("after_commit")
@@ -126,9 +129,22 @@ def test_an_upstream_error_chunk_after_the_commit_is_forwarded_not_duplicated() 
     assert isinstance(actions[-1], Finish)
 
 
-def test_eof_after_a_finish_reason_without_done_is_a_clean_end() -> None:
-    _, actions = run([HELLO, STOP])
-    assert client_bytes(actions) == HELLO + STOP and isinstance(actions[-1], Finish)
+@pytest.mark.parametrize("end", ["eof", "broken", "timeout"])
+@pytest.mark.parametrize("after", [[STOP], [STOP, USAGE], [STOP, USAGE[:40]]], ids=["finish", "usage", "cut-usage"])
+def test_a_stream_whose_finish_chunk_arrived_ends_cleanly_whatever_the_connection_does(
+    end: str, after: list[bytes]
+) -> None:
+    """A reset, a chunked body never terminated, silence past the idle budget: after the finish chunk the answer
+    is whole, so the client gets the [DONE] the upstream did not send, never an error chunk."""
+    _, actions = run([HELLO, *after], end)
+    whole = b"".join(a for a in after if a.endswith(b"\n\n"))
+    assert client_bytes(actions) == HELLO + whole + g.DONE
+    assert isinstance(actions[-1], Finish) and not [a for a in actions if isinstance(a, Abort | FailOver)]
+
+
+def test_an_upstream_error_chunk_then_a_reset_adds_nothing() -> None:
+    _, actions = run([HELLO, ERROR], "broken")
+    assert client_bytes(actions) == HELLO + ERROR and isinstance(actions[-1], Finish)
 
 
 def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
@@ -137,7 +153,7 @@ def test_a_cut_mid_event_never_forwards_half_an_event() -> None:
     out = client_bytes(actions)
     assert out.startswith(HELLO)
     tail = out[len(HELLO) :]
-    assert tail.count(b"\n\n") == 1 and json.loads(tail[6:])["error"]["code"] == 502
+    assert tail.count(b"\n\n") == 1 and json.loads(tail[6:])["error"]["metadata"]["code"] == 502
 
 
 @pytest.mark.parametrize(
