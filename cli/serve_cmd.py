@@ -48,15 +48,13 @@ def interval_override(env: Mapping[str, str] | None = None) -> timedelta | None:
 def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: timedelta | None = None) -> Any:
     """One schedule, one cycle per tick: the models run concurrently in the serving process, sharing one
     language detector and one request pool, so the process does not grow with the catalog's schedules."""
-    from prefect.schedules import Interval
-
     from flows.cycle import canary_cycle
-    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger
+    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger, every
 
-    every = interval or timedelta(minutes=cfg.interval_min)
+    period = interval or timedelta(minutes=cfg.interval_min)
     return canary_cycle.to_deployment(
         name="canary-cycle",
-        schedules=[Interval(every, parameters={"config_path": config_path}, slug="cycle")],
+        schedules=[every(period, {"config_path": config_path}, slug="cycle")],  # same phase at every redeploy
         parameters={"config_path": config_path},
         triggers=[crash_trigger("canary-cycle")],  # a crashed cycle runs again at once, at most once a window
         concurrency_limit=concurrency(*CYCLE_CONCURRENCY),

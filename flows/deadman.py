@@ -118,11 +118,11 @@ def canary_deadman(
 
 def deadman_deployment(config_path: str | None, *, interval: timedelta = CHECK_EVERY) -> Any:
     """The `canary-deadman` deployment `canary serve` serves next to `canary-round`."""
-    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency
+    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency, every
 
     return canary_deadman.to_deployment(
         name="canary-deadman",
-        interval=interval,
+        schedules=[every(interval, slug="deadman")],
         concurrency_limit=concurrency(*CHECK_CONCURRENCY),
         parameters={"config_path": config_path},
         description="Tell admins when no round of a model has completed for two intervals.",
