@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from cli.deadman_cmd import deadman_automation
 from cli.debug import debug_enabled, traceback_if_debug
 
 # Prefect offline defaults (docs/design.md "Platform notes"), set before anything imports prefect.
@@ -108,6 +109,9 @@ def serve(
 
     preflight(load_config(config))
     serve_deployment(config, metrics_port=metrics_port)
+
+
+app.command(name="deadman-automation")(deadman_automation)  # cli/deadman_cmd.py
 
 
 @app.command()

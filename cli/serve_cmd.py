@@ -130,6 +130,9 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
         serve_metrics([cfg.db_path], cfg, metrics_port)
     cycle = build_deployment(cfg, cfg_path, interval=every)
+    from cli.deadman_cmd import apply_for  # Prefect's server says it when no cycle completes, serve up or not
+
+    apply_for(cfg, "canary-cycle", every or timedelta(minutes=cfg.interval_min), command="serve", strict=False)
     _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))
