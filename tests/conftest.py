@@ -68,6 +68,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_cost_status.py": "cost_status",
     "tests/e2e/test_history.py": "history",
     "tests/e2e/test_operator_stack.py": "operator_stack",
+    "tests/e2e/test_prefect_postgres.py": "prefect_postgres",
     "tests/e2e/test_live_suspicion.py": "suspicion",
     "tests/e2e/test_round.py": "round",
     "tests/e2e/test_round_tools.py": "round_tools",
