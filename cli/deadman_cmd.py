@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from tasks.config import CanaryConfig
 
-
-def apply_for(cfg: CanaryConfig, deployment: str, interval: timedelta, *, command: str, strict: bool) -> None:
+def apply_for(deployment: str, interval: timedelta, *, command: str, strict: bool) -> None:
     """Apply the automation and say so in one line on stderr. A failure is one line too: `strict` (the command of
     its own) exits 2 through CanaryError; `canary serve` warns and serves on, its rounds are worth more than it."""
     from tasks.deadman_automation import apply_deadman_automation, describe
@@ -27,7 +24,7 @@ def apply_for(cfg: CanaryConfig, deployment: str, interval: timedelta, *, comman
 
     settings = SlackSettings.from_env()
     try:
-        applied = apply_deadman_automation(deployment, interval, cfg.models, settings)
+        applied = apply_deadman_automation(deployment, interval, settings)
     except Exception as exc:  # Prefect's HTTP errors and the like: the automation is not there
         why = f"{command}: the dead-man automation was not applied ({redact(f'{type(exc).__name__}: {exc}')[:300]})"
         if strict:
@@ -56,4 +53,4 @@ def deadman_automation(
         raise ConfigError("deadman-automation needs the Prefect server's API: export PREFECT_API_URL")
     _check_reachable(api, "deadman-automation")
     interval = interval_override() or timedelta(minutes=cfg.interval_min)
-    apply_for(cfg, deployment, interval, command="deadman-automation", strict=True)
+    apply_for(deployment, interval, command="deadman-automation", strict=True)

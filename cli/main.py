@@ -102,7 +102,8 @@ def serve(
     ] = 0,
 ) -> None:
     """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
-    canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition too."""
+    canary-deadman check, and apply the dead-man automation (needs PREFECT_API_URL); with --metrics-port, the
+    Prometheus exposition too."""
     from cli.serve_cmd import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight

@@ -4,6 +4,10 @@ deployment, served from one process, and in the same process the watcher (live t
 as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
 `canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
+At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/deadman_automation.py): Prefect's
+server posts to Slack when no `canary-cycle` run completed for two intervals, with this process gone or not.
+Schedules count from a fixed anchor (tasks/deployment_settings.py), so a restart keeps the rounds' clock times.
+
 At start, before the schedules take over, one cycle runs at once when the database has no complete full round of
 a configured model or its newest one is older than an interval (tasks/core/startup.py); otherwise the first cycle
 comes with the schedule, one interval after the start.
@@ -132,7 +136,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     cycle = build_deployment(cfg, cfg_path, interval=every)
     from cli.deadman_cmd import apply_for  # Prefect's server says it when no cycle completes, serve up or not
 
-    apply_for(cfg, "canary-cycle", every or timedelta(minutes=cfg.interval_min), command="serve", strict=False)
+    apply_for("canary-cycle", every or timedelta(minutes=cfg.interval_min), command="serve", strict=False)
     _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))

@@ -3,7 +3,7 @@ the cycle deployment completed for two round intervals, with nothing of the cana
 `canary serve`: the server's triggers and actions services evaluate and act).
 
     canary serve (at every start)  ─┐
-    canary deadman-automation      ─┼─> apply_deadman_automation(deployment, interval, models, slack)
+    canary deadman-automation      ─┼─> apply_deadman_automation(deployment, interval, slack)
     prefect deploy (a build step)  ─┘      ├─ Webhook block `canary-deadman-slack` (overwritten): the Slack request,
                                            │  its token or webhook URL kept as the block's secrets
                                            └─ automation `<deployment>-silent` (found by name: updated, else created)
@@ -31,7 +31,6 @@ there, and the action itself failing is `prefect.automation.action.failed`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -101,8 +100,7 @@ def _save_webhook(url: str, headers: dict[str, str]) -> UUID:
     return UUID(str(block.save(WEBHOOK_BLOCK, overwrite=True)))
 
 
-def apply_deadman_automation(deployment: str, interval: timedelta, models: Sequence[str],
-                             settings: SlackSettings) -> AppliedAutomation:
+def apply_deadman_automation(deployment: str, interval: timedelta, settings: SlackSettings) -> AppliedAutomation:
     """Create the automation for `deployment`, or update the one of that name (idempotent: one per deployment,
     its window restarted). Needs the Prefect API of the current settings (PREFECT_API_URL)."""
     from prefect.client.orchestration import get_client
@@ -111,7 +109,7 @@ def apply_deadman_automation(deployment: str, interval: timedelta, models: Seque
 
     window = silence_window(interval)
     name = automation_name(deployment)
-    request = slack_request(settings, silence_text(deployment, window, models))
+    request = slack_request(settings, silence_text(deployment, window))
     actions: list[Any] = [DoNothing()]
     if request is not None:
         url, headers, body = request

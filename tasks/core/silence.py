@@ -7,7 +7,6 @@ The window is the dead-man's own (tasks/core/deadman.py: SILENT_INTERVALS round 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 
 from tasks.core.deadman import SILENT_INTERVALS
@@ -16,8 +15,6 @@ from tasks.core.deadman import SILENT_INTERVALS
 PROACTIVE_MIN_WITHIN = timedelta(seconds=10)
 #: The automation's name: `<cycle deployment>-silent` (canary-cycle-silent; a shard's canary-cycle-shard-a-silent).
 NAME_SUFFIX = "-silent"
-#: How many model ids the message lists before it says "and N more".
-MODELS_SHOWN = 10
 
 
 def silence_window(interval: timedelta) -> timedelta:
@@ -37,15 +34,14 @@ def duration_words(window: timedelta) -> str:
     return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
 
 
-def silence_text(deployment: str, window: timedelta, models: Sequence[str]) -> str:
+def silence_text(deployment: str, window: timedelta) -> str:
     """The Slack text Prefect's server posts when no run of `deployment` completed within `window` (plain text
-    with Slack's `*bold*` and backticks; fixed when the automation is applied, so it needs no template)."""
-    shown = ", ".join(f"`{m}`" for m in models[:MODELS_SHOWN])
-    more = f" and {len(models) - MODELS_SHOWN} more" if len(models) > MODELS_SHOWN else ""
+    with Slack's `*bold*` and backticks; fixed when the automation is applied, so it needs no template). It names
+    the deployment, not models: a shard's deployment runs the models its parameters give."""
     return (
         f":rotating_light: *The canary is silent:* no run of `{deployment}` completed in the last "
-        f"{duration_words(window)} ({SILENT_INTERVALS} round intervals). Nothing is probed for {shown or 'its models'}"
-        f"{more}: no suspension starts or ends early and the ignore lists are not refreshed.\n"
+        f"{duration_words(window)} ({SILENT_INTERVALS} round intervals). Nothing of it is probed: no suspension "
+        "starts or ends early and its ignore lists are not refreshed.\n"
         "Prefect's server sent this itself, so it arrives with `canary serve` (or the work pool's worker) down. "
         f"*What to do:* check that process and the Prefect server (`prefect flow-run ls --flow-name canary-cycle`), "
         "then run one cycle by hand (`canary run`). This repeats every window until a cycle completes; to stop it "
