@@ -48,15 +48,12 @@ def find_bindir() -> Path | None:
 
 def require_bindir() -> Path:
     """The binaries' directory; skip the test without them, fail it on CI (`CI=true`)."""
-    import pytest
+    from tests.support.tools import tool_missing
 
     found = find_bindir()
     if found is not None:
         return found
-    why = "PostgreSQL's initdb is not installed (apt-get install postgresql; .ci/run installs it)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    tool_missing("PostgreSQL's initdb is not installed (apt-get install postgresql; .ci/run installs it)")
 
 
 def _free_port() -> int:
