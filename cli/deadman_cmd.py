@@ -43,14 +43,13 @@ def deadman_automation(
     """Create or update the Prefect automation that posts to Slack (SLACK_* settings) when no run of the cycle
     deployment completed for two round intervals; Prefect's server runs it, with no canary process up (needs
     PREFECT_API_URL; `canary serve` does this at every start)."""
-    from cli.serve_cmd import _api_url, _check_reachable, interval_override
     from tasks.config_loading import load_config
     from tasks.errors import ConfigError
+    from tasks.prefect_api.configured import check_configured_api, configured_api_url
 
     cfg = load_config(config)
-    api = _api_url()
+    api = configured_api_url()
     if not api:
         raise ConfigError("deadman-automation needs the Prefect server's API: export PREFECT_API_URL")
-    _check_reachable(api, "deadman-automation")
-    interval = interval_override() or timedelta(minutes=cfg.interval_min)
-    apply_for(deployment, interval, command="deadman-automation", strict=True)
+    check_configured_api(api)
+    apply_for(deployment, timedelta(minutes=cfg.interval_min), command="deadman-automation", strict=True)

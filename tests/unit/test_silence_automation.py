@@ -83,3 +83,19 @@ def test_prefect_yaml_applies_the_automation_for_the_cycle_deployment() -> None:
     opts = dict(zip(argv[2::2], argv[3::2], strict=True))
     assert opts == {"--config": cycle["parameters"]["config_path"], "--deployment": "canary-cycle"}
     assert CliRunner().invoke(app, [*argv[1:], "--help"]).exit_code == 0
+
+
+def test_the_command_without_a_prefect_api_is_one_line(tmp_path: Path) -> None:
+    """`canary deadman-automation` needs the server whose automation it makes: no PREFECT_API_URL is one line,
+    exit 2 (as a `prefect deploy` build step, that line is what the failed deploy shows)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "CANARY_"))}
+    env["PREFECT_HOME"] = str(tmp_path)  # no profile with an API URL
+    out = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "deadman-automation",
+                          "--config", str(REPO / "canary.toml")], env=env, cwd=REPO, capture_output=True,
+                         text=True, timeout=60)
+    assert (out.returncode, out.stderr) == (2, "canary: deadman-automation needs the Prefect server's API: "
+                                                "export PREFECT_API_URL\n")
