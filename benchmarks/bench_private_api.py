@@ -99,13 +99,14 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def stock_server(mode: str, tmp: Path) -> Iterator[tuple[str, Path]]:
     """A `prefect server start` on SQLite (a fresh PREFECT_HOME) or on a fresh PostgreSQL cluster: (API, its log)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.support.postgres import postgres_cluster
+    from tests.support.processes import stop_group
+
     with contextlib.ExitStack() as stack:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
         env.update(QUIET, PREFECT_HOME=str(tmp / "server-home"))
         if mode == "postgres":
-            sys.path.insert(0, str(ROOT))
-            from tests.support.postgres import postgres_cluster
-
             pg = stack.enter_context(postgres_cluster())
             pg.create_database("prefect")
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = pg.url("prefect")
@@ -115,7 +116,7 @@ def stock_server(mode: str, tmp: Path) -> Iterator[tuple[str, Path]]:
             proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port",
                                      str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-        stack.callback(_stop, proc)
+        stack.callback(stop_group, proc)  # SIGINT to its group, SIGKILL after 15 s
         api = f"http://127.0.0.1:{port}/api"
         _wait_healthy(api, proc, log)
         yield api, log
@@ -133,18 +134,6 @@ def _wait_healthy(api: str, proc: subprocess.Popen[bytes], log: Path, timeout_s:
                 return
         time.sleep(0.5)
     sys.exit(f"prefect server start did not answer within {timeout_s:.0f} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    import signal
-
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 def run_mode(mode: str, runs: int, parallel: int) -> dict[str, object]:
