@@ -116,6 +116,7 @@ def _check_reachable(api: str, command: str = "serve") -> None:
 def serve_deployment(config: Path | None, *, interval: timedelta | None = None, metrics_port: int = 0) -> None:
     from prefect import serve
 
+    from cli.deadman_cmd import apply_for
     from flows.deadman import deadman_deployment
     from flows.watch import serve_watcher
 
@@ -134,10 +135,9 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
         serve_metrics([cfg.db_path], cfg, metrics_port)
     cycle = build_deployment(cfg, cfg_path, interval=every)
-    from cli.deadman_cmd import apply_for  # Prefect's server says it when no cycle completes, serve up or not
-
-    apply_for("canary-cycle", every or timedelta(minutes=cfg.interval_min), command="serve", strict=False)
-    _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
+    period = every or timedelta(minutes=cfg.interval_min)
+    apply_for("canary-cycle", period, command="serve", strict=False)  # Prefect's server tells a silence, serve or not
+    _first_cycle(cfg, cycle, period)
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))
 
