@@ -49,8 +49,8 @@ MODEL = "acme/postgres-model"
 FLEET = parse_fleet({"models": [{"id": MODEL, "endpoints": [
     {"tag": t, "provider_name": t.title()} for t in ("alpha", "beta", "gamma")]}]})
 TOKEN = "xoxb-postgres-test-token"
-#: serve's round interval here: the dead-man's window is two of them (30 s)
-INTERVAL_S = 15
+#: serve's round interval here: the dead-man's window is two of them (20 s; Prefect's least is 10 s)
+INTERVAL_S = 10
 SILENT = "canary-cycle-silent"
 
 
@@ -93,12 +93,15 @@ def _automations(api: str, name: str) -> list[dict[str, Any]]:
 
 
 def _scheduled(api: str, deployment_id: str, after: datetime | None = None) -> list[dict[str, Any]]:
-    """The deployment's runs its schedule made, next first (from `after` on: an earlier one is a late leftover)."""
+    """The runs the deployment's current schedule made, next first (from `after` on). Prefect keys each with its
+    schedule's id (`scheduled <deployment> <schedule> <time>`): runs of a schedule a deploy just replaced, not yet
+    deleted by the server, are not these."""
+    [schedule] = httpx.get(f"{api}/deployments/{deployment_id}", timeout=30).json()["schedules"]
     since = {"expected_start_time": {"after_": after.isoformat()}} if after else {}
     runs = _post(api, "/flow_runs/filter", {"deployments": {"id": {"any_": [deployment_id]}},
                                             "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}, **since},
                                             "sort": "EXPECTED_START_TIME_ASC"})
-    return [r for r in runs if r["auto_scheduled"]]
+    return [r for r in runs if f" {schedule['id']} " in (r["idempotency_key"] or "")]
 
 
 def test_served_cycles_are_in_postgres_and_the_dead_man_fires_with_serve_stopped(pg_server: PgServer,
