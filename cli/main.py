@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from cli.deadman_cmd import deadman_automation
 from cli.debug import debug_enabled, traceback_if_debug
 
 # Prefect offline defaults (docs/design.md "Platform notes"), set before anything imports prefect.
@@ -105,14 +106,17 @@ def serve(
     ] = "127.0.0.1",
 ) -> None:
     """Serve the canary-cycle deployment (every configured model's round each interval_min) and the
-    canary-deadman check (needs PREFECT_API_URL); with --metrics-port, the Prometheus exposition and the
-    ignore lists (`GET /lists/<model-slug>.json`) too."""
+    canary-deadman check, and apply the dead-man automation (needs PREFECT_API_URL); with --metrics-port, the
+    Prometheus exposition and the ignore lists (`GET /lists/<model-slug>.json`) too."""
     from cli.serve_cmd import serve_deployment
     from tasks.config_loading import load_config
     from tasks.config_preflight import preflight
 
     preflight(load_config(config))
     serve_deployment(config, metrics_port=metrics_port, metrics_addr=metrics_addr)
+
+
+app.command(name="deadman-automation")(deadman_automation)  # cli/deadman_cmd.py
 
 
 @app.command()

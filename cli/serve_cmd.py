@@ -4,6 +4,10 @@ deployment, served from one process, and in the same process the watcher (live t
 as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
 `canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
+At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/deadman_automation.py): Prefect's
+server posts to Slack when no `canary-cycle` run completed for two intervals, with this process gone or not.
+Schedules count from a fixed anchor (tasks/deployment_settings.py), so a restart keeps the rounds' clock times.
+
 At start, before the schedules take over, one cycle runs at once when the database has no complete full round of
 a configured model or its newest one is older than an interval (tasks/core/startup.py); otherwise the first cycle
 comes with the schedule, one interval after the start.
@@ -48,15 +52,13 @@ def interval_override(env: Mapping[str, str] | None = None) -> timedelta | None:
 def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: timedelta | None = None) -> Any:
     """One schedule, one cycle per tick: the models run concurrently in the serving process, sharing one
     language detector and one request pool, so the process does not grow with the catalog's schedules."""
-    from prefect.schedules import Interval
-
     from flows.cycle import canary_cycle
-    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger
+    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger, every
 
-    every = interval or timedelta(minutes=cfg.interval_min)
+    period = interval or timedelta(minutes=cfg.interval_min)
     return canary_cycle.to_deployment(
         name="canary-cycle",
-        schedules=[Interval(every, parameters={"config_path": config_path}, slug="cycle")],
+        schedules=[every(period, {"config_path": config_path}, slug="cycle")],  # same phase at every redeploy
         parameters={"config_path": config_path},
         triggers=[crash_trigger("canary-cycle")],  # a crashed cycle runs again at once, at most once a window
         concurrency_limit=concurrency(*CYCLE_CONCURRENCY),
@@ -115,6 +117,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
                      metrics_addr: str = "127.0.0.1") -> None:
     from prefect import serve
 
+    from cli.deadman_cmd import apply_for
     from flows.deadman import deadman_deployment
     from flows.watch import serve_watcher
 
@@ -133,7 +136,9 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
         serve_metrics([cfg.db_path], cfg, metrics_port, metrics_addr)
     cycle = build_deployment(cfg, cfg_path, interval=every)
-    _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
+    period = every or timedelta(minutes=cfg.interval_min)
+    apply_for("canary-cycle", period, command="serve", strict=False)  # Prefect's server tells a silence, serve or not
+    _first_cycle(cfg, cycle, period)
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))
 

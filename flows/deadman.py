@@ -8,6 +8,9 @@ broken canary looks like. Two watchers notice it, and both queue the same alert 
 * the next round that completes after it (its settlement carries the alert: tasks/core/settle.py), for
   setups that run only the round deployment.
 
+Both run inside the canary. When the canary itself is gone (serve stopped or killed, its worker down, the schedule
+stopped), Prefect's server tells Slack on its own: the dead-man automation of tasks/deadman_automation.py.
+
 Alerts go through the outbox like every other alert (written to DuckDB first, then flushed), so a Slack
 outage delays them and never loses or repeats one. A model that never completed a round is watched from the
 first check that saw it (remembered in the `settings` table).
@@ -118,11 +121,11 @@ def canary_deadman(
 
 def deadman_deployment(config_path: str | None, *, interval: timedelta = CHECK_EVERY) -> Any:
     """The `canary-deadman` deployment `canary serve` serves next to `canary-round`."""
-    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency
+    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency, every
 
     return canary_deadman.to_deployment(
         name="canary-deadman",
-        interval=interval,
+        schedules=[every(interval, slug="deadman")],
         concurrency_limit=concurrency(*CHECK_CONCURRENCY),
         parameters={"config_path": config_path},
         description="Tell admins when no round of a model has completed for two intervals.",

@@ -5,6 +5,7 @@ concurrency limits. One definition for both ways of deploying: `canary serve` pa
 
     crash_trigger("canary-cycle")      # DeploymentEventTrigger: a crashed run of the deployment runs it again
     CYCLE_CONCURRENCY                   # one run of a cycle deployment at a time, the next one queued
+    every(timedelta(minutes=30))        # Interval anchored at SCHEDULE_ANCHOR: rounds on :00 and :30, every deploy
 
 The trigger is bound to the deployment (Prefect creates its automation owned by the deployment, with a
 `run-deployment` action on that deployment's id): a crash needs no deployment to be inferred from the event,
@@ -13,8 +14,13 @@ which a round (a subflow run without a deployment) could never give.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+#: Every schedule counts its intervals from this instant (midnight UTC), never from when it was deployed: a redeploy
+#: (a restart of `canary serve`, a `prefect deploy`) keeps the rounds' phase. A 30-minute `interval_min` runs at :00
+#: and :30; an interval that divides a day runs at the same clock times every day. prefect.yaml's `anchor_date`.
+SCHEDULE_ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
 
 #: The crash-loop guard, seconds: a reactive trigger fires once, then ignores its events until this window
 #: ends, so however often the cycle crashes, the automation adds at most one run per window (one round interval
@@ -40,6 +46,13 @@ def crash_trigger(deployment: str) -> Any:
         threshold=1,
         within=timedelta(seconds=CRASH_WINDOW_S),
     )
+
+
+def every(interval: timedelta, parameters: dict[str, Any] | None = None, *, slug: str | None = None) -> Any:
+    """An interval schedule anchored at SCHEDULE_ANCHOR (Prefect anchors one at the time it is built otherwise)."""
+    from prefect.schedules import Interval
+
+    return Interval(interval, anchor_date=SCHEDULE_ANCHOR, timezone="UTC", parameters=parameters or {}, slug=slug)
 
 
 def concurrency(limit: int, strategy: str) -> Any:

@@ -69,6 +69,7 @@ SHARED_STATE_GROUPS = {
     "tests/e2e/test_fleet_prometheus.py": "fleet_prometheus",
     "tests/e2e/test_history.py": "history",
     "tests/e2e/test_operator_stack.py": "operator_stack",
+    "tests/e2e/test_prefect_postgres.py": "prefect_postgres",
     "tests/e2e/test_live_suspicion.py": "suspicion",
     "tests/e2e/test_round.py": "round",
     "tests/e2e/test_round_tools.py": "round_tools",

@@ -1,5 +1,5 @@
-"""e2e fixtures: the Slack double wired into the environment, and every test starts without the operational
-Variable another test may have left behind."""
+"""e2e fixtures: the Slack double wired into the environment, a throwaway PostgreSQL cluster, and every test starts
+without the operational Variable another test may have left behind."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.postgres import PostgresCluster, postgres_cluster, require_bindir
 from tests.support.slack_server import SlackServer
 
 SLACK_TOKEN = "xoxb-e2e-test-token"
@@ -27,6 +28,15 @@ def slack(monkeypatch: pytest.MonkeyPatch, slack_channel: str) -> Iterator[Slack
         monkeypatch.setenv("SLACK_CHANNEL", slack_channel)
         monkeypatch.setenv("SLACK_API_URL", server.api_url)
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL cluster per session (tests/support/postgres.py), on its unix socket only (named for
+    port 5432, as on a Debian host or in deploy/compose.yaml); each test makes its own database in it."""
+    bindir = require_bindir()  # skip (fail on CI) before anything starts
+    with postgres_cluster(bindir, tcp=False) as cluster:
+        yield cluster
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,12 @@ docs/operations.md "Production" says: canary.env filled in from canary.env.examp
 in place of OpenRouter's, a local Slack-compatible server's token and channel ID), the routes file's base URL
 pointed at the simulator, and its placeholder client replaced by the block `canary router keys add` prints.
 
-Then, as an operator would: the Prefect server (until its healthcheck passes), `canary serve`, two cycles with
+The `postgres` service (the image's, not ours) is a throwaway PostgreSQL cluster on its socket only
+(tests/support/postgres.py), with the role and database the service's environment names, its socket where the
+volume postgres-run is, and the service's own healthcheck (pg_isready) run against it.
+
+Then, as an operator would: the database, the Prefect server (until its healthcheck passes; its flow runs land in
+PostgreSQL), `canary serve`, two cycles with
 `prefect deployment run canary-cycle/canary-cycle --watch` against the served deployment (observe mode: the
 refusing endpoint "would be suspended", said in Slack by channel ID), the router and the exporter once the
 database exists, a routed request through the router with the client's key (one without it is 401; the routed
@@ -37,6 +42,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
 from tests.support.deploy_files import STATE, Host, Service, compose_services, dockerfile_env, read_env_file
+from tests.support.postgres import PostgresCluster
 from tests.support.processes import start_logged, stop_group
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
@@ -136,7 +142,20 @@ def tails(logs: Path) -> str:
     return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in sorted(logs.glob("*.log")))
 
 
-def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHandle, tmp_path: Path) -> None:
+def stand_in_database(host: Host, service: Service, postgres: PostgresCluster) -> str:
+    """The compose `postgres` service on this machine: its role and database in the session's cluster, the
+    cluster's socket where the service's socket volume is; the healthcheck's command from PostgreSQL's binaries."""
+    role, database = service.env["POSTGRES_USER"], service.env["POSTGRES_DB"]
+    postgres.query("postgres", f'CREATE ROLE "{role}" LOGIN')
+    postgres.query("postgres", f'CREATE DATABASE "{database}" OWNER "{role}"')
+    [volume] = [source for source, at in service.mounts if at == "/var/run/postgresql"]
+    (host.root / "volumes").mkdir(parents=True, exist_ok=True)
+    (host.root / "volumes" / volume).symlink_to(postgres.socket_dir)  # what both containers mount
+    return database
+
+
+def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHandle, tmp_path: Path,
+                                                               postgres: PostgresCluster) -> None:
     started = time.monotonic()
     with SlackServer(token=TOKEN) as slack:
         compose_dir, key = operator_files(tmp_path, sim, slack)
@@ -159,11 +178,16 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
 
         def health(name: str) -> bool:  # the compose healthcheck's own command, as Compose runs it
             _, env, cwd = host.process(services[name], base)
-            check = subprocess.run(host.healthcheck(services[name]), env=env, cwd=cwd, capture_output=True,
-                                   timeout=30)
+            argv = host.healthcheck(services[name])
+            if name == "postgres":  # the image's pg_isready: this machine's, from the cluster's binaries
+                argv[0] = str(postgres.bindir / argv[0])
+            check = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=30)
             return check.returncode == 0
 
         try:
+            database = stand_in_database(host, services["postgres"], postgres)
+            assert services["prefect-server"].depends_on == ("postgres",)
+            poll("the database's healthcheck", lambda: health("postgres"), 60, procs, logs)
             start("prefect-server")
             assert services["canary-serve"].depends_on == ("prefect-server",)
             poll("the Prefect server's healthcheck", lambda: health("prefect-server"), 180, procs, logs)
@@ -193,7 +217,10 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
 
             db = Path(host.path(f"{STATE}/canary.duckdb", services["canary-serve"]))
             assert db.is_file() and (db.parent / "published" / f"{model_slug(MODEL)}.json").is_file()
-            assert (Path(host.path(f"{STATE}/prefect-server", services["prefect-server"])) / "prefect.db").is_file()
+            assert not (Path(host.path(f"{STATE}/prefect-server", services["prefect-server"])) / "prefect.db").exists()
+            rounds = postgres.query(database, "SELECT count(*) FROM flow_run r JOIN flow f ON f.id = r.flow_id "
+                                    "WHERE f.name = 'canary-round' AND r.state_type = 'COMPLETED'")
+            assert rounds == [(2,)], rounds  # both cycles' rounds, in PostgreSQL
 
             start("canary-router")
             start("canary-metrics")

@@ -70,7 +70,7 @@ def compose_services(path: Path, env_dir: Path | None = None) -> dict[str, Servi
             argv=tuple(str(a) for a in s["command"]),
             env=env,
             env_files=env_files,
-            cwd=s["working_dir"],
+            cwd=s.get("working_dir", "/"),  # an image of someone else's (postgres) keeps its own
             mounts=tuple(tuple(v.split(":")[:2]) for v in s.get("volumes") or ()),  # type: ignore[misc]
             ports=tuple(s.get("ports") or ()),
             healthcheck=tuple(str(a) for a in health[1:]) if health[:1] == ["CMD"] else (),

@@ -6,7 +6,6 @@ Where the binaries are missing, tests skip with the reason, except on CI (`CI=tr
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -19,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.tools import tool_missing
+
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "ops" / "prometheus"
 
@@ -28,10 +29,7 @@ def require_binary(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
-    why = f"{name} is not installed (apt-get install prometheus; .ci/run installs it)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    tool_missing(f"{name} is not installed (apt-get install prometheus; .ci/run installs it)")
 
 
 def free_port() -> int:

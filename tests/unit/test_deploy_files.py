@@ -33,6 +33,8 @@ UNITS = {p.stem: parse_unit(p) for p in sorted((DEPLOY / "systemd").glob("*.serv
 #: compose service -> systemd unit
 SAME = {"prefect-server": "canary-prefect-server", "canary-serve": "canary-serve",
         "canary-router": "canary-router", "canary-metrics": "canary-metrics"}
+#: The compose service a systemd host has as Debian's `postgresql` package (its own unit, not one of ours).
+DATABASE = "postgres"
 #: The one difference allowed between the two: what a process binds (a container's port is published by Compose).
 BIND_FLAGS = ("--host", "--addr")
 
@@ -49,7 +51,7 @@ def compose() -> dict[str, Any]:
 def test_the_units_and_the_compose_file_run_the_same_services_the_same_way(tmp_path: Path) -> None:
     shutil.copy(DEPLOY / "canary.env.example", tmp_path / "canary.env")  # what an operator starts from
     services = compose_services(DEPLOY / "compose.yaml", env_dir=tmp_path)
-    assert set(services) == set(SAME) and set(UNITS) == set(SAME.values())
+    assert set(services) == {*SAME, DATABASE} and set(UNITS) == set(SAME.values())
     for name, unit_name in SAME.items():
         svc, unit = services[name], UNITS[unit_name]
         assert _bind_neutral(svc.argv) == _bind_neutral(unit.argv), name
@@ -72,6 +74,29 @@ def test_the_units_and_the_compose_file_run_the_same_services_the_same_way(tmp_p
         assert (DEPLOY / Path(path).name).is_file(), path  # every file a command names is in deploy/
     published = [p for s in services.values() for p in s.ports]
     assert published and all(p.startswith("127.0.0.1:") for p in published)  # loopback only
+
+
+def test_the_prefect_server_uses_postgresql_through_its_socket_in_both(tmp_path: Path) -> None:
+    """Compose's `postgres` service and a host's Debian PostgreSQL are reached the same way: the role `canary`,
+    the database `prefect`, the socket in /var/run/postgresql (no TCP listener, no password); the server waits for
+    a healthy database (Compose) or starts after it (systemd)."""
+    shutil.copy(DEPLOY / "canary.env.example", tmp_path / "canary.env")
+    services = compose_services(DEPLOY / "compose.yaml", env_dir=tmp_path)
+    db, server = compose()["services"][DATABASE], services["prefect-server"]
+    url = "postgresql+asyncpg://canary@/prefect?host=/var/run/postgresql"
+    assert server.env["PREFECT_API_DATABASE_CONNECTION_URL"] == url
+    assert UNITS["canary-prefect-server"].env["PREFECT_API_DATABASE_CONNECTION_URL"] == url
+    assert (db["environment"]["POSTGRES_USER"], db["environment"]["POSTGRES_DB"]) == ("canary", "prefect")
+    assert db["command"] == ["postgres", "-c", "listen_addresses="] and "ports" not in db
+    assert compose()["services"]["prefect-server"]["depends_on"] == {DATABASE: {"condition": "service_healthy"}}
+    assert db["healthcheck"]["test"][:2] == ["CMD", "pg_isready"] and "/var/run/postgresql" in db["healthcheck"]["test"]
+    socket_volumes = {v.split(":")[0] for v in db["volumes"] if v.endswith(":/var/run/postgresql")}
+    assert socket_volumes == {m for m, at in server.mounts if at == "/var/run/postgresql"} != set()
+    who_mounts = [n for n, s in services.items() if any(at == "/var/run/postgresql" for _, at in s.mounts)]
+    assert sorted(who_mounts) == [DATABASE, "prefect-server"]  # the socket trusts whoever reaches it
+    unit = UNITS["canary-prefect-server"].options
+    assert "postgresql.service" in unit["Unit.After"][0] and "postgresql.service" in unit["Unit.Wants"][0]
+    assert set(compose()["volumes"]) >= set(socket_volumes) | {"postgres-data"}
 
 
 def test_the_example_environment_file_holds_no_secret() -> None:
