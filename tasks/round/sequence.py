@@ -156,7 +156,7 @@ def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
     failpoint("after-probe")
     journal.step("settle")
     settled = steps.settle(prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id, info.partial,
-                           () if footprint.alert is None else (footprint.alert,), info.run_id)
+                           () if footprint.alert is None else (footprint.alert,), info.run_id, engine.flow_run_id)
     engine.settled(settled)
     journal.step("save")
     settled, status = steps.save(cfg, settled, variable_value)

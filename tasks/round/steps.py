@@ -129,12 +129,14 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
 
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
            round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = (),
-           run_id: str | None = None) -> Settlement:
+           run_id: str | None = None, flow_run_id: str | None = None) -> Settlement:
     """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
     round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's; `run_id`:
-    the run that chose the round's time)."""
+    the run that chose the round's time; `flow_run_id`: the round's own flow run, which its alerts link to)."""
+    from tasks.alert_links import round_links
+
     return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
-                        extra_alerts=extra_alerts, run_id=run_id)
+                        extra_alerts=extra_alerts, run_id=run_id, links=round_links(cfg, flow_run_id))
 
 
 def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:

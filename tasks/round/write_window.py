@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tasks import store
+from tasks.alert_links import round_links
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
@@ -24,6 +25,7 @@ from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.errors import RoundIdTaken
 from tasks.spool import SPOOL_SUFFIX, SpooledRound, round_journals, spooled_rounds
+from tasks.store.alert_threads import suspension_threads
 from tasks.store.settlement import (
     mark_crashed,
     mark_failed,
@@ -60,6 +62,7 @@ def read_prior(con: store.Connection, cfg: CanaryConfig, model: str, round_ts: d
         suspension_evidence=store.suspension_evidence(
             con, model, [t for t, st in states.items() if st.is_suspended]
         ),
+        threads=suspension_threads(con, model, [t for t, st in states.items() if st.is_suspended]),
     )
 
 
@@ -87,7 +90,8 @@ def settle_and_save(
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
         settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
                                 round_id=info.round_id, partial=info.partial, run_id=info.run_id,
-                                extra_alerts=settled.extra_alerts if settled is not None else ())
+                                extra_alerts=settled.extra_alerts if settled is not None else (),
+                                links=settled.links if settled is not None else round_links(cfg))
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled
 

@@ -36,6 +36,7 @@ def enqueue_alerts(con: Connection, alerts: Sequence[Alert]) -> int:
             "blocks_json": redact(a.blocks_json) or "[]",
             "status": "pending",
             "attempts": 0,
+            "thread_key": a.thread_key,
         }
         for a in unique.values()
     ]
@@ -50,7 +51,7 @@ def pending_alerts(con: Connection, limit: int = 50, *, now: datetime | None = N
         sql += " AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
         params.append(utc(now))
     rows = fetch_dicts(con, sql + " ORDER BY created_at, key LIMIT ?", [*params, max(0, int(limit))])
-    return [_from_row(r) for r in rows]
+    return [alert_from_row(r) for r in rows]
 
 
 #: A claim older than this is an unknown fate (its process died or timed out), not a post in flight.
@@ -82,7 +83,7 @@ def claim_alerts(
             " WHERE key = ?",
             [at, claimer, at, r["key"]],
         )
-    return [(_from_row(r), bool(r["unknown"])) for r in rows]
+    return [(alert_from_row(r), bool(r["unknown"])) for r in rows]
 
 
 def record_delivery(
@@ -163,7 +164,7 @@ def alert_health(con: Connection) -> dict[str, Any]:
     }
 
 
-def _from_row(r: dict[str, Any]) -> Alert:
+def alert_from_row(r: dict[str, Any]) -> Alert:
     return Alert(
         key=r["key"],
         created_at=r["created_at"],
@@ -172,4 +173,5 @@ def _from_row(r: dict[str, Any]) -> Alert:
         tag=r["tag"],
         text=r["text"],
         blocks_json=r["blocks_json"],
+        thread_key=r.get("thread_key"),
     )
