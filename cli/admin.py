@@ -119,12 +119,12 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     The one place admin commands send alerts. Slack settings come from the environment; Prefect Secret blocks
     are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
     """
-    from tasks.delivery import deliver_outbox
+    from tasks.delivery_loop import deliver_paced
     from tasks.slack_client import SlackSettings
 
     try:
         settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
-        summary = deliver_outbox(cfg.db_path, settings, utcnow())
+        summary = deliver_paced(cfg.db_path, settings, utcnow())
     except CanaryError as exc:  # the change is made and its alert queued: the next round delivers it
         typer.echo(f"canary: warning: alert kept in the outbox ({exc})", err=True)
         return
@@ -227,9 +227,12 @@ def _until(ts: datetime | None) -> str:
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
+    from tasks.alert_links import round_links
     from tasks.core.events import decision_events
     from tasks.core.policy import PolicyConfig, lift
-    from tasks.core.render import render_decision_alerts
+    from tasks.core.render.decision_groups import decision_messages
+    from tasks.core.render.links import with_links
+    from tasks.store.alert_threads import record_decision_threads, suspension_threads
 
     cfg = resolve_cli_config(config, db=db)
     m = _model(cfg, model)
@@ -251,7 +254,11 @@ def lift_command(
             replace_policy_states(con, m, mode, list(new_states.values()))
             store.append_decisions(con, decisions)
             lists = [current_ignore_list(con, cfg, m, None, now)]
-            store.enqueue_alerts(con, render_decision_alerts(decisions, {m: lists[0]}, None))
+            # in the thread of the message that announced the suspension, when it has one
+            messages = decision_messages(decisions, suspension_threads(con, m, [d.tag for d in decisions]),
+                                         {m: lists[0]})
+            record_decision_threads(con, messages.threads)
+            store.enqueue_alerts(con, [with_links(a, round_links(cfg)) for a in messages.alerts])
         for ignore in lists:
             write_ignore_file(cfg, ignore)
     d = decisions[0]

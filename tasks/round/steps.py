@@ -277,11 +277,13 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
 
 
 def deliver(cfg: CanaryConfig, now: datetime) -> int:
-    """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held."""
-    from tasks.delivery import deliver_outbox
+    """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held, through the
+    channel's paced loop (tasks/delivery_loop.py: in a cycle, the first round to get here posts for every round;
+    the others hand their alerts over and go on)."""
+    from tasks.delivery_loop import deliver_paced
     from tasks.slack_client import SlackSettings
 
-    summary = deliver_outbox(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
+    summary = deliver_paced(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent
 
 

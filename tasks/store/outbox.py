@@ -76,7 +76,8 @@ def claim_alerts(
     )
     lease_end = at - CLAIM_LEASE
     rows = [r for r in rows if r["sending_since"] is None or r["sending_since"] <= lease_end
-            or is_dead(r["claimed_by"])][: max(0, int(limit))]
+            or is_dead(r["claimed_by"])]
+    rows = _after_parents(con, rows)[: max(0, int(limit))]
     for r in rows:
         con.execute(
             "UPDATE alerts SET sending_since = ?, claimed_by = ?, attempts = attempts + 1, last_attempt_at = ?"
@@ -84,6 +85,23 @@ def claim_alerts(
             [at, claimer, at, r["key"]],
         )
     return [(alert_from_row(r), bool(r["unknown"])) for r in rows]
+
+
+def _after_parents(con: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` less the follow-ups whose parent still waits to be posted and is not claimed before them: a
+    follow-up goes in its parent's thread, so it waits for the parent (tasks/delivery_threads.py)."""
+    parents = sorted({str(r["thread_key"]) for r in rows if r.get("thread_key")})
+    if not parents:
+        return rows
+    waiting = {str(r["key"]) for r in fetch_dicts(
+        con, "SELECT key FROM alerts WHERE status = 'pending' AND key IN (SELECT unnest(?::VARCHAR[]))", [parents])}
+    out, taken = [], set()
+    for r in rows:
+        if r.get("thread_key") in waiting and r["thread_key"] not in taken:
+            continue
+        out.append(r)
+        taken.add(r["key"])
+    return out
 
 
 def record_delivery(
