@@ -2,14 +2,15 @@
 
 Each alert says what happened, shows the evidence, says what to do (the exact `canary ...` command) and ends
 with a digest of the model's ignore list. Outside text goes through `text.clean()`.
-Alert keys are stable idempotency keys: `Decision.decision_id`, `probe_weak|model|round_id`,
-`pin_mismatch|model|tag|round_id`, `deadman|model|<last complete round ts or never>`.
+Alert keys are stable idempotency keys: `decisions|<round id>` and `thread|<parent key>|<round id>` (a round's
+decisions: tasks/core/render/decision_groups.py), `Decision.decision_id` (an admin's lift without a thread),
+`probe_weak|model|round_id`, `pin_mismatch|model|tag|round_id`, `deadman|model|<last complete round ts or never>`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -164,15 +165,3 @@ def render_decision_alert(
         key=d.decision_id, kind=str(d.action), model=d.model, tag=d.tag, created_at=d.at,
         title=decision_title(d), digest_line=digest(d.model, ignore_list), sections=decision_sections(d, evidence),
     )
-
-
-def render_decision_alerts(
-    decisions: Sequence[Decision],
-    ignore_lists: Mapping[str, IgnoreList] | None = None,
-    evidence: Mapping[str, Sequence[EvidenceLine]] | None = None,
-) -> list[Alert]:
-    """One alert per decision (every decision is a transition); `evidence` is keyed by tag."""
-    return [
-        render_decision_alert(d, (ignore_lists or {}).get(d.model), (evidence or {}).get(d.tag, ()))
-        for d in decisions
-    ]
