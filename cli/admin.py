@@ -46,6 +46,21 @@ def _who(who: str | None) -> str:
         return "admin"
 
 
+def admin_config(config: Path | None, db: str | None) -> CanaryConfig:
+    """An admin command's config. With `--db` naming an existing database, its models are the database's own (a
+    shard holds its models; canary.toml, shared by every shard, lists others or none of them), when it holds any:
+    `canary status --db shard-b.duckdb` shows shard B's models, `canary lift --db shard-b.duckdb --model M` takes
+    a model of shard B."""
+    cfg = resolve_cli_config(config, db=db)
+    if db is None or not Path(cfg.db_path).expanduser().is_file():
+        return cfg
+    from tasks.store.history import models_of
+
+    with store.open_store(cfg.db_path, read_only=True) as con:
+        own = models_of(con)
+    return replace(cfg, models=tuple(own)) if own else cfg
+
+
 def _model(cfg: CanaryConfig, model: str | None) -> str:
     if model is None:
         return cfg.models[0]
@@ -173,7 +188,7 @@ def exclude_add_command(
     db: str | None,
     force: bool = False,
 ) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model) if model else None
     now = utcnow()
     until_ts = parse_until(until, now)
@@ -204,7 +219,7 @@ def exclude_add_command(
 def exclude_remove_command(
     *, tag: str, model: str | None, reason: str, who: str | None, config: Path | None, db: str | None
 ) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model) if model else None
     now = utcnow()
     _begin_change(cfg)
@@ -234,7 +249,7 @@ def lift_command(
     from tasks.core.render.links import with_links
     from tasks.store.alert_threads import record_decision_threads, suspension_threads
 
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model)
     now = utcnow()
     _begin_change(cfg)
@@ -280,7 +295,7 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
         target = Mode(new_mode)
     except ValueError:
         raise ConfigError(f"mode: must be 'observe' or 'enforce' (got {new_mode!r})") from None
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     now = utcnow()
     who = _who(None)
     lists: list[IgnoreList] = []
