@@ -109,13 +109,3 @@ def parents_due(con: Connection) -> list[str]:
     rows = fetch_dicts(con, "SELECT key FROM alerts WHERE update_due ORDER BY created_at, key")
     return [str(r["key"]) for r in rows]
 
-
-def thread_of_posts(con: Connection, keys: Iterable[str]) -> dict[str, str]:
-    """post key's parent ts, for follow-ups of unknown fate: the thread to look them up in (conversations.replies)."""
-    wanted = sorted(set(keys))
-    if not wanted:
-        return {}
-    rows = fetch_dicts(
-        con, "SELECT a.key, p.slack_message_id FROM alerts a JOIN alerts p ON p.key = a.thread_key"
-        " WHERE a.key IN (SELECT unnest(?::VARCHAR[])) AND p.slack_message_id IS NOT NULL", [wanted])
-    return {str(r["key"]): str(r["slack_message_id"]) for r in rows}

@@ -20,12 +20,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tasks import store
 from tasks.core.render import alerts_for_round
 from tasks.core.types import Action, Alert, Decision, Mode
 from tasks.delivery import DeliverySummary, deliver_outbox
 from tasks.delivery_loop import PASS_LIMIT, deliver_paced
 from tasks.slack_client import SlackSettings
+from tests.support.outbox_rows import enqueue, rows
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
 pytestmark = pytest.mark.integration
@@ -56,16 +56,6 @@ def round_alerts(model: str, decisions: list[Decision], round_id: str, threads: 
                  ) -> list[Alert]:
     return list(alerts_for_round(model, round_id, decisions[0].at, decisions, False, [], None,
                                  threads=threads).alerts)
-
-
-def enqueue(db: str, alerts: list[Alert]) -> None:
-    with store.open_store(db, snapshot=False) as con:
-        store.enqueue_alerts(con, alerts)
-
-
-def rows(db: str) -> dict[str, dict]:
-    with store.open_store(db, snapshot=False) as con:
-        return {r["key"]: r for r in store.alert_rows(con).to_dict("records")}
 
 
 @pytest.mark.timing  # the 429 count depends on when posts arrive: run alone (scripts/test)

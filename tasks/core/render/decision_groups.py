@@ -28,6 +28,7 @@ from tasks.core.render.slack import (
     decision_sections,
     decision_title,
     digest,
+    parse_blocks,
 )
 from tasks.core.render.text import cap_text, fmt_ts, name
 from tasks.core.types import Action, Alert, Decision, IgnoreList
@@ -158,13 +159,8 @@ def ended_parent(parent: Alert, follow_ups: Sequence[Alert]) -> Alert:
         return parent
     lines = "\n".join(ending_line(f) for f in sorted(follow_ups, key=lambda a: (a.created_at, a.key)))
     since = cap_text(f"*Since then (in the thread):*\n{lines}", SECTION_CAP)
-    try:
-        blocks = json.loads(parent.blocks_json)
-    except ValueError:
-        blocks = []
-    if not isinstance(blocks, list):
-        blocks = []
-    blocks = [b for b in blocks if not (isinstance(b, dict) and b.get("block_id") == PARENT_BLOCK_ID)]
+    blocks = [b for b in parse_blocks(parent.blocks_json)
+              if not (isinstance(b, dict) and b.get("block_id") == PARENT_BLOCK_ID)]
     at = 1 if blocks and isinstance(blocks[0], dict) and blocks[0].get("type") == "header" else 0
     blocks.insert(at, {"type": "section", "block_id": PARENT_BLOCK_ID, "text": {"type": "mrkdwn", "text": since}})
     head, _, rest = parent.text.partition("\n")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import quote
 
+from tasks.core.render.slack import parse_blocks
 from tasks.core.types import Alert
 
 #: The Block Kit block id of the links line: an alert gets it once (settling a round again adds nothing).
@@ -80,12 +81,7 @@ def links_line(links: AlertLinks, kind: str, model: str) -> str:
 
 def with_links(alert: Alert, links: AlertLinks) -> Alert:
     """`alert` with its links line (a context block and a line of its text), once."""
-    try:
-        blocks = json.loads(alert.blocks_json)
-    except ValueError:
-        blocks = []
-    if not isinstance(blocks, list):
-        blocks = []
+    blocks = parse_blocks(alert.blocks_json)
     if any(isinstance(b, dict) and b.get("block_id") == LINKS_BLOCK_ID for b in blocks):
         return alert
     line = links_line(links, alert.kind, alert.model)

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tasks.core.render.text import (
     ENFORCE_CMD,
@@ -58,6 +59,15 @@ def digest(model: str, ignore_list: IgnoreList | None) -> str:
     more = len(ignore_list.entries) - DIGEST_ENTRIES
     tail = f" and {more} more" if more > 0 else ""
     return f"Ignore list for {name(model, 'slack')} ({len(ignore_list.ignore)}): " + ", ".join(parts) + tail
+
+
+def parse_blocks(blocks_json: str) -> list[Any]:
+    """An alert's Block Kit blocks as a list (empty when they are not a JSON list)."""
+    try:
+        blocks = json.loads(blocks_json)
+    except ValueError:
+        return []
+    return blocks if isinstance(blocks, list) else []
 
 
 def build_alert(
