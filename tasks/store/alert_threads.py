@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from tasks.core.types import Alert
 from tasks.store.rows import Connection, fetch_dicts
 
+#: `IF NOT EXISTS`: a file whose migration rows were rolled back by hand (tests rebuild an older file that way)
+#: takes it again without tripping on its own columns.
 ALERT_THREADS_SQL = """
-ALTER TABLE alerts ADD COLUMN thread_key VARCHAR;
-ALTER TABLE alerts ADD COLUMN slack_channel VARCHAR;
-ALTER TABLE alerts ADD COLUMN slack_message_id VARCHAR;
-ALTER TABLE alerts ADD COLUMN update_due BOOLEAN DEFAULT false;
-ALTER TABLE decisions ADD COLUMN thread_key VARCHAR
+ALTER TABLE alerts ADD COLUMN IF NOT EXISTS thread_key VARCHAR;
+ALTER TABLE alerts ADD COLUMN IF NOT EXISTS slack_channel VARCHAR;
+ALTER TABLE alerts ADD COLUMN IF NOT EXISTS slack_message_id VARCHAR;
+ALTER TABLE alerts ADD COLUMN IF NOT EXISTS update_due BOOLEAN DEFAULT false;
+ALTER TABLE decisions ADD COLUMN IF NOT EXISTS thread_key VARCHAR
 """
 
 
