@@ -288,8 +288,10 @@ def lift_command(
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
+    from tasks.alert_links import round_links
     from tasks.core.events import mode_switch_event
     from tasks.core.policy import carry_over
+    from tasks.core.render.links import with_links
 
     try:
         target = Mode(new_mode)
@@ -314,7 +316,7 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
             lines = mode_switch_lines(target, previous, dropped)
             events = []
             if previous != target.value or dropped:
-                alert = mode_switch_alert(target, who, lines, list(cfg.models), now)
+                alert = with_links(mode_switch_alert(target, who, lines, list(cfg.models), now), round_links(cfg))
                 store.enqueue_alerts(con, [alert])
                 events.append(mode_switch_event(alert, target.value, previous, who, dropped))
         for ignore in lists:
