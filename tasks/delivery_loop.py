@@ -93,7 +93,10 @@ def _channel(key: str, pace: Pace | None) -> _Channel:
 def deliver_paced(db_path: str, settings: SlackSettings, now: datetime, logger: Any = None, *,
                   pace: Pace | None = None, max_wait_s: float = MAX_WAIT_S) -> DeliverySummary:
     """Deliver `db_path`'s outbox through its channel's loop (the module docstring): this call runs the loop, or
-    hands its alerts to the loop already running (`handed_over`) and returns at once."""
+    hands its alerts to the loop already running (`handed_over`) and returns at once. Without Slack (the log
+    transport) there is nothing to pace: each caller writes what is due to its own log."""
+    if settings.transport == "log":
+        return deliver_outbox(db_path, settings, now, logger)
     ch = _channel(destination(settings), pace)
     with ch.lock:
         ch.queued.add(db_path)
@@ -121,11 +124,10 @@ def deliver_paced(db_path: str, settings: SlackSettings, now: datetime, logger: 
 def _drain(db_path: str, settings: SlackSettings, now: datetime, started: float, logger: Any, pacer: Pacer,
            max_wait_s: float) -> DeliverySummary:
     """Passes over one outbox until nothing more is due (or Slack asks for a wait longer than `max_wait_s`)."""
-    paced = pacer.wait if settings.transport != "log" else None
     total = DeliverySummary(settings.transport)
     while True:
         at = now + timedelta(seconds=time.monotonic() - started)  # the caller's clock, moved on by the passes
-        s = deliver_outbox(db_path, settings, at, logger, limit=PASS_LIMIT, pace=paced)
+        s = deliver_outbox(db_path, settings, at, logger, limit=PASS_LIMIT, pace=pacer.wait)
         total = merged(total, s)
         if s.rate_limited:  # a 429 stopped the pass: wait as Slack asked, then go on
             wait = s.retry_after_s if s.retry_after_s is not None else 1.0
