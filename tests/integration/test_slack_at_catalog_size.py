@@ -87,8 +87,8 @@ def test_200_decisions_of_one_cycle_are_one_message_per_model_paced_and_posted_o
     assert {r["status"] for r in rows(tmp_db).values()} == {"sent"}
     assert sum(s.sent for s in summaries) == len(cycle)
     assert sum(not s.handed_over for s in summaries) >= 1  # one loop posted for every round
-    # paced: the channel's loop keeps under the limit (unpaced, every post past the burst is refused: 7 of 10),
-    # so Slack refused at most a post that arrived early by chance; a second or so per post (a lower bound)
+    # paced: the channel's loop keeps under the limit, so Slack refused at most a post that arrived early by
+    # chance (none in 3 runs at load 17); a second or so per post (a lower bound)
     assert slack.rate_limited <= 1, slack.rate_limited
     times = sorted(m.at for m in slack.messages)
     assert times[-1] - times[0] >= len(cycle) - 3 - 0.5 and wall < 90, (times[-1] - times[0], wall)
