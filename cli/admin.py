@@ -46,6 +46,21 @@ def _who(who: str | None) -> str:
         return "admin"
 
 
+def admin_config(config: Path | None, db: str | None) -> CanaryConfig:
+    """An admin command's config. With `--db` naming an existing database, its models are the database's own (a
+    shard holds its models; canary.toml, shared by every shard, lists others or none of them), when it holds any:
+    `canary status --db shard-b.duckdb` shows shard B's models, `canary lift --db shard-b.duckdb --model M` takes
+    a model of shard B."""
+    cfg = resolve_cli_config(config, db=db)
+    if db is None or not Path(cfg.db_path).expanduser().is_file():
+        return cfg
+    from tasks.store.history import models_of
+
+    with store.open_store(cfg.db_path, read_only=True) as con:
+        own = models_of(con)
+    return replace(cfg, models=tuple(own)) if own else cfg
+
+
 def _model(cfg: CanaryConfig, model: str | None) -> str:
     if model is None:
         return cfg.models[0]
@@ -119,12 +134,12 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     The one place admin commands send alerts. Slack settings come from the environment; Prefect Secret blocks
     are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
     """
-    from tasks.delivery import deliver_outbox
+    from tasks.delivery_loop import deliver_paced
     from tasks.slack_client import SlackSettings
 
     try:
         settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
-        summary = deliver_outbox(cfg.db_path, settings, utcnow())
+        summary = deliver_paced(cfg.db_path, settings, utcnow())
     except CanaryError as exc:  # the change is made and its alert queued: the next round delivers it
         typer.echo(f"canary: warning: alert kept in the outbox ({exc})", err=True)
         return
@@ -173,7 +188,7 @@ def exclude_add_command(
     db: str | None,
     force: bool = False,
 ) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model) if model else None
     now = utcnow()
     until_ts = parse_until(until, now)
@@ -204,7 +219,7 @@ def exclude_add_command(
 def exclude_remove_command(
     *, tag: str, model: str | None, reason: str, who: str | None, config: Path | None, db: str | None
 ) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model) if model else None
     now = utcnow()
     _begin_change(cfg)
@@ -227,11 +242,14 @@ def _until(ts: datetime | None) -> str:
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
+    from tasks.alert_links import round_links
     from tasks.core.events import decision_events
     from tasks.core.policy import PolicyConfig, lift
-    from tasks.core.render import render_decision_alerts
+    from tasks.core.render.decision_groups import decision_messages
+    from tasks.core.render.links import with_links
+    from tasks.store.alert_threads import record_decision_threads, suspension_threads
 
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model)
     now = utcnow()
     _begin_change(cfg)
@@ -251,7 +269,11 @@ def lift_command(
             replace_policy_states(con, m, mode, list(new_states.values()))
             store.append_decisions(con, decisions)
             lists = [current_ignore_list(con, cfg, m, None, now)]
-            store.enqueue_alerts(con, render_decision_alerts(decisions, {m: lists[0]}, None))
+            # in the thread of the message that announced the suspension, when it has one
+            messages = decision_messages(decisions, suspension_threads(con, m, [d.tag for d in decisions]),
+                                         {m: lists[0]})
+            record_decision_threads(con, messages.threads)
+            store.enqueue_alerts(con, [with_links(a, round_links(cfg)) for a in messages.alerts])
         for ignore in lists:
             write_ignore_file(cfg, ignore)
     d = decisions[0]
@@ -266,14 +288,16 @@ def lift_command(
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
+    from tasks.alert_links import round_links
     from tasks.core.events import mode_switch_event
     from tasks.core.policy import carry_over
+    from tasks.core.render.links import with_links
 
     try:
         target = Mode(new_mode)
     except ValueError:
         raise ConfigError(f"mode: must be 'observe' or 'enforce' (got {new_mode!r})") from None
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     now = utcnow()
     who = _who(None)
     lists: list[IgnoreList] = []
@@ -292,7 +316,7 @@ def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
             lines = mode_switch_lines(target, previous, dropped)
             events = []
             if previous != target.value or dropped:
-                alert = mode_switch_alert(target, who, lines, list(cfg.models), now)
+                alert = with_links(mode_switch_alert(target, who, lines, list(cfg.models), now), round_links(cfg))
                 store.enqueue_alerts(con, [alert])
                 events.append(mode_switch_event(alert, target.value, previous, who, dropped))
         for ignore in lists:

@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from cli.admin import _model, _print_json
-from cli.runs import require_database, resolve_cli_config
+from cli.admin import _model, _print_json, admin_config
+from cli.runs import require_database
 from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
@@ -28,7 +28,7 @@ from tasks.store.history import known_tags
 
 
 def ignore_list_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     m = _model(cfg, model)
     require_database(cfg)
     now = utcnow()
@@ -151,7 +151,7 @@ def round_lines(report: dict[str, Any]) -> list[str]:
 
 
 def status_command(*, config: Path | None, model: str | None, json_out: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     models = [_model(cfg, model)] if model else list(cfg.models)
     require_database(cfg)
     now = utcnow()
@@ -190,7 +190,7 @@ def live_evidence_status(cfg: CanaryConfig) -> dict[str, Any]:
 
 
 def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, db: str | None) -> None:
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     require_database(cfg)
     now = utcnow()
     with store.open_store(cfg.db_path, read_only=True) as con:
@@ -221,7 +221,7 @@ def exclude_list_command(*, config: Path | None, json_out: bool, history: bool, 
 def export_history_command(*, out: Path, config: Path | None, model: str | None, db: str | None) -> None:
     from tasks.core.replay_input import build_replay_lines
 
-    cfg = resolve_cli_config(config, db=db)
+    cfg = admin_config(config, db)
     require_database(cfg)
     from tasks.core.exclusions import load_builtin
     from tasks.store.settlement import partial_round_ids

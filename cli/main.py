@@ -124,12 +124,15 @@ def watch(
     config: ConfigOpt = None,
     once: Annotated[bool, typer.Option("--once", help="look once, print what was found, exit")] = False,
     json_out: JsonOpt = False,
+    db: Annotated[list[str] | None, typer.Option(
+        "--db", help="a shard's DuckDB file to follow (its own models, its canary-cycle-<stem> deployment); "
+                     "repeat for several shards")] = None,
 ) -> None:
     """The watcher as its own service (the work-pool path; `canary serve` runs it in-process): live traffic and
     OpenRouter's uptime as suspicions, each confirmed by a Scheduled canary-cycle run (needs PREFECT_API_URL)."""
     from cli.watch_cmd import watch_command
 
-    watch_command(config, once=once, json_out=json_out)
+    watch_command(config, once=once, json_out=json_out, dbs=db)
 
 
 @app.command()

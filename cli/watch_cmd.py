@@ -3,7 +3,9 @@ same loop in its own process).
 
 It looks at every configured model every `suspect_confirm_after_s` / 3 seconds with no flow run per look
 (tasks/watch_loop.py); a suspicion becomes a Scheduled run of `canary-cycle/canary-cycle`, which the pool's
-worker runs like any cycle run. It needs the Prefect API the worker serves (PREFECT_API_URL). `--once`: one
+worker runs like any cycle run. With `--db` (repeated, one per shard) it follows each shard's file: the models
+that file holds, and a confirmation round as a run of that shard's deployment `canary-cycle/canary-cycle-<stem>`
+(docs/operations.md 2c) on that file. It needs the Prefect API the worker serves (PREFECT_API_URL). `--once`: one
 look, printed, then exit. SIGTERM (a service manager) and Ctrl-C stop it between two looks' steps.
 """
 
@@ -22,7 +24,7 @@ from tasks.errors import ConfigError
 
 
 def watch_command(config: Path | None, *, once: bool = False, json_out: bool = False,
-                  cycle_deployment: str = CYCLE_DEPLOYMENT) -> None:
+                  cycle_deployment: str = CYCLE_DEPLOYMENT, dbs: list[str] | None = None) -> None:
     from flows.watch import run_served_watcher, watch_once
     from tasks.clock import utcnow
 
@@ -36,15 +38,22 @@ def watch_command(config: Path | None, *, once: bool = False, json_out: bool = F
     _check_reachable(api, "watch")
     # as given: the cycle run resolves it where it runs (the worker's CANARY_HOME, prefect.yaml's pull step)
     config_path = str(config) if config else None
+    shards = [str(Path(db).expanduser().resolve()) for db in dbs or []]
     if once:
-        looks = watch_once(cfg, utcnow(), cycle_deployment, config_path)
+        looks = watch_once(cfg, utcnow(), cycle_deployment, config_path, shards)
         typer.echo(json.dumps(looks, indent=2) if json_out else "\n".join(_line(look) for look in looks))
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    typer.echo(f"canary watch: {len(cfg.models)} model(s), confirmation rounds as runs of {cycle_deployment}",
-               err=True)
-    run_served_watcher(config_path, cycle_deployment, stop)
+    if shards:
+        from flows.watch import shard_deployment
+
+        typer.echo("canary watch: " + ", ".join(f"{db} (its own models; confirmation rounds as runs of "
+                                                f"{shard_deployment(db)})" for db in shards), err=True)
+    else:
+        typer.echo(f"canary watch: {len(cfg.models)} model(s), confirmation rounds as runs of {cycle_deployment}",
+                   err=True)
+    run_served_watcher(config_path, cycle_deployment, stop, shards)
 
 
 def _line(look: dict[str, object]) -> str:

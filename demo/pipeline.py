@@ -317,7 +317,8 @@ def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")
     engine = Engine(
-        probe=lambda _round_id, prior, footprint: pipe.take(n, prior.previous_languages, footprint),
+        # its probes come from the pipeline all at once: the round keeps them when the probing ends
+        probe=lambda _round_id, prior, footprint, _kept: pipe.take(n, prior.previous_languages, footprint),
         artifacts=False,  # the artifacts need a Prefect API
         settled=lambda settled: pipe.learned(language_outcomes(settled.results)),  # the next rounds' languages
     )

@@ -71,8 +71,10 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
 
 def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict[str, Any]:
     from tasks import store
+    from tasks.alert_links import round_links
     from tasks.core.events import alert_events
-    from tasks.delivery import deliver_outbox
+    from tasks.core.render.links import with_links
+    from tasks.delivery_loop import deliver_paced
     from tasks.events import emit_canary_events
     from tasks.publish import current_ignore_list
 
@@ -80,10 +82,11 @@ def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict
         last = {m: last_complete_ts(con, m) for m in cfg.models}
         watching = {m: _watching_since(con, m, now) for m in cfg.models if last[m] is None}
         ignore = {m: current_ignore_list(con, cfg, m, None, now) for m in cfg.models}
-        alerts = silence_alerts(last, now, _interval(cfg), watching_since=watching, ignore_lists=ignore)
+        alerts = [with_links(a, round_links(cfg)) for a in
+                  silence_alerts(last, now, _interval(cfg), watching_since=watching, ignore_lists=ignore)]
         queued = store.enqueue_alerts(con, alerts)
     emit_canary_events(alert_events(alerts), logger)  # after the outbox has them
-    summary = deliver_outbox(cfg.db_path, settings, now, logger)
+    summary = deliver_paced(cfg.db_path, settings, now, logger)
     for a in alerts:
         logger.warning("No complete round of %s for more than two intervals (alert %s)", a.model, a.key)
     return {

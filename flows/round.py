@@ -25,6 +25,7 @@ from tasks.config_loading import resolve_config
 from tasks.core.budget import Footprint
 from tasks.core.plan import by_endpoint
 from tasks.core.settle import Prior
+from tasks.probe_journal import ProbeJournal
 from tasks.round import confirmations, probe_task, steps
 from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
 from tasks.secrets import preload_secrets
@@ -74,12 +75,13 @@ def canary_round(
     model_id = model or cfg.models[0]
     plan = confirmations.parse_plan(only, contracts)  # None: a full round
 
-    def probe_round(round_id: str, prior: Prior, footprint: Footprint) -> RoundProbes:
+    def probe_round(round_id: str, prior: Prior, footprint: Footprint, kept: ProbeJournal) -> RoundProbes:
         endpoints = steps.discover(cfg, model_id)
         probe_task.warm_up()
         probes = planned_probes(endpoints, cfg.languages, prior.previous_languages, footprint)
         probes, endpoints = confirmations.narrow(probes, endpoints, plan)
-        attempts, lines = probe_task.probe_round(by_endpoint(probes), round_id, cfg, footprint)
+        attempts, lines = probe_task.probe_round(by_endpoint(probes), round_id, cfg, footprint,
+                                                 on_endpoint=kept.endpoint)
         for line in lines:
             logger.info("%s", line)
         return RoundProbes(endpoints, attempts)

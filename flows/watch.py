@@ -21,28 +21,32 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
 from tasks.events import emit_canary_events
-from tasks.watch_loop import WatchEngine, look_once, run_watcher, start_watcher
+from tasks.watch_loop import Shard, WatchEngine, look_once, own_models_of, run_watcher, start_watcher
 
 log = logging.getLogger("canary.watch")
 
 
 def schedule_confirmation(cfg: CanaryConfig, request: ConfirmationRequest, *, deployment: str,
-                          config_path: str | None) -> str:
+                          config_path: str | None, db_path: str | None = None) -> str:
     """A Scheduled run of `deployment` (the cycle) at `request.due` for the suspected endpoints; its flow run id.
-    Idempotent per suspicion (`confirms`)."""
+    Idempotent per suspicion (`confirms`). `db_path`: a shard's file (the round lands in it)."""
     from prefect.deployments import run_deployment
 
     from tasks.core.plan import model_slug
 
+    shard = {"db_path": db_path} if db_path else {}
     run = run_deployment(
-        name=deployment, parameters={"config_path": config_path, **request.parameters()},
+        name=deployment, parameters={"config_path": config_path, **shard, **request.parameters()},
         scheduled_time=request.due, timeout=0, as_subflow=False,
         idempotency_key=f"confirm:{request.confirms}",
         flow_run_name=f"canary-confirm-{model_slug(request.model)}-{request.due:%Y-%m-%dT%H%M%S}",
@@ -51,19 +55,41 @@ def schedule_confirmation(cfg: CanaryConfig, request: ConfirmationRequest, *, de
     return str(run.id)  # type: ignore[union-attr]
 
 
-def watch_engine(cycle_deployment: str | None = None, config_path: str | None = None) -> WatchEngine:
-    """Served (`cycle_deployment` given): confirmation rounds are Scheduled runs of it. In process: the caller
-    runs them. Suspicions go to Prefect's event feed wherever a Prefect API is configured."""
-    start = partial(schedule_confirmation, deployment=cycle_deployment, config_path=config_path) \
-        if cycle_deployment else None
+def watch_engine(cycle_deployment: str | None = None, config_path: str | None = None,
+                 db_path: str | None = None) -> WatchEngine:
+    """Served (`cycle_deployment` given): confirmation rounds are Scheduled runs of it (on `db_path`, a shard's
+    file, when given). In process: the caller runs them. Suspicions go to Prefect's event feed wherever a Prefect
+    API is configured."""
+    start = partial(schedule_confirmation, deployment=cycle_deployment, config_path=config_path,
+                    db_path=db_path) if cycle_deployment else None
     return WatchEngine(start_round=start, announce=emit_canary_events)
 
 
+def shard_deployment(db_path: str) -> str:
+    """The cycle deployment of the shard whose file is `db_path`: `canary-cycle/canary-cycle-<file stem>`, as
+    docs/operations.md 2c names them (the name of its cycle slot; `canary-cycle/canary-cycle` for canary.duckdb)."""
+    from flows.cycle import cycle_limit_name
+
+    return f"canary-cycle/{cycle_limit_name(db_path)}"
+
+
+def shards(dbs: Sequence[str], config_path: str | None, served: bool = True) -> list[Shard]:
+    """The shards the watcher follows: each file with its cycle deployment (served) or none (in process)."""
+    return [Shard(db, watch_engine(shard_deployment(db) if served else None, config_path, db)) for db in dbs]
+
+
 def watch_once(cfg: CanaryConfig, now: datetime, cycle_deployment: str | None = None,
-               config_path: str | None = None) -> list[dict[str, Any]]:
-    """One look at every configured model, without a flow run: per model its suspicions and the confirmation it
-    asks for (parameters, `due`, and `flow_run_id` when served)."""
-    return [look.as_dict() for look in look_once(watch_engine(cycle_deployment, config_path), cfg, now)]
+               config_path: str | None = None, dbs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One look at every configured model (with `dbs`: at each shard's own models), without a flow run: per model
+    its suspicions and the confirmation it asks for (parameters, `due`, and `flow_run_id` when served)."""
+    if not dbs:
+        return [look.as_dict() for look in look_once(watch_engine(cycle_deployment, config_path), cfg, now)]
+    looks = []
+    for shard in shards(dbs, config_path, served=cycle_deployment is not None):
+        models = own_models_of(shard.db_path) if Path(shard.db_path).exists() else []
+        shard_cfg = replace(cfg, db_path=shard.db_path, models=tuple(models))
+        looks += [{**look.as_dict(), "db_path": shard.db_path} for look in look_once(shard.engine, shard_cfg, now)]
+    return looks
 
 
 def _loader(config_path: str | None) -> Any:
@@ -78,8 +104,10 @@ def serve_watcher(config_path: str | None, cycle_deployment: str) -> tuple[threa
     return start_watcher(watch_engine(cycle_deployment, config_path), _loader(config_path))
 
 
-def run_served_watcher(config_path: str | None, cycle_deployment: str, stop: threading.Event | None = None) -> int:
-    """`canary watch`: the loop in the foreground until stopped (Ctrl-C, SIGTERM); returns how many looks."""
+def run_served_watcher(config_path: str | None, cycle_deployment: str, stop: threading.Event | None = None,
+                       dbs: Sequence[str] = ()) -> int:
+    """`canary watch`: the loop in the foreground until stopped (Ctrl-C, SIGTERM); returns how many looks. With
+    `dbs`, it follows those shards (each its own models and cycle deployment)."""
     logging.getLogger("canary.watch").setLevel(logging.INFO)
     return run_watcher(watch_engine(cycle_deployment, config_path), _loader(config_path),
-                       stop=stop or threading.Event())
+                       stop=stop or threading.Event(), shards=shards(dbs, config_path))

@@ -113,6 +113,13 @@ DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9090"
 DEFAULT_DB_PATH = "canary.duckdb"
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
+#: Where this checkout's files are browsable (e.g. https://git.example/ops/provider-canary/blob/main/): each
+#: Slack alert's runbook link (a section of docs/operations.md) is then absolute. "" (the default): the alert
+#: names the file and anchor instead (tasks/core/render/links.py).
+DEFAULT_RUNBOOK_BASE_URL = ""
+#: The canary's Grafana dashboard (ops/grafana/canary-dashboard.json, imported), e.g.
+#: https://grafana.example/d/provider-canary: each Slack alert links it with its model chosen. "": no link.
+DEFAULT_GRAFANA_URL = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,8 @@ class CanaryConfig:
     db_path: str = DEFAULT_DB_PATH
     publish_dir: str = DEFAULT_PUBLISH_DIR
     exclusions_file: str = "exclusions.toml"
+    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
+    grafana_url: str = DEFAULT_GRAFANA_URL
     refusal_controls: tuple[str, ...] = ()
     languages: tuple[str, ...] = ALL_LANGUAGES
     ttft_s: float = DEFAULT_TTFT_S

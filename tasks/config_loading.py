@@ -232,6 +232,10 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
                 raise ConfigError(f"config: {key} must be a non-empty path (got {values[key]!r})")
     if "publish_dir" in values:
         _refuse_system_dir(values["publish_dir"])
+    for key in ("runbook_base_url", "grafana_url"):  # links in Slack alerts: "" for none
+        if key in raw:
+            link = _expect(raw, key, str, 'an http(s) URL or ""').strip()
+            values[key] = validate_base_url(link, key) + ("/" if key == "runbook_base_url" else "") if link else ""
     if "refusal_controls" in raw:
         values["refusal_controls"] = _str_list(raw, "refusal_controls") if raw["refusal_controls"] else ()
     if "languages" in raw:

@@ -9,10 +9,15 @@
    timeout) are looked up in the channel's recent history by the key carried in the message metadata:
    found means it was posted, so it is marked sent without posting again; not found (the history could be
    read) means it was not posted, so posting it now is no duplicate.
-3. The rest are made postable (Slack's size limits) and posted, one by one, with the database closed.
-4. A second short window records each result. An alert Slack refused for good is marked ``failed``, and an
-   alert about it (`delivery_failed`: short plain text that no size rule can refuse) is queued and posted at
-   once, in this same delivery; the log says it at ERROR. Nothing is retried for ever.
+3. The rest are made postable (Slack's size limits) and posted, one by one, with the database closed, each at
+   the channel's pace (`pace`: tasks/delivery_loop.py), a follow-up in its parent's thread
+   (tasks/delivery_threads.py). A post Slack answered 5xx has an unknown fate too (Slack may have written it):
+   it is looked up in the channel at once, marked sent when found, posted again later only when not.
+   Then each parent that got a follow-up in its thread is rewritten to say how its suspensions ended.
+4. A second short window records each result, and where each posted message is (its channel and ts). An alert
+   Slack refused for good is marked ``failed``, and an alert about it (`delivery_failed`: short plain text that
+   no size rule can refuse) is queued and posted at once, in this same delivery; the log says it at ERROR.
+   Nothing is retried for ever.
 
 So with the Web API and SLACK_CHANNEL given as a channel ID, each alert is posted exactly once. With a
 webhook, or a channel given by name, the history cannot be read: the trail a dead delivery process left
@@ -26,18 +31,29 @@ dead-man check. Nothing here raises for Slack or lock trouble; the summary says 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
 from tasks.core.render.text import name
 from tasks.core.types import Alert
+from tasks.delivery_threads import Threads, read_threads, record_threads, update_parents
 from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 from tasks.liveness import ProcessId, claim_is_dead
-from tasks.slack_client import BATCH_FATAL_ERRORS, DeliveryResult, SlackSettings, deliver, posted_keys
+from tasks.slack_client import (
+    BATCH_FATAL_ERRORS,
+    RATE_LIMITED,
+    DeliveryResult,
+    SlackSettings,
+    Spot,
+    deliver,
+    found_posts,
+    posted_keys,
+)
 
 _log = logging.getLogger("canary.delivery")
 #: How long delivery waits for the write window before leaving the alerts for the next delivery, seconds.
@@ -60,13 +76,16 @@ class DeliverySummary:
     retry_after_s: float | None = None  # Slack asked us to wait this long
     skipped: bool = False  # the write window could not be had: everything stays queued
     errors: tuple[str, ...] = ()
+    claimed: int = 0  # alerts this delivery claimed (as many as its limit: more may be due)
+    rate_limited: bool = False  # Slack answered 429: the batch stopped (`retry_after_s`: for how long)
+    handed_over: bool = False  # the channel's delivery loop was running: it posts these alerts (delivery_loop.py)
 
 
 def deliver_outbox(
     db_path: str, settings: SlackSettings, now: datetime, logger: Any = None, *, limit: int = 50,
-    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S, _nested: bool = False,
+    lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S, _nested: bool = False, pace: Callable[[], None] | None = None,
 ) -> DeliverySummary:
-    """Deliver the outbox (see the module docstring)."""
+    """Deliver the outbox (see the module docstring); `pace` is called before each post or update."""
     from tasks import store
 
     log = logger or _log
@@ -74,21 +93,24 @@ def deliver_outbox(
     try:
         with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
             claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=claim_is_dead)
+            threads = read_threads(con, [a for a, _ in claimed])
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
-    if not claimed:
+    if not claimed and not threads.due:
         return DeliverySummary(settings.transport)
 
     unknown = [a for a, was_unknown in claimed if was_unknown]
-    already, still_unknown, trails = _settle_unknown(db_path, settings, unknown, now)
+    already, still_unknown, trails = _settle_unknown(db_path, settings, unknown, now, threads)
     to_post = [a for a, _ in claimed if a.key not in already]
     trail = open_trail(db_path, claimer, [a.key for a in to_post])
     results = deliver(
         to_post, settings, now=now, logger=log, before_post=lambda a: trail.before(a.key),
-        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent),
+        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent), threads=threads.spots, pace=pace,
     )
+    results = _look_up_answered(settings, results, to_post, threads, now, log)
     failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
+    updates = update_parents(settings, threads, to_post, results, pace)
     by_key = {a.key: a for a in to_post}
     fallbacks = [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
                  if r.permanent and by_key[r.key].kind != FALLBACK_KIND and not _destination_refused(r)]
@@ -99,6 +121,7 @@ def deliver_outbox(
                 store.record_delivery(con, key, now, sent=True)
             for r in results:
                 _record(store, con, r, now, was_unknown=r.key in still_unknown)
+            record_threads(con, results, updates)
             queued = store.enqueue_alerts(con, fallbacks) if fallbacks else 0
         trail.close()  # recorded: the trail has said what it had to
         trails.remove()
@@ -106,6 +129,10 @@ def deliver_outbox(
         log.warning("Delivered alerts could not be recorded yet: %s", exc)
         queued = 0
     _log_refusals(log, [r for r in results if r.permanent], by_key)
+    for key, error in updates.items():
+        if error is not None:
+            log.warning("The message of alert %s was not updated with how it ended (%s); the next delivery "
+                        "updates it", name(post_key(key), "log", 160), error)
     failed = [r for r in results if not r.sent and r.attempted and not r.unknown]
     summary = DeliverySummary(
         transport=settings.transport,
@@ -119,23 +146,54 @@ def deliver_outbox(
         errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
         gave_up=sum(r.permanent for r in results),
         fallbacks=queued,
+        claimed=len(claimed),
+        rate_limited=any(r.error is not None and r.error.startswith(RATE_LIMITED) for r in results),
     )
     if queued and not _nested:  # the alerts about refused alerts go out now, not a round later
         more = deliver_outbox(db_path, settings, now, log, limit=limit, lock_timeout_s=lock_timeout_s,
-                              _nested=True)
-        summary = _merged(summary, more)
+                              _nested=True, pace=pace)
+        summary = merged(summary, more)
     return summary
 
 
+def _look_up_answered(settings: SlackSettings, results: list[DeliveryResult], posted: list[Alert], threads: Threads,
+                      now: datetime, log: Any) -> list[DeliveryResult]:
+    """Posts Slack answered 5xx (it may have written them): found in the channel (or their thread) -> sent, never
+    posted again; not found where it can be read -> not posted, so a later post is no duplicate; the channel
+    unreadable -> the fate stays unknown (looked up again by the next delivery)."""
+    asked = {r.key for r in results if r.unknown and r.answered}
+    if not asked:
+        return results
+    spots = {**threads.spots, **{r.key: Spot(r.channel, r.ts) for r in results if r.sent and r.channel and r.ts}}
+    parents = [spots[a.thread_key].ts for a in posted if a.key in asked and a.thread_key and a.thread_key in spots]
+    found = found_posts(settings, now - HISTORY_WINDOW, threads=parents)
+    if found is None:
+        return results
+    out = []
+    for r in results:
+        if r.key in asked and post_key(r.key) in found:
+            log.warning("Alert %s: Slack answered %s but had posted it (found in the channel): not posted again",
+                        name(post_key(r.key), "log", 160), r.error)
+            r = replace(r, sent=True, unknown=False, answered=False, channel=settings.channel,
+                        ts=found[post_key(r.key)] or None)
+        elif r.key in asked:
+            r = replace(r, unknown=False, answered=False)  # not written: the next post of it is no duplicate
+        out.append(r)
+    return out
+
+
 def _settle_unknown(
-    db_path: str, settings: SlackSettings, unknown: list[Alert], now: datetime
+    db_path: str, settings: SlackSettings, unknown: list[Alert], now: datetime, threads: Threads | None = None,
 ) -> tuple[set[str], set[str], DeadTrails]:
     """Alerts of unknown fate: (posted already: mark sent, do not post; may have been posted: a repost is a
-    possible duplicate; the dead claimers' trails read). Slack's history decides where it can be read; else
-    the trail of the dead process that claimed them; else each counts as a possible duplicate."""
+    possible duplicate; the dead claimers' trails read). Slack's history (the channel, and the threads of the
+    follow-ups among them) decides where it can be read; else the trail of the dead process that claimed them;
+    else each counts as a possible duplicate."""
     if not unknown:
         return set(), set(), DeadTrails()
-    found = posted_keys(settings, now - HISTORY_WINDOW)
+    spots = threads.spots if threads is not None else {}
+    found = posted_keys(settings, now - HISTORY_WINDOW,
+                        threads=[spots[a.thread_key].ts for a in unknown if a.thread_key and a.thread_key in spots])
     if found is not None:  # readable: not found means not posted, so a repost is no duplicate
         return {a.key for a in unknown if post_key(a.key) in found}, set(), DeadTrails()
     trails = dead_trails(db_path, claim_is_dead)
@@ -159,15 +217,20 @@ def _log_refusals(log: Any, refused: list[DeliveryResult], by_key: dict[str, Ale
                   name(a.model, "log", 80), name(post_key(a.key), "log", 160), hint)
 
 
-def _merged(a: DeliverySummary, b: DeliverySummary) -> DeliverySummary:
-    return DeliverySummary(
-        transport=a.transport, sent=a.sent + b.sent, failed=a.failed + b.failed, unknown=a.unknown + b.unknown,
-        deduplicated=a.deduplicated + b.deduplicated, possible_duplicates=a.possible_duplicates + b.possible_duplicates,
-        not_attempted=a.not_attempted + b.not_attempted,
-        retry_after_s=max((x for x in (a.retry_after_s, b.retry_after_s) if x is not None), default=None),
-        skipped=a.skipped or b.skipped, errors=tuple(dict.fromkeys(a.errors + b.errors)),
-        gave_up=a.gave_up + b.gave_up, fallbacks=a.fallbacks + b.fallbacks,
-    )
+def merged(a: DeliverySummary, b: DeliverySummary) -> DeliverySummary:
+    """Two deliveries as one: counts added, flags or-ed, the longer Retry-After, every error once."""
+    out: dict[str, Any] = {}
+    for f in fields(DeliverySummary):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "transport":
+            out[f.name] = x
+        elif f.name == "retry_after_s":
+            out[f.name] = max((v for v in (x, y) if v is not None), default=None)
+        elif f.name == "errors":
+            out[f.name] = tuple(dict.fromkeys(x + y))
+        else:
+            out[f.name] = (x or y) if isinstance(x, bool) else x + y
+    return DeliverySummary(**out)
 
 
 def _record(store: Any, con: Any, r: DeliveryResult, now: datetime, *, was_unknown: bool) -> None:

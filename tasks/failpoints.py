@@ -16,6 +16,7 @@ ENV = "CANARY_TEST_FAILPOINTS"
 
 #: Every failpoint the code has, in the order a round reaches them (the failpoint suite covers each).
 FAILPOINTS: tuple[str, ...] = (
+    "mid-probe",  # the first endpoint's probes ended and are kept beside the journal; the others still run
     "after-probe",
     "inside-save",
     "after-save",

@@ -7,13 +7,20 @@ Transports, picked by `SlackSettings.from_env`:
 
 One send per alert and call, no hidden retries inside slack-sdk (retry_handlers=[]). Each alert is made
 postable first (tasks/core/render/postable.py: text and blocks inside Slack's limits). A refusal is either
-for now (a 5xx, a 429, Slack unreachable, or one of `TRANSIENT_ERRORS`: the alert stays in the outbox and the
+for now (a 429, Slack unreachable, or one of `TRANSIENT_ERRORS`: the alert stays in the outbox and the
 next flush sends it again) or for good (any other answer: `DeliveryResult.permanent`, the outbox marks it
-`failed` and never sends it again). A 429 stops the batch and reports Retry-After; a network error stops it
-too (the next sends would fail the same way); so does an error of the destination (`BATCH_FATAL_ERRORS`:
-bad token, unknown channel); a 5xx or a refused content fails only that alert. Error strings are built
-from status codes and Slack's short error codes, then scrubbed: a token or webhook URL never appears in them.
-slack-sdk's own logger is silenced (its retry log prints the webhook URL, which is a secret).
+`failed` and never sends it again). A 5xx is neither: Slack may have written the message before it failed, so
+its fate is unknown (`DeliveryResult.unknown`, `answered`): the caller looks it up in the channel (message
+metadata) before it may post it again, never blindly. A 429 stops the batch and reports Retry-After; a network
+error stops it too (the next sends would fail the same way); so does an error of the destination
+(`BATCH_FATAL_ERRORS`: bad token, unknown channel); a 5xx or a refused content concerns only that alert.
+Error strings are built from status codes and Slack's short error codes, then scrubbed: a token or webhook URL
+never appears in them. slack-sdk's own logger is silenced (its retry log prints the webhook URL, a secret).
+
+Threads (Web API only): an alert whose parent was posted (`threads`: parent key -> where it is) goes in the
+parent's thread (`thread_ts`); `update_message` rewrites a posted message (`chat.update`). The Web API answers
+each post's channel ID and `ts` (`DeliveryResult.channel`, `.ts`); a webhook answers neither, so with one
+there are no threads: every alert is a top-level message.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ TRANSIENT_ERRORS = frozenset({
     "team_added_to_org",
 })
 
+#: How the error of a post Slack answered 429 begins.
+RATE_LIMITED = "slack rate limited"
 #: How Slack's conversation IDs start (public and private channels; older private channels: G).
 CHANNEL_ID_PREFIXES = ("C", "G")
 
@@ -129,8 +138,19 @@ class DeliveryResult:
     error: str | None = None
     retry_after_s: float | None = None  # Slack asked us to wait this long before the next send
     attempted: bool = True  # False: not tried, the batch had stopped (rate limit, outage, bad credentials)
-    unknown: bool = False  # the post may have reached Slack (a timeout after sending): check before reposting
+    unknown: bool = False  # the post may have reached Slack (a timeout, a 5xx): check before reposting
     permanent: bool = False  # Slack refused it for good: never retried (the outbox marks it `failed`)
+    answered: bool = False  # an unknown fate Slack answered (a 5xx): its history can tell at once
+    channel: str | None = None  # where the Web API put it (its channel ID) ...
+    ts: str | None = None  # ... and its ts: a thread's parent for the alert's later events
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a posted message is: its channel ID and ts."""
+
+    channel: str
+    ts: str
 
 
 @dataclass(frozen=True)
@@ -142,9 +162,12 @@ class _Sent:
 def deliver(
     alerts: Sequence[Alert], settings: SlackSettings, *, now: datetime, logger: Logger | None = None,
     before_post: Callable[[Alert], None] | None = None, after_post: Callable[[DeliveryResult], None] | None = None,
+    threads: Mapping[str, Spot] | None = None, pace: Callable[[], None] | None = None,
 ) -> list[DeliveryResult]:
     """Send each alert once, in order; stop the batch on 429, network errors or bad credentials.
-    `before_post` / `after_post` are told of each post (tasks/delivery_trail.py keeps them on disk)."""
+    `before_post` / `after_post` are told of each post (tasks/delivery_trail.py keeps them on disk). An alert
+    whose `thread_key` is in `threads`, or was posted earlier in this batch, goes in that thread. `pace` is
+    called before each post (it waits for the channel's turn: tasks/delivery_loop.py)."""
     log = logger or _log
     alerts = [_scrubbed(settings, postable(a)) for a in alerts]  # stored redacted already; the last gate
     if settings.transport == "log":
@@ -152,6 +175,7 @@ def deliver(
             log.info("Slack not configured; alert %s (%s):\n%s", _shown(a.key), a.kind, settings.scrub(a.text))
         return [DeliveryResult(a.key, sent=True) for a in alerts]
     send = _web_sender(settings, now) if settings.transport == "web" else _webhook_sender(settings, now)
+    spots = dict(threads or {})
     results: list[DeliveryResult] = []
     stopped: DeliveryResult | None = None
     for a in alerts:
@@ -159,9 +183,13 @@ def deliver(
             results.append(DeliveryResult(a.key, sent=False, error=f"not attempted: {stopped.error}",
                                           retry_after_s=stopped.retry_after_s, attempted=False))
             continue
+        if pace is not None:
+            pace()
         if before_post is not None:
             before_post(a)
-        out = send(a)
+        out = send(a, spots.get(a.thread_key) if a.thread_key else None)
+        if out.result.sent and out.result.channel and out.result.ts:
+            spots[a.key] = Spot(out.result.channel, out.result.ts)
         if after_post is not None:
             after_post(out.result)
         results.append(out.result)
@@ -206,10 +234,12 @@ def _failure(settings: SlackSettings, key: str, status: int | None, code: str,
     code = settings.scrub(code.strip())[:100] or "no error code"
     if status == 429:
         retry = _retry_after(headers, now)
-        return _Sent(DeliveryResult(key, False, f"slack rate limited (429): {code}", retry), stop=True)
+        return _Sent(DeliveryResult(key, False, f"{RATE_LIMITED} (429): {code}", retry), stop=True)
     error = f"slack http {status}: {code}"
-    # an answer for good, unless it says "not now" (408: a proxy gave up; 429 is handled above; 5xx)
-    answered = status is not None and status < 500 and not is_try_again_status(status)
+    if status is not None and status >= 500:  # Slack may have written it before failing: look before reposting
+        return _Sent(DeliveryResult(key, False, error, unknown=True, answered=True))
+    # an answer for good, unless it says "not now" (408: a proxy gave up; 429 is handled above)
+    answered = status is not None and not is_try_again_status(status)
     permanent = answered and code not in TRANSIENT_ERRORS
     return _Sent(DeliveryResult(key, False, error, permanent=permanent),
                  stop=answered and code in BATCH_FATAL_ERRORS)
@@ -223,56 +253,90 @@ def _unreachable(settings: SlackSettings, key: str, err: Exception) -> _Sent:
     return _Sent(DeliveryResult(key, False, f"slack unreachable: {detail}", unknown=unknown), stop=True)
 
 
-def posted_keys(settings: SlackSettings, since: datetime, limit: int = 200) -> set[str] | None:
-    """Alert keys found in the channel's recent history (message metadata), or None when that cannot be
-    known: webhook and log transports, a channel given by name (conversations.history takes an ID), a
+def _client(settings: SlackSettings) -> WebClient:
+    assert settings.bot_token is not None
+    return WebClient(
+        token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
+        timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log,
+    )
+
+
+def posted_keys(settings: SlackSettings, since: datetime, limit: int = 200,
+                threads: Sequence[str] = ()) -> set[str] | None:
+    """The keys of `found_posts`."""
+    found = found_posts(settings, since, limit, threads)
+    return None if found is None else set(found)
+
+
+def found_posts(settings: SlackSettings, since: datetime, limit: int = 200,
+                threads: Sequence[str] = ()) -> dict[str, str] | None:
+    """Alert keys found in the channel's recent history and in the replies of the `threads` given (their
+    parents' ts: conversations.history lists no reply), by message metadata, each with its message's ts; None
+    when that cannot be known: webhook and log transports, a channel given by name (both methods take an ID), a
     token without the history scope, or Slack unreachable."""
     if not settings.can_check_history:
         return None
-    assert settings.bot_token is not None and settings.channel is not None
-    client = WebClient(
-        token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
-        timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log,
-    )
+    assert settings.channel is not None
+    client = _client(settings)
+    keys: dict[str, str] = {}
     try:
-        resp = client.conversations_history(
-            channel=settings.channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True, limit=limit
-        )
+        pages = [client.conversations_history(
+            channel=settings.channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True, limit=limit)]
+        pages += [client.conversations_replies(channel=settings.channel, ts=ts, include_all_metadata=True,
+                                               limit=limit) for ts in dict.fromkeys(threads)]
     except Exception:  # SlackApiError, timeouts: we cannot know
         return None
-    keys: set[str] = set()
-    for message in resp.get("messages") or []:
-        payload = ((message or {}).get("metadata") or {}).get("event_payload") or {}
-        if isinstance(payload, dict) and isinstance(payload.get("key"), str):
-            keys.add(payload["key"])
+    for resp in pages:
+        for message in resp.get("messages") or []:
+            payload = ((message or {}).get("metadata") or {}).get("event_payload") or {}
+            if isinstance(payload, dict) and isinstance(payload.get("key"), str):
+                keys[payload["key"]] = str(message.get("ts") or "")
     return keys
 
 
-def _web_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert], _Sent]:
-    assert settings.bot_token is not None and settings.channel is not None
-    client = WebClient(
-        token=settings.bot_token.get(), base_url=settings.api_url or WebClient.BASE_URL,
-        timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log,
-    )
+def _metadata(alert: Alert) -> dict[str, Any]:
+    return {"event_type": "canary_alert", "event_payload": {"key": post_key(alert.key), "kind": alert.kind[:100]}}
+
+
+def update_message(settings: SlackSettings, spot: Spot, alert: Alert) -> str | None:
+    """Rewrite the posted message at `spot` as `alert` says (`chat.update`, its key kept in its metadata);
+    None when Slack took it, else the error (scrubbed). Repeating an update is harmless."""
+    if settings.transport != "web":
+        return "no Web API: a message cannot be updated"
+    alert = _scrubbed(settings, postable(alert))
+    try:
+        _client(settings).chat_update(channel=spot.channel, ts=spot.ts, text=alert.text, blocks=_blocks(alert),
+                                      metadata=_metadata(alert))
+    except SlackApiError as e:
+        return settings.scrub(f"slack http {e.response.status_code}: {_api_error_code(e)}")[:200]
+    except Exception as e:  # unreachable: the next delivery updates it
+        return settings.scrub(f"slack unreachable: {type(e).__name__}")[:200]
+    return None
+
+
+def _web_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert, Spot | None], _Sent]:
+    assert settings.channel is not None
+    client = _client(settings)
     channel = settings.channel
 
-    def post(alert: Alert, blocks: list[dict[str, Any]] | None) -> None:
-        client.chat_postMessage(
-            channel=channel, text=alert.text, blocks=blocks, unfurl_links=False, unfurl_media=False,
-            metadata={"event_type": "canary_alert",
-                      "event_payload": {"key": post_key(alert.key), "kind": alert.kind[:100]}},
+    def post(alert: Alert, blocks: list[dict[str, Any]] | None, thread: Spot | None) -> Any:
+        return client.chat_postMessage(
+            channel=thread.channel if thread else channel, text=alert.text, blocks=blocks, unfurl_links=False,
+            unfurl_media=False, metadata=_metadata(alert), thread_ts=thread.ts if thread else None,
         )
 
-    def send(alert: Alert) -> _Sent:
+    def send(alert: Alert, thread: Spot | None) -> _Sent:
         blocks = _blocks(alert)
         try:
             try:
-                post(alert, blocks)
+                resp = post(alert, blocks, thread)
             except SlackApiError as e:
                 if blocks is None or _api_error_code(e) not in BLOCK_ERRORS:
                     raise
-                post(alert, None)
-            return _Sent(DeliveryResult(alert.key, sent=True))
+                resp = post(alert, None, thread)
+            ts, at = resp.get("ts"), resp.get("channel")
+            return _Sent(DeliveryResult(alert.key, sent=True, channel=at if isinstance(at, str) else None,
+                                        ts=ts if isinstance(ts, str) else None))
         except SlackApiError as e:
             resp = e.response
             return _failure(settings, alert.key, resp.status_code, _api_error_code(e), resp.headers, now)
@@ -287,13 +351,13 @@ def _api_error_code(e: SlackApiError) -> str:
     return str(data.get("error") or "") if isinstance(data, dict) else ""
 
 
-def _webhook_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert], _Sent]:
+def _webhook_sender(settings: SlackSettings, now: datetime) -> Callable[[Alert, Spot | None], _Sent]:
     assert settings.webhook_url is not None
     client = WebhookClient(
         url=settings.webhook_url.get(), timeout=settings.timeout_s, retry_handlers=[], logger=_sdk_log
     )
 
-    def send(alert: Alert) -> _Sent:
+    def send(alert: Alert, thread: Spot | None) -> _Sent:  # a webhook posts no reply: top level
         blocks = _blocks(alert)
         try:
             resp = client.send(text=alert.text, blocks=blocks, unfurl_links=False, unfurl_media=False)

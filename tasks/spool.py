@@ -2,6 +2,8 @@
 
     <db>.spool/<round>.journal.json   written when a round starts, updated at each step, removed at its end:
                                       a journal whose process is gone tells the next round where it died
+    <db>.spool/<round>.probes.jsonl   its probes, appended as each endpoint's end (tasks/probe_journal.py): the
+                                      next round lands them when the round's process died
     <db>.spool/<round>.round.json     a probed round whose write window could not be had (status deferred):
                                       the next process that gets the lock settles and lands it, then deletes it
 
@@ -35,6 +37,8 @@ from tasks.store.records import attempt_from_row, attempt_row
 
 JOURNAL_SUFFIX = ".journal.json"
 SPOOL_SUFFIX = ".round.json"
+#: A round's probes as they end, beside its journal (tasks/probe_journal.py).
+PROBES_SUFFIX = ".probes.jsonl"
 
 
 def spool_dir(db_path: str | os.PathLike[str]) -> Path:
@@ -105,6 +109,14 @@ def _info_json(info: RoundInfo) -> dict[str, str | bool | None]:
             "mode": str(info.mode), "partial": info.partial, "run_id": info.run_id}
 
 
+def endpoint_json(e: Endpoint) -> dict[str, Any]:
+    return {**asdict(e), "supported_parameters": list(e.supported_parameters)}
+
+
+def endpoint_from_json(obj: dict[str, Any]) -> Endpoint:
+    return Endpoint(**{**obj, "supported_parameters": tuple(obj.get("supported_parameters") or ())})
+
+
 def _info(obj: dict[str, Any]) -> RoundInfo:
     return RoundInfo(obj["round_id"], obj["model"], datetime.fromisoformat(obj["round_ts"]), Mode(obj["mode"]),
                      bool(obj.get("partial", False)), obj.get("run_id"))
@@ -126,18 +138,21 @@ class Journal:
     db_path: str = ""
     fault: SpoolError | None = None
     error: str | None = None  # why the round failed (`fail`)
+    mode_override: str | None = None  # the run's own `--mode`, if any (its kept probes land in that mode)
 
     @classmethod
-    def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None) -> Journal:
+    def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None,
+              mode_override: str | None = None) -> Journal:
         journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id,
-                      db_path=db_path)
+                      db_path=db_path, mode_override=mode_override)
         journal.step("start")
         return journal
 
     def step(self, name: str) -> None:
         self.step_name = name
         payload = {**_info_json(self.info), **ProcessId.current().as_json(), "flow_run_id": self.flow_run_id,
-                   "step": name, "started_at": self.started_at.isoformat(), "error": self.error}
+                   "step": name, "started_at": self.started_at.isoformat(), "error": self.error,
+                   "mode_override": self.mode_override}
         try:
             kept = write_kept(self.db_path, self.path.name, payload)
         except SpoolError as exc:
@@ -156,9 +171,12 @@ class Journal:
         self.step(self.step_name)
 
     def finish(self) -> None:
+        """The round ended: its journal, and the probes it kept (tasks/probe_journal.py), go."""
+        probes = self.path.name.removesuffix(JOURNAL_SUFFIX) + PROBES_SUFFIX
         for directory in spool_dirs(self.db_path):
-            with contextlib.suppress(OSError):  # never written there (or not even a directory)
-                (directory / self.path.name).unlink(missing_ok=True)
+            for name in (self.path.name, probes):
+                with contextlib.suppress(OSError):  # never written there (or not even a directory)
+                    (directory / name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -170,6 +188,7 @@ class DeadRound:
     flow_run_id: str | None = None
     alive: bool = False  # its process is still running (or runs on another host: it cannot be told)
     error: str | None = None  # the round raised and said why (`Journal.fail`): failed, not crashed
+    mode_override: str | None = None  # the run's own `--mode`
 
 
 def round_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
@@ -195,7 +214,7 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
             else:
                 alive = (not own_process) if owner.is_me() else not owner.is_gone()
             out.append(DeadRound(info, str(obj.get("step", "unknown")), started_at, path, obj.get("flow_run_id"),
-                                 alive, obj.get("error")))
+                                 alive, obj.get("error"), obj.get("mode_override")))
     return sorted(out, key=lambda d: d.info.round_ts)
 
 
@@ -224,7 +243,7 @@ def spool_round(db_path: str, r: SpooledRound) -> Kept:
         **_info_json(r.info),
         "mode_override": r.mode_override,
         "spooled_at": r.spooled_at.isoformat(),
-        "endpoints": [{**asdict(e), "supported_parameters": list(e.supported_parameters)} for e in r.endpoints],
+        "endpoints": [endpoint_json(e) for e in r.endpoints],
         "attempts": [attempt_row(a) for a in r.attempts],
     })
 
@@ -246,10 +265,7 @@ def spooled_rounds(db_path: str) -> list[SpooledRound]:
 
 def _load(path: Path) -> SpooledRound:
     obj = json.loads(path.read_text(encoding="utf-8"))
-    endpoints = tuple(
-        Endpoint(**{**e, "supported_parameters": tuple(e.get("supported_parameters") or ())})
-        for e in obj["endpoints"]
-    )
+    endpoints = tuple(endpoint_from_json(e) for e in obj["endpoints"])
     attempts = tuple(
         attempt_from_row({**row, "started_at": datetime.fromisoformat(row["started_at"])})
         for row in obj["attempts"]

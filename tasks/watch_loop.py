@@ -28,6 +28,10 @@ edit: one line, and the last good config goes on). The loop stops only when told
 
 Schedule: a look every `watch_interval(cfg)` (a third of `suspect_confirm_after_s`, at least `MIN_INTERVAL_S`)
 from the loop's start; a look that overran its interval is followed by the next at once.
+
+Shards (docs/operations.md 2c): given `shards`, the watcher follows each database instead of the config's own:
+at every tick it looks at the models each one holds (its own, not canary.toml's), and a suspicion's confirmation
+round goes through that shard's engine (its cycle deployment, with its `db_path`), so it lands in its shard.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,8 +65,8 @@ log = logging.getLogger("canary.watch")
 #: database for a short write window; more often than this would cost more than it could bring forward.
 MIN_INTERVAL_S = 10.0
 
-__all__ = ["MIN_INTERVAL_S", "ModelLook", "WatchEngine", "look_once", "run_watcher", "start_watcher",
-           "watch_interval"]
+__all__ = ["MIN_INTERVAL_S", "ModelLook", "Shard", "WatchEngine", "look_once", "own_models_of", "run_watcher",
+           "start_watcher", "watch_interval"]
 
 
 def watch_interval(cfg: CanaryConfig) -> timedelta:
@@ -94,6 +98,14 @@ class WatchEngine:
     #: Every model's live counts from the routers' counters in Prometheus, for `live_source = "prometheus"`
     #: (tasks/live_prometheus.py; a `LiveSourceError` when it cannot be read).
     live: Callable[[CanaryConfig, datetime], LiveEvidence] = read_live
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A database the watcher follows, and the engine its confirmation rounds start through."""
+
+    db_path: str
+    engine: WatchEngine
 
 
 @dataclass(frozen=True)
@@ -222,9 +234,10 @@ def _live_counts(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: Q
 def run_watcher(engine: WatchEngine, load: Callable[[], CanaryConfig], *, stop: threading.Event,
                 interval: timedelta | None = None, ticks: int | None = None,
                 now: Callable[[], datetime] = utcnow, monotonic: Callable[[], float] = time.monotonic,
-                quiet: QuietLog | None = None) -> int:
+                quiet: QuietLog | None = None, shards: Sequence[Shard] = ()) -> int:
     """Look every `interval` (default `watch_interval` of the config read at each tick) until `stop` is set
-    (or `ticks` ticks have passed); returns how many looks were made. Never raises an Exception."""
+    (or `ticks` ticks have passed); returns how many looks were made (one per database looked at). Never raises
+    an Exception. `shards`: follow these databases, each with its own models and engine (module docstring)."""
     quiet = quiet or QuietLog(log)
     cfg: CanaryConfig | None = None
     looks = tick = 0
@@ -234,7 +247,7 @@ def run_watcher(engine: WatchEngine, load: Callable[[], CanaryConfig], *, stop: 
         try:
             cfg = _config(load, cfg, quiet)
             if cfg is not None:
-                looks += _tick(engine, cfg, now(), quiet)
+                looks += sum(_tick(e, c, now(), quiet, own) for e, c, own in _followed(engine, cfg, shards))
         except Exception as exc:  # the loop outlives anything a look can raise; said once
             quiet.say("tick", f"watch: a look failed: {type(exc).__name__}: {_first_line(exc)}")
         every = (interval if interval is not None else watch_interval(cfg) if cfg is not None
@@ -260,14 +273,45 @@ def _config(load: Callable[[], CanaryConfig], last: CanaryConfig | None, quiet: 
     return cfg
 
 
-def _tick(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: QuietLog) -> int:
-    """One look unless the database is not there yet (a look would create it: the first round does)."""
-    if not Path(cfg.db_path).exists():
-        quiet.say("database", f"watch: waiting for the first database at {cfg.db_path} (the first round "
-                              "creates it); no look until then", logging.INFO)
+def own_models_of(db_path: str) -> list[str]:
+    """The models a shard's database holds (one short window; StoreError when it cannot be read now)."""
+    from tasks import store
+    from tasks.store.history import models_of
+
+    with store.open_store(db_path, snapshot=False) as con:
+        return models_of(con)
+
+
+def _followed(engine: WatchEngine, cfg: CanaryConfig, shards: Sequence[Shard]
+              ) -> list[tuple[WatchEngine, CanaryConfig, bool]]:
+    """(engine, config, looks at the database's own models) for each database followed."""
+    if not shards:
+        return [(engine, cfg, False)]
+    return [(s.engine, replace(cfg, db_path=s.db_path), True) for s in shards]
+
+
+def _tick(engine: WatchEngine, cfg: CanaryConfig, now: datetime, quiet: QuietLog, own_models: bool = False) -> int:
+    """One look unless the database is not there yet (a look would create it: the first round does); with
+    `own_models`, at the models the database holds (a shard's), once it holds any."""
+    db = cfg.db_path
+    if not Path(db).exists():
+        quiet.say(f"database {db}", f"watch: waiting for the first database at {db} (the first round "
+                                    "creates it); no look until then", logging.INFO)
         return 0
-    quiet.end("database", f"watch: the database at {cfg.db_path} is there; looking every "
-                          f"{watch_interval(cfg).total_seconds():g} s")
+    quiet.end(f"database {db}", f"watch: the database at {db} is there; looking every "
+                                f"{watch_interval(cfg).total_seconds():g} s")
+    if own_models:
+        try:
+            models = own_models_of(db)
+        except CanaryError as exc:
+            quiet.say(f"models {db}", f"watch: {db} not looked at: {_first_line(exc)}; the next look tries again")
+            return 0
+        quiet.end(f"models {db}", f"watch: {db} is looked at again")
+        if not models:
+            quiet.say(f"no models {db}", f"watch: {db} holds no round yet; no look until it does", logging.INFO)
+            return 0
+        quiet.end(f"no models {db}")
+        cfg = replace(cfg, models=tuple(models))
     quiet.end("tick")
     look_once(engine, cfg, now, quiet)
     return 1

@@ -17,6 +17,9 @@ class Alert:
     tag: str | None
     text: str  # plain-text fallback
     blocks_json: str = "[]"  # Block Kit blocks, JSON
+    #: A follow-up's parent: the key of the alert whose Slack thread it is posted in (a suspension's later events:
+    #: restored, expired, lifted, suspended again). None: a top-level message.
+    thread_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from tasks.core.judge import RoundFindings, RoundJudgement, findings_from_result
 from tasks.core.plan import make_round_id
 from tasks.core.policy import PolicyConfig, RoundInput, carry_over, decide
 from tasks.core.render import alerts_for_round, describe_changes, silence_alerts
+from tasks.core.render.links import AlertLinks, with_links
 from tasks.core.render.round_alerts import render_empty_catalog_alert
 from tasks.core.types import (
     Action,
@@ -87,6 +88,9 @@ class Prior:
     #: tag -> why its current suspension happened (read from the store's decisions and outcomes), for the
     #: ignore list's reasons; the suspensions this round makes are described from its own results.
     suspension_evidence: Mapping[str, str] = field(default_factory=dict)
+    #: tag -> the key of the Slack message that announced its current suspension: the round's events of that
+    #: endpoint go in that message's thread (tasks/core/render/decision_groups.py).
+    threads: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def state_mode(self) -> Mode:
@@ -125,6 +129,8 @@ class Settlement:
     prior_fingerprint: str
     extra_alerts: tuple[Alert, ...] = ()  # alerts about the round itself, not its decisions (e.g. the budget)
     state_mode: Mode | None = None  # the mode `states` are saved in (None: info.mode; see Prior.stored_mode)
+    threads: Mapping[str, str] = field(default_factory=dict)  # decision_id -> its suspension's message key
+    links: AlertLinks = AlertLinks()  # what the round's alerts link to (kept for settling again at the save)
 
     @property
     def results(self) -> list[ContractResult]:
@@ -186,17 +192,19 @@ def settle_round(
     partial: bool = False,
     extra_alerts: Sequence[Alert] = (),
     run_id: str | None = None,
+    links: AlertLinks = AlertLinks(),
 ) -> Settlement:
     """Judge the round's attempts, then settle it against `prior` at `now` (the round's time).
 
     `partial`: a confirmation round (tasks/core/confirm.py): `endpoints` are the probed ones only; the
     others are absent (frozen) and the floor counts them as discovered (`discovered_tags`).
     `extra_alerts`: alerts about the round itself, not its decisions (the budget footprint's), sent with them.
-    `run_id`: the run that chose the round's time (`RoundInfo.run_id`: the save refuses another run's round)."""
+    `run_id`: the run that chose the round's time (`RoundInfo.run_id`: the save refuses another run's round).
+    `links`: what every alert of the round links to (its flow run, the dashboard, the runbook)."""
     judgement = judge_round(attempts, endpoints, cfg)
     return settle_judged(prior, judgement, attempts, endpoints, cfg, now,
                          round_id=round_id or make_round_id(prior.model, now), partial=partial,
-                         extra_alerts=extra_alerts, run_id=run_id)
+                         extra_alerts=extra_alerts, run_id=run_id, links=links)
 
 
 def new_suspension_evidence(decisions: Sequence[Decision], results: Sequence[ContractResult]) -> dict[str, str]:
@@ -229,6 +237,7 @@ def settle_judged(
     partial: bool = False,
     extra_alerts: Sequence[Alert] = (),
     run_id: str | None = None,
+    links: AlertLinks = AlertLinks(),
 ) -> Settlement:
     """`settle_round` after judging: statuses, policy, ignore list, alerts (cheap; runs again on a new prior)."""
     model = prior.model
@@ -243,7 +252,7 @@ def settle_judged(
                                          **new_suspension_evidence(decisions, judgement.results)})
     before = findings_from_results(previous, cfg)
     findings = judgement.findings
-    alerts = alerts_for_round(
+    messages = alerts_for_round(
         model, round_id, now, decisions,
         findings.probe_weak and not before.probe_weak,
         [t for t in findings.pin_mismatches if t not in before.pin_mismatches],
@@ -251,7 +260,9 @@ def settle_judged(
         results=judgement.results,
         attempts=attempts,
         passed_controls=findings.weak_controls,
+        threads=prior.threads,
     )
+    alerts = list(messages.alerts)
     if not tags and prior.previous_results:  # the catalog emptied since the last round (once per episode)
         alerts.append(render_empty_catalog_alert(model, round_id, now, public_base_url(cfg), ignore))
     if prior.last_complete_ts is not None:  # the round that ends a silence says so (once per episode)
@@ -267,9 +278,11 @@ def settle_judged(
         states=relabel(states, prior.state_mode),
         decisions=tuple(decisions),
         ignore=ignore,
-        alerts=tuple(alerts),
+        alerts=tuple(with_links(a, links) for a in alerts),
         changes=tuple(describe_changes(previous, judgement.results)),
         prior_fingerprint=prior.fingerprint(),
-        extra_alerts=tuple(extra_alerts),
+        extra_alerts=tuple(with_links(a, links) for a in extra_alerts),
         state_mode=prior.state_mode,
+        threads=messages.threads,
+        links=links,
     )

@@ -29,7 +29,8 @@ from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.render.text import name
-from tasks.core.types import Attempt, ErrorClass
+from tasks.core.types import Attempt, Endpoint, ErrorClass
+from tasks.failpoints import failpoint
 from tasks.secrets import known_values, read_secret, redact
 
 log = logging.getLogger("canary")
@@ -47,12 +48,17 @@ def warm_up() -> None:
 
 
 def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig, footprint: Footprint = FULL,
-                *, priority: Any = None, sent: Callable[[], None] | None = None) -> tuple[list[Attempt], list[str]]:
+                *, priority: Any = None, sent: Callable[[], None] | None = None,
+                on_endpoint: Callable[[Endpoint, list[Attempt]], None] | None = None,
+                ) -> tuple[list[Attempt], list[str]]:
     """Every contract of every endpoint in `plans`, all at once: the attempts in plan order (endpoint by endpoint,
     its contracts in order) and one log line per endpoint. `priority`: the worker's order among first attempts
-    (default: this round's turn in the process); `sent()` is called once every chain's first attempt is sent."""
+    (default: this round's turn in the process); `sent()` is called once every chain's first attempt is sent;
+    `on_endpoint(endpoint, its attempts)` as soon as every probe of an endpoint ended (the round keeps them:
+    tasks/probe_journal.py)."""
     probes = [p for plan in plans for p in plan.probes]
-    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent)
+    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent,
+                  _endpoint_done(plans, on_endpoint) if on_endpoint is not None else None)
     attempts: list[Attempt] = []
     lines: list[str] = []
     i = 0
@@ -81,9 +87,34 @@ def endpoint_line(plan: EndpointPlan, attempts: Sequence[Attempt]) -> str:
     return f"probe-{name(plan.endpoint.tag, 'log')}: {len(attempts)} attempts, {first}{tail}"
 
 
+def _endpoint_done(plans: Sequence[EndpointPlan], tell: Callable[[Endpoint, list[Attempt]], None]
+                   ) -> Callable[[int, list[list[Attempt]]], None]:
+    """Called with each probe index as its chain ends: tells `tell` of each endpoint whose chains all ended."""
+    owner = [k for k, plan in enumerate(plans) for _ in plan.probes]
+    first = list(itertools.accumulate([0, *(len(plan.probes) for plan in plans)]))
+    left = [len(plan.probes) for plan in plans]
+    lock = threading.Lock()
+
+    def done(i: int, results: list[list[Attempt]]) -> None:
+        k = owner[i]
+        with lock:
+            left[k] -= 1
+            if left[k]:
+                return
+        try:
+            tell(plans[k].endpoint, [a for chain in results[first[k]: first[k + 1]] for a in chain])
+        except Exception:  # keeping them is a safeguard: never the probing's failure
+            log.exception("probes of %s not kept beside the journal", name(plans[k].endpoint.tag, "log"))
+        failpoint("mid-probe")
+
+    return done
+
+
 def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: Footprint, priority: Any,
-         sent: Callable[[], None] | None = None) -> list[list[Attempt]]:
-    """Each probe's attempts, its chain moved on by the answers; returns when every chain is done."""
+         sent: Callable[[], None] | None = None, ended: Callable[[int, list[list[Attempt]]], None] | None = None,
+         ) -> list[list[Attempt]]:
+    """Each probe's attempts, its chain moved on by the answers; returns when every chain is done (`ended` is
+    told of each chain's end, with every result so far)."""
     if not probes:
         if sent is not None:
             sent()
@@ -96,6 +127,8 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
 
     def finished(i: int, attempts: list[Attempt]) -> None:
         results[i] = attempts
+        if ended is not None:
+            ended(i, results)
         with lock:
             left[0] -= 1
             if left[0] == 0:

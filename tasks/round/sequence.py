@@ -6,7 +6,9 @@
     -> [publish] the ignore list (complete rounds only) -> failpoint after-publish
     -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
 
-`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it; a step
+`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it, unless
+it had probed: each endpoint's probes are kept beside the journal as they end (tasks/probe_journal.py) and the
+next round of the model lands them; a step
 that raises marks the round `failed` with the step and its error, in its own process (`steps.record_failure`).
 Every step is a plain call: the `canary-round` flow run (flows/round.py) is the round's one Prefect unit (its
 state, logs and artifacts), and the history pipeline (demo/pipeline.py) runs the same steps with its probes taken
@@ -31,6 +33,7 @@ from tasks.core.plan import Probe, make_round_id, plan_probes
 from tasks.core.settle import Prior, Settlement, resolve_mode
 from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo
 from tasks.failpoints import failpoint
+from tasks.probe_journal import ProbeJournal
 from tasks.round import steps
 from tasks.round.footprint import plan_footprint
 from tasks.spool import Journal
@@ -92,8 +95,9 @@ def _no_follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[s
 class Engine:
     """What one engine runs the round's steps with (one per round)."""
 
-    #: The round's probing (round id, prior, footprint): discover, plan (`planned_probes`), probe.
-    probe: Callable[[str, Prior, Footprint], RoundProbes]
+    #: The round's probing (round id, prior, footprint, where to keep each endpoint's probes as they end:
+    #: tasks/probe_journal.py): discover, plan (`planned_probes`), probe.
+    probe: Callable[[str, Prior, Footprint, ProbeJournal], RoundProbes]
     #: Publishing makes the Prefect artifacts and events too (False: the ignore list file only; no Prefect API).
     artifacts: bool = True
     #: Two rounds of a model never overlap (the flow's round slot; it raises RoundSkipped when taken).
@@ -127,7 +131,8 @@ def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime,
                      run_id or engine.flow_run_id or uuid.uuid4().hex)
     try:
         with engine.guard():
-            journal = Journal.start(cfg.db_path, info, utcnow(), engine.flow_run_id)
+            journal = Journal.start(cfg.db_path, info, utcnow(), engine.flow_run_id,
+                                    str(cfg.run_mode) if cfg.run_mode else None)
             try:
                 settled, status, probed, delivered = _steps(engine, cfg, info, journal)
             except Exception as exc:
@@ -152,11 +157,13 @@ def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
     prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, info.run_id, engine.sync_variable)
     journal.step("probe")
     footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without)
-    probed = engine.probe(round_id, prior, footprint)
+    kept = ProbeJournal.beside(journal.path)  # a death from here on loses no probe that ended
+    probed = engine.probe(round_id, prior, footprint, kept)
+    kept.complete(probed.endpoints, probed.attempts)
     failpoint("after-probe")
     journal.step("settle")
     settled = steps.settle(prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id, info.partial,
-                           () if footprint.alert is None else (footprint.alert,), info.run_id)
+                           () if footprint.alert is None else (footprint.alert,), info.run_id, engine.flow_run_id)
     engine.settled(settled)
     journal.step("save")
     settled, status = steps.save(cfg, settled, variable_value)

@@ -129,12 +129,14 @@ def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
 
 def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoint], cfg: CanaryConfig,
            round_ts: datetime, round_id: str, partial: bool = False, extra_alerts: Sequence[Alert] = (),
-           run_id: str | None = None) -> Settlement:
+           run_id: str | None = None, flow_run_id: str | None = None) -> Settlement:
     """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
     round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's; `run_id`:
-    the run that chose the round's time)."""
+    the run that chose the round's time; `flow_run_id`: the round's own flow run, which its alerts link to)."""
+    from tasks.alert_links import round_links
+
     return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
-                        extra_alerts=extra_alerts, run_id=run_id)
+                        extra_alerts=extra_alerts, run_id=run_id, links=round_links(cfg, flow_run_id))
 
 
 def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:
@@ -275,11 +277,13 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
 
 
 def deliver(cfg: CanaryConfig, now: datetime) -> int:
-    """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held."""
-    from tasks.delivery import deliver_outbox
+    """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held, through the
+    channel's paced loop (tasks/delivery_loop.py: in a cycle, the first round to get here posts for every round;
+    the others hand their alerts over and go on)."""
+    from tasks.delivery_loop import deliver_paced
     from tasks.slack_client import SlackSettings
 
-    summary = deliver_outbox(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
+    summary = deliver_paced(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent
 
 

@@ -17,13 +17,24 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tasks import store
+from tasks.alert_links import round_links
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo
 from tasks.errors import RoundIdTaken
-from tasks.spool import SPOOL_SUFFIX, SpooledRound, round_journals, spooled_rounds
+from tasks.probe_journal import kept_probes, probes_name
+from tasks.spool import (
+    PROBES_SUFFIX,
+    SPOOL_SUFFIX,
+    DeadRound,
+    SpooledRound,
+    round_journals,
+    spool_dirs,
+    spooled_rounds,
+)
+from tasks.store.alert_threads import suspension_threads
 from tasks.store.settlement import (
     mark_crashed,
     mark_failed,
@@ -60,6 +71,7 @@ def read_prior(con: store.Connection, cfg: CanaryConfig, model: str, round_ts: d
         suspension_evidence=store.suspension_evidence(
             con, model, [t for t, st in states.items() if st.is_suspended]
         ),
+        threads=suspension_threads(con, model, [t for t, st in states.items() if st.is_suspended]),
     )
 
 
@@ -87,7 +99,8 @@ def settle_and_save(
     if settled is None or settled.prior_fingerprint != prior.fingerprint():
         settled = settle_judged(prior, judgement, attempts, endpoints, cfg, info.round_ts,  # type: ignore[arg-type]
                                 round_id=info.round_id, partial=info.partial, run_id=info.run_id,
-                                extra_alerts=settled.extra_alerts if settled is not None else ())
+                                extra_alerts=settled.extra_alerts if settled is not None else (),
+                                links=settled.links if settled is not None else round_links(cfg))
     save_settlement(con, settled, landed_at=landed_at, deferred=deferred)
     return settled
 
@@ -101,11 +114,11 @@ def land_leftovers(
     con: store.Connection, cfg: CanaryConfig, model: str, current_round_id: str,
     spools: Sequence[JudgedSpool], now: datetime,
 ) -> list[str]:
-    """Land deferred rounds (oldest first), then end `model`'s rounds that never finished: `failed` with its
-    error when its journal says the round raised (its process could not record it), else `crashed` with the
-    step it reached once its process is gone: a round whose journal names a process that still runs
-    (tasks/liveness.py: pid, host and start time) is left alone, whatever its row says. Returns one line per
-    thing done (for the run log)."""
+    """Land deferred rounds (oldest first), then the probes that dead rounds of `model` kept (`_land_kept`), then
+    end `model`'s rounds that never finished: `failed` with its error when its journal says the round raised
+    (its process could not record it), else `crashed` with the step it reached once its process is gone: a
+    round whose journal names a process that still runs (tasks/liveness.py: pid, host and start time) is left
+    alone, whatever its row says. Returns one line per thing done (for the run log)."""
     done: list[str] = []
     landed: set[str] = set()
     for js in spools:
@@ -114,6 +127,12 @@ def land_leftovers(
     trail = round_journals(cfg.db_path, model, besides=current_round_id)
     live = {d.info.round_id for d in trail if d.alive}  # its process still runs: never marked crashed
     journals = {d.info.round_id: d for d in trail if not d.alive}
+    for rid, kept in list(journals.items()):  # a dead round's kept probes land, as the round or a partial one
+        if rid not in landed and kept.error is None and stored_round_status(con, rid) != "complete" \
+                and _land_kept(con, cfg, kept, now, done):
+            landed.add(rid)
+            del journals[rid]
+            _forget(cfg, kept)
     for row in unfinished_rounds(con, model, besides=current_round_id):
         rid = str(row["round_id"])
         if rid in landed or rid in live:
@@ -124,7 +143,7 @@ def land_leftovers(
                          run_id=dead.info.run_id if dead is not None else None)
         done.append(_end_round(con, info, step, dead.error if dead is not None else None, now))
         if dead is not None:
-            dead.journal.unlink(missing_ok=True)
+            _forget(cfg, dead)
     for dead in journals.values():  # died before its round row was written, or after it was saved
         status = stored_round_status(con, dead.info.round_id)
         if dead.info.round_id in landed:
@@ -133,7 +152,7 @@ def land_leftovers(
             done.append(_end_round(con, dead.info, dead.step, dead.error, now, started_at=dead.started_at))
         elif status == "complete":
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
-        dead.journal.unlink(missing_ok=True)
+        _forget(cfg, dead)
     return done
 
 
@@ -154,6 +173,40 @@ def _land_spool(con: store.Connection, cfg: CanaryConfig, js: JudgedSpool, now: 
     if s.path is not None:
         s.path.unlink(missing_ok=True)
     done.append(f"landed deferred round {s.info.round_id} ({len(s.attempts)} attempts)")
+    return True
+
+
+def _forget(cfg: CanaryConfig, dead: DeadRound) -> None:
+    """A dead round is dealt with: its journal goes, and the probes it kept (landed, saved by itself, or of a
+    round that failed: a failed round is never judged)."""
+    dead.journal.unlink(missing_ok=True)
+    for directory in spool_dirs(cfg.db_path):
+        (directory / probes_name(dead.journal.name)).unlink(missing_ok=True)
+
+
+def _land_kept(con: store.Connection, cfg: CanaryConfig, dead: DeadRound, now: datetime, done: list[str]) -> bool:
+    """Land the probes a dead round kept beside its journal (tasks/probe_journal.py), judged and settled like a
+    deferred round: the round it was when its probing had ended, else a partial round of the endpoints whose
+    probes all ended. False (and its file set aside, said in `done`) when it kept none or cannot be landed: the
+    round is then marked as before."""
+    kept = kept_probes(cfg.db_path, dead.journal.name)
+    if kept is None:
+        return False
+    info = dead.info if kept.complete else replace(dead.info, partial=True)
+    try:
+        judgement = judge_round(kept.attempts, kept.endpoints, cfg)
+        settle_and_save(con, replace(cfg, run_mode=Mode(dead.mode_override) if dead.mode_override else None), info,
+                        judgement, kept.attempts, kept.endpoints, landed_at=now, deferred=True)
+    except Exception as exc:  # another run's round holds the id, or a bug: never block the rounds after it
+        aside = kept.path.with_name(kept.path.name.removesuffix(PROBES_SUFFIX) + ".unlanded.jsonl")
+        kept.path.replace(aside)
+        done.append(f"round {info.round_id}: the probes it kept were not landed ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); kept in {aside}")
+        return False
+    kept.path.unlink(missing_ok=True)
+    how = "" if kept.complete else f" as a partial round (it died during step {dead.step})"
+    done.append(f"landed round {info.round_id} from the probes it kept ({len(kept.attempts)} attempts of "
+                f"{len(kept.endpoints)} endpoints){how}")
     return True
 
 

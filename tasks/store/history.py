@@ -174,6 +174,14 @@ def last_complete_ts(con: Connection, model: str, before: datetime | None = None
     return row[0] if row else None
 
 
+def models_of(con: Connection) -> list[str]:
+    """The models this database holds (a round, a policy state or a decision of theirs), sorted: a shard's own."""
+    rows = con.execute(
+        "SELECT model FROM rounds UNION SELECT model FROM endpoint_state UNION SELECT model FROM decisions ORDER BY 1"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def known_tags(con: Connection, model: str) -> list[str]:
     """The endpoints discovered by the model's newest complete full round (for admin changes made between
     rounds). A confirmation round lists only the endpoints it re-probed, and a running or crashed round may

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tasks.clock import utcnow
 from tasks.errors import StoreError
+from tasks.store.alert_threads import ALERT_THREADS_SQL
 from tasks.store.metric_rollup import METRIC_LABELS_SQL, METRIC_ROLLUP_SQL
 from tasks.store.metric_text import METRIC_TEXT_SQL, render_all_text
 from tasks.store.rows import Connection, fetch_first, transaction
@@ -55,6 +56,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "metric labels that survive Kubernetes, GenAI error.type, the rounds ledger", METRIC_LABELS_SQL,
               then=render_all_text),
     Migration(15, "the router's client on route events", ROUTE_EVENT_CLIENT_SQL),
+    Migration(16, "Slack threads: where each alert was posted, the message of each suspension", ALERT_THREADS_SQL),
 )
 
 #: The version a fully migrated file reports.

@@ -36,6 +36,7 @@ def enqueue_alerts(con: Connection, alerts: Sequence[Alert]) -> int:
             "blocks_json": redact(a.blocks_json) or "[]",
             "status": "pending",
             "attempts": 0,
+            "thread_key": a.thread_key,
         }
         for a in unique.values()
     ]
@@ -50,7 +51,7 @@ def pending_alerts(con: Connection, limit: int = 50, *, now: datetime | None = N
         sql += " AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
         params.append(utc(now))
     rows = fetch_dicts(con, sql + " ORDER BY created_at, key LIMIT ?", [*params, max(0, int(limit))])
-    return [_from_row(r) for r in rows]
+    return [alert_from_row(r) for r in rows]
 
 
 #: A claim older than this is an unknown fate (its process died or timed out), not a post in flight.
@@ -75,14 +76,32 @@ def claim_alerts(
     )
     lease_end = at - CLAIM_LEASE
     rows = [r for r in rows if r["sending_since"] is None or r["sending_since"] <= lease_end
-            or is_dead(r["claimed_by"])][: max(0, int(limit))]
+            or is_dead(r["claimed_by"])]
+    rows = _after_parents(con, rows)[: max(0, int(limit))]
     for r in rows:
         con.execute(
             "UPDATE alerts SET sending_since = ?, claimed_by = ?, attempts = attempts + 1, last_attempt_at = ?"
             " WHERE key = ?",
             [at, claimer, at, r["key"]],
         )
-    return [(_from_row(r), bool(r["unknown"])) for r in rows]
+    return [(alert_from_row(r), bool(r["unknown"])) for r in rows]
+
+
+def _after_parents(con: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` less the follow-ups whose parent still waits to be posted and is not claimed before them: a
+    follow-up goes in its parent's thread, so it waits for the parent (tasks/delivery_threads.py)."""
+    parents = sorted({str(r["thread_key"]) for r in rows if r.get("thread_key")})
+    if not parents:
+        return rows
+    waiting = {str(r["key"]) for r in fetch_dicts(
+        con, "SELECT key FROM alerts WHERE status = 'pending' AND key IN (SELECT unnest(?::VARCHAR[]))", [parents])}
+    out, taken = [], set()
+    for r in rows:
+        if r.get("thread_key") in waiting and r["thread_key"] not in taken:
+            continue
+        out.append(r)
+        taken.add(r["key"])
+    return out
 
 
 def record_delivery(
@@ -163,7 +182,7 @@ def alert_health(con: Connection) -> dict[str, Any]:
     }
 
 
-def _from_row(r: dict[str, Any]) -> Alert:
+def alert_from_row(r: dict[str, Any]) -> Alert:
     return Alert(
         key=r["key"],
         created_at=r["created_at"],
@@ -172,4 +191,5 @@ def _from_row(r: dict[str, Any]) -> Alert:
         tag=r["tag"],
         text=r["text"],
         blocks_json=r["blocks_json"],
+        thread_key=r.get("thread_key"),
     )

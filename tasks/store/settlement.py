@@ -22,6 +22,7 @@ from tasks.core.metric_rollup import round_rollup
 from tasks.core.types import RoundInfo
 from tasks.errors import RoundIdTaken
 from tasks.failpoints import failpoint
+from tasks.store.alert_threads import record_decision_threads
 from tasks.store.landing import complete_round, land_outcomes, land_round
 from tasks.store.metric_rollup import record_round_end, roll_up_round
 from tasks.store.outbox import enqueue_alerts
@@ -52,6 +53,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
         if s.decided and (applied is None or applied < info.round_ts):
             replace_policy_states(con, model, s.state_mode or info.mode, list(s.states.values()))
             append_decisions(con, list(s.decisions))
+            record_decision_threads(con, s.threads)
             set_setting(con, POLICY_APPLIED_KEY.format(model=model), info.round_ts.isoformat(), at=landed_at)
         enqueue_alerts(con, [*s.alerts, *s.extra_alerts])
         roll_up_round(con, round_rollup(info, s.attempts, s.results, s.endpoints))  # what a scrape reads

@@ -175,5 +175,6 @@ def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(
     assert flow_run_states([dead_cycle]) == {dead_cycle: "CRASHED"}
     assert set(child_runs(dead_cycle).values()) == {"CRASHED"}
     with store.open_store(db, read_only=True) as con:
-        statuses = [r[0] for r in con.execute("SELECT status FROM rounds ORDER BY round_ts").fetchall()]
-    assert statuses == ["crashed", "complete"]
+        statuses = [tuple(r) for r in con.execute("SELECT status, deferred FROM rounds ORDER BY round_ts").fetchall()]
+    # killed after probing: its probes, kept beside its journal, are landed by the next run (late), not lost
+    assert statuses == [("complete", True), ("complete", False)]

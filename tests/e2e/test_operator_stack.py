@@ -147,8 +147,8 @@ def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: St
     decision = suspended[0]
     assert len(decision.evidence_round_ids) == 2
 
-    # 2. Slack: its alert, by the outbox key
-    assert decision.decision_id in {m.alert_key for m in stack.slack.messages}
+    # 2. Slack: its round's message, by the outbox key (a round's decisions of a model are one message)
+    assert f"decisions|{decision.round_id}" in {m.alert_key for m in stack.slack.messages}
 
     # 3. The metrics: `canary metrics` and a router scraped by a real Prometheus, asked in PromQL
     from prometheus_client.parser import text_string_to_metric_families

@@ -1,10 +1,12 @@
 """Slack on transitions, end to end: real `canary-round` flow runs (shared Prefect harness) against the
-simulator, alerts through the DuckDB outbox and the real slack-sdk WebClient to the local Slack server.
+simulator, alerts through the DuckDB outbox and the real slack-sdk WebClient to the local Slack server (the channel
+given by its ID, so a post of unknown fate is looked up, never blindly posted again).
 
-One message per transition, none on steady state; a Slack outage (connection refused), a 500 and a 429 with
-Retry-After each delay alerts to a later round, which sends every one of them exactly once. Time is
-compressed: rounds are 30 simulated minutes apart, a 1 s TTFT threshold against a 1.5 s slow first token, a
-1 h ladder.
+One message per model and round, none on steady state; a suspension's later events in that message's thread,
+the message rewritten to say how it ended; a Slack outage (connection refused) delays the round's message to a
+later round, a post Slack wrote and then answered 500 is found and never posted again, a 429 with Retry-After is
+waited out within the delivery. Time is compressed: rounds are 30 simulated minutes apart, a 1 s TTFT threshold
+against a 1.5 s slow first token, a 1 h ladder.
 
 Transitions covered: suspend, floor_blocked, expire, restore (enforce), would_suspend (observe), lift (admin
 command), probe_weak and pin_mismatch (round findings).
@@ -25,12 +27,12 @@ from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.rounds import round_overrides
-from tests.support.slack_server import SlackServer
+from tests.support.slack_server import CHANNEL_ID, SlackServer
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "acme/slack-model"
-CHANNEL = "#canary-admins"  # the `slack` fixture's (tests/e2e/conftest.py)
+CHANNEL = CHANNEL_ID
 T0 = datetime(2026, 5, 4, 6, 0, tzinfo=UTC)
 #: 4 s at time_scale 0.1 against a 2 s ttft_s: fails whatever the load; healthy first tokens (30 ms) keep ~2 s
 SLOW = {"kind": "slow_first_token", "delay_s": 40.0, "keepalive_s": 5.0}
@@ -47,6 +49,12 @@ def fleet(**faults: dict[str, Any]) -> Fleet:
             ep["faults"] = [faults[tag]]
         endpoints.append(ep)
     return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
+
+
+@pytest.fixture
+def slack_channel() -> str:
+    """The channel by its ID (tests/e2e/conftest.py's `slack` sets it): its history can be read."""
+    return CHANNEL_ID
 
 
 @pytest.fixture
@@ -114,77 +122,97 @@ def _text(slack: SlackServer, key: str) -> str:
     return str(body.get("text", ""))
 
 
-def test_one_message_per_transition_and_outages_lose_or_repeat_nothing(
+def _ts(slack: SlackServer, key: str) -> str | None:
+    [msg] = [m for m in slack.messages if m.alert_key == key]
+    return msg.ts
+
+
+def _thread_of(slack: SlackServer, key: str) -> str | None:
+    [msg] = [m for m in slack.messages if m.alert_key == key]
+    return (msg.body or {}).get("thread_ts")
+
+
+def _updates_of(slack: SlackServer, ts: str | None) -> list[str]:
+    return [str((u.body or {}).get("text")) for u in slack.updates if (u.body or {}).get("ts") == ts]
+
+
+def test_one_message_per_round_threads_and_outages_lose_or_repeat_nothing(
     prefect_harness: None, sim: SimulatorHandle, slack: SlackServer, overrides: dict[str, Any]
 ) -> None:
     r = Rounds(overrides, slack)
-    at = [T0 + timedelta(minutes=30 * i) for i in range(7)]
+    at = [T0 + timedelta(minutes=30 * i) for i in range(6)]
 
     # R1: both slow endpoints fail once: no transition, no message.
     r.run(at[0])
     assert r.decisions(at[0]) == {} and r.new_messages() == []
 
-    # R2: driftco suspended; slowco held back by the floor (min_hosts 4). Slack is down: nothing arrives.
+    # R2: driftco suspended; slowco held back by the floor (min_hosts 4): ONE message for the two. Slack is down.
     slack.down()
     r.run(at[1])
     r2 = r.decisions(at[1])
     assert sorted(r2) == ["floor_blocked:slowco", "suspend:driftco"]
     assert r.new_messages() == []
     pending = r.outbox()
-    assert [pending[k]["status"] for k in r2.values()] == ["pending", "pending"]
-    # The refused connection stopped the batch: one alert was tried, the other waits untried.
-    assert sorted(pending[k]["attempts"] for k in r2.values()) == [0, 1]
+    [r2_msg] = [k for k in pending if k.startswith("decisions|")]
+    assert pending[r2_msg]["status"] == "pending" and pending[r2_msg]["attempts"] == 1
 
-    # R3: Slack is back. The two R2 alerts arrive now, exactly once; R3 itself is steady (no message).
+    # R3: Slack is back. The R2 message arrives now, exactly once; R3 itself is steady (no message).
     slack.up()
     r.run(at[2])
     assert r.decisions(at[2]) == {}
-    assert sorted(r.new_messages()) == sorted(r2.values())
-    suspend_text = _text(slack, r2["suspend:driftco"])
-    assert "driftco" in suspend_text and "ttft" in suspend_text
-    assert f"canary lift driftco --model {MODEL}" in suspend_text
-    floor_text = _text(slack, r2["floor_blocked:slowco"])
-    assert f"canary exclude add slowco --model {MODEL}" in floor_text
+    assert r.new_messages() == [r2_msg]
+    text = _text(slack, r2_msg)
+    assert text.startswith(f"{MODEL}: 1 suspended, 1 held back by the floor\n")
+    assert "driftco" in text and "ttft" in text and f"canary lift driftco --model {MODEL}" in text
+    assert f"canary exclude add slowco --model {MODEL}" in text
+    assert "/runs/flow-run/" in text and "Runbook: `docs/operations.md#" in text  # the round's flow run, the runbook
 
-    # R4: driftco's suspension expires (it now answers 502: transport, frozen, not suspended again), which
-    # frees the floor: slowco is suspended. Slack answers the first send with a 500: one of the two waits.
+    # R4: driftco's suspension expires (it now answers 502: transport, frozen, not suspended again), which frees
+    # the floor: slowco is suspended. The expiry goes in the R2 message's thread, slowco in R4's own message.
+    # Slack writes the first post and answers 500: it is found in the channel, never posted again.
     sim.set_fleet(fleet(driftco=BAD_GATEWAY, slowco=SLOW))
-    slack.fail_next(1, status=500)
+    slack.write_then_fail_next(1, status=500)
     r.run(at[3])
     r4 = r.decisions(at[3])
     assert sorted(r4) == ["expire:driftco", "suspend:slowco"]
-    delivered_r4 = r.new_messages()
-    assert len(delivered_r4) == 1 and delivered_r4[0] in r4.values()
-    [held_r4] = set(r4.values()) - set(delivered_r4)
+    arrived = r.new_messages()
+    [r4_msg] = [k for k in arrived if k.startswith("decisions|")]
+    [expired] = [k for k in arrived if k.startswith("thread|")]
+    assert len(arrived) == 2 and _thread_of(slack, expired) == _ts(slack, r2_msg) and _thread_of(slack, r4_msg) is None
+    assert f"Suspension expired: driftco on {MODEL}" in _text(slack, expired)
+    [r2_now] = _updates_of(slack, _ts(slack, r2_msg))  # the parent says how it ended
+    assert "Since then (in the thread):" in r2_now and f"Suspension expired: driftco on {MODEL}" in r2_now
 
-    # R5: everyone healthy: slowco restored. Slack rate-limits (429, Retry-After): the batch stops.
+    # R5: everyone healthy: slowco restored, in R4's thread. Slack answers 429 (Retry-After 1): waited out within
+    # the delivery, so it arrives in this round, not the next one.
     sim.set_fleet(fleet())
     slack.rate_limit_next(1, retry_after=1)
     r.run(at[4])
-    r5 = r.decisions(at[4])
-    assert list(r5) == ["restore:slowco"]
-    assert r.new_messages() == []
-    assert r.outbox()[held_r4]["last_error"].startswith("slack rate limited (429)")
+    assert list(r.decisions(at[4])) == ["restore:slowco"]
+    [restored] = r.new_messages()
+    assert _thread_of(slack, restored) == _ts(slack, r4_msg)
+    [r4_now] = _updates_of(slack, _ts(slack, r4_msg))
+    assert f"Restored: slowco on {MODEL}" in r4_now
 
-    # R6: steady; the two alerts left over from R4 and R5 go out, once each.
+    # R6: steady: nothing.
     r.run(at[5])
-    assert r.decisions(at[5]) == {}
-    assert sorted(r.new_messages()) == sorted([held_r4, r5["restore:slowco"]])
+    assert r.decisions(at[5]) == {} and r.new_messages() == []
 
-    # R7: steady: nothing.
-    r.run(at[6])
-    assert r.decisions(at[6]) == {} and r.new_messages() == []
-
-    # Every transition went out exactly once, and every alert in the outbox is sent.
+    # Every message went out exactly once, and every alert in the outbox is sent, none possibly twice.
     keys = [m.alert_key or "?" for m in slack.messages]
     assert Counter(keys).most_common(1)[0][1] == 1
-    transitions = {**r2, **r4, **r5}
-    assert sorted(keys) == sorted(transitions.values())
+    assert sorted(keys) == sorted([r2_msg, r4_msg, expired, restored])
     box = r.outbox()
-    assert sorted(box) == sorted(transitions.values())
+    assert sorted(box) == sorted(keys)
     assert {row["status"] for row in box.values()} == {"sent"}
+    assert {int(row["possible_duplicates"] or 0) for row in box.values()} == {0}
     for key in keys:
         assert "What to do:" in _text(slack, key)
+    with store.open_store(overrides["db_path"], read_only=True) as con:  # each suspension names its message
+        threads = dict(con.execute("SELECT action || ':' || tag, thread_key FROM decisions"
+                                   " WHERE action IN ('suspend', 'expire', 'restore')").fetchall())
+    assert threads == {"suspend:driftco": r2_msg, "expire:driftco": r2_msg, "suspend:slowco": r4_msg,
+                       "restore:slowco": r4_msg}
 
 
 def test_observe_mode_says_would_suspend_once(
@@ -195,9 +223,10 @@ def test_observe_mode_says_would_suspend_once(
         r.run(T0 + timedelta(minutes=30 * i))
     keys = r.new_messages()
     kinds = {row["kind"] for row in r.outbox().values()}
-    assert kinds == {"would_suspend"} and len(keys) == 2  # driftco and slowco, once each
+    assert kinds == {"would_suspend"} and len(keys) == 1  # driftco and slowco, in one message
     text = _text(slack, keys[0])
     assert "canary mode enforce" in text and "canary exclude add" in text
+    assert "driftco" in text and "slowco" in text
 
 
 def test_admin_lift_is_announced_once(
@@ -214,8 +243,8 @@ def test_admin_lift_is_announced_once(
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     r.run(now - timedelta(minutes=45))
     r.run(now - timedelta(minutes=15))
-    suspended = [k for k in r.new_messages() if k in r.decisions(now - timedelta(minutes=15)).values()]
-    assert len(suspended) == 2  # suspend driftco + floor_blocked slowco
+    [suspended] = r.new_messages()  # the round's decisions, one message
+    assert "driftco" in _text(slack, suspended)
 
     lift_command(
         tag="driftco", reason="false positive", model=MODEL, who="tester", config=config, db=cfg["db_path"]
@@ -224,6 +253,9 @@ def test_admin_lift_is_announced_once(
     assert len(lifted) == 1
     assert r.outbox()[lifted[0]]["kind"] == "lift"
     assert "driftco" in _text(slack, lifted[0])
+    assert _thread_of(slack, lifted[0]) == _ts(slack, suspended)  # in the suspension's thread
+    [now_text] = _updates_of(slack, _ts(slack, suspended))
+    assert f"Suspension lifted: driftco on {MODEL}" in now_text
 
     r.run(now + timedelta(minutes=15))  # driftco still fails, but a lift spends the streak: no message
     assert r.new_messages() == []
@@ -269,7 +301,7 @@ def test_without_slack_the_alerts_are_in_the_run_log(
     assert run_id is not None
     with store.open_store(overrides["db_path"], read_only=True) as con:
         kinds = sorted(store.alert_rows(con)["kind"])
-    assert kinds == ["floor_blocked", "suspend"]  # min_hosts 4: driftco suspended, slowco held back
+    assert kinds == ["decisions"]  # min_hosts 4: driftco suspended, slowco held back, in one message
 
     from prefect.logging.handlers import APILogHandler
 
@@ -277,4 +309,5 @@ def test_without_slack_the_alerts_are_in_the_run_log(
     with get_client(sync_client=True) as client:
         logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])), limit=200)
     lines = [log.message for log in logs if "Slack not configured" in log.message]
-    assert any(f"Suspended: driftco on {MODEL}" in m for m in lines), [log.message for log in logs]
+    assert any(f"{MODEL}: 1 suspended, 1 held back by the floor" in m and "driftco" in m for m in lines), \
+        [log.message for log in logs]

@@ -64,9 +64,15 @@ def sent_keys(slack: SlackServer) -> Counter[str | None]:
     return Counter(m.alert_key for m in slack.messages)
 
 
-def test_one_failed_delivery_loses_nothing_and_duplicates_nothing(
-    tmp_db: str, slack: SlackServer, settings: SlackSettings
-) -> None:
+def by_id(slack: SlackServer) -> SlackSettings:
+    """The channel given by its ID: a post of unknown fate (a timeout, a 5xx) can be looked up."""
+    return SlackSettings.from_env({"SLACK_BOT_TOKEN": TOKEN, "SLACK_CHANNEL": "C0CANARY",
+                                   "SLACK_API_URL": slack.api_url})
+
+
+def test_one_failed_delivery_loses_nothing_and_duplicates_nothing(tmp_db: str, slack: SlackServer) -> None:
+    """A 500 that wrote nothing: looked up at once (not in the channel), so posting it later is no duplicate."""
+    settings = by_id(slack)
     alerts = make_alerts(3)
     assert enqueue(tmp_db, alerts) == 3
     slack.fail_next(1, status=500)
@@ -79,7 +85,24 @@ def test_one_failed_delivery_loses_nothing_and_duplicates_nothing(
     assert (second.sent, second.failed) == (1, 0)
     assert flush(tmp_db, settings, NOW + timedelta(hours=1)).sent == 0
     assert sent_keys(slack) == Counter(a.key for a in alerts)  # each key exactly once
-    assert len(slack.requests) == 4  # 3 + the one retry
+    posts = [r for r in slack.requests if r.path == "/api/chat.postMessage"]
+    assert len(posts) == 4  # 3 + the one retry
+    assert all(r["possible_duplicates"] == 0 for r in rows(tmp_db).values())
+
+
+def test_a_5xx_with_a_channel_name_is_posted_again_and_counted(
+    tmp_db: str, slack: SlackServer, settings: SlackSettings
+) -> None:
+    """A channel given by name cannot be looked up: the 5xx's alert waits out its claim, is posted again and counted
+    as a possible duplicate (at-least-once, said by `canary status`), never taken as certainly not posted."""
+    alerts = make_alerts(1)
+    enqueue(tmp_db, alerts)
+    slack.write_then_fail_next(1, status=500)
+    first = flush(tmp_db, settings)
+    assert (first.sent, first.unknown, first.failed) == (0, 1, 0)
+    again = flush(tmp_db, settings, NOW + timedelta(minutes=30))
+    assert (again.sent, again.possible_duplicates) == (1, 1)
+    assert sent_keys(slack)[alerts[0].key] == 2 and rows(tmp_db)[alerts[0].key]["possible_duplicates"] == 1
 
 
 def test_requeued_keys_are_never_sent_again(tmp_db: str, slack: SlackServer, settings: SlackSettings) -> None:
@@ -167,12 +190,12 @@ def test_outage_keeps_everything_pending_until_slack_is_back(
 
 
 def test_token_never_reaches_the_table_or_the_log(
-    tmp_db: str, slack: SlackServer, settings: SlackSettings, caplog: pytest.LogCaptureFixture
+    tmp_db: str, slack: SlackServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     enqueue(tmp_db, make_alerts(2))
     slack.fail_next(1, status=500, body=json.dumps({"ok": False, "error": f"bad {TOKEN}"}))
-    summary = flush(tmp_db, settings)
+    summary = flush(tmp_db, by_id(slack))
     assert summary.failed == 1 and all(TOKEN not in e for e in summary.errors)
     assert all(TOKEN not in str(r["last_error"]) for r in rows(tmp_db).values())
     assert TOKEN not in caplog.text and "not delivered" in caplog.text

@@ -26,6 +26,7 @@ from tasks.core.types import Action, Alert, Decision, Mode
 from tasks.delivery import deliver_outbox
 from tasks.failpoints import ENV
 from tasks.slack_client import SlackSettings
+from tests.support.outbox_rows import enqueue, rows
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
 pytestmark = pytest.mark.integration
@@ -52,16 +53,6 @@ def alert(i: int = 0, text: str = "Suspended tag", blocks: list[dict[str, object
     blocks = blocks if blocks is not None else [{"type": "section", "text": {"type": "mrkdwn", "text": "x"}}]
     return Alert(key=f"m|tag{i}|suspend|enforce|{NOW.isoformat()}", created_at=NOW + timedelta(seconds=i),
                  kind="suspend", model="acme/m", tag=f"tag{i}", text=text, blocks_json=json.dumps(blocks))
-
-
-def enqueue(db: str, alerts: list[Alert]) -> None:
-    with store.open_store(db, snapshot=False) as con:
-        store.enqueue_alerts(con, alerts)
-
-
-def rows(db: str) -> dict[str, dict]:
-    with store.open_store(db, snapshot=False) as con:
-        return {r["key"]: r for r in store.alert_rows(con).to_dict("records")}
 
 
 def health(db: str) -> dict:

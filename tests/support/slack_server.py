@@ -4,11 +4,16 @@
   `{"ok": false, "error": ...}` for bad auth, missing channel or text, malformed blocks, and Slack's size
   rules: `msg_too_long` past `max_text_chars` (40,000 like Slack; lower it for a stricter Slack),
   `invalid_blocks` for more than 50 blocks, a header over 150 or a section over 3,000 characters.
+  With `thread_ts` (a posted message's ts) the message is a reply in that thread (`thread_not_found` else).
+* POST /api/chat.update: rewrites a posted message (channel ID + ts; `message_not_found` else); `updates` lists
+  them, and the history shows the message as last updated.
 * POST /services/T/B/X (the webhook): `ok`.
 * GET /api/conversations.history?channel=C0CANARY[&include_all_metadata=true]: the messages posted so far,
   newest first, with their message metadata when asked (how the canary checks whether a post of unknown
-  fate landed). Like the Web API: `oldest` / `latest` (ts strings) bound the range exclusively unless
-  `inclusive` is true, `limit` (default 100, at most 999) caps the page and `has_more` says whether it cut.
+  fate landed); thread replies are not in it, as in Slack. Like the Web API: `oldest` / `latest` (ts strings)
+  bound the range exclusively unless `inclusive` is true, `limit` (default 100, at most 999) caps the page and
+  `has_more` says whether it cut.
+* GET /api/conversations.replies?channel=C0CANARY&ts=<parent ts>: the parent and its thread's replies.
 
 Every posted message gets a Slack-like ts, `"<unix seconds>.<6 digits>"`, from `clock` (wall time by default,
 strictly increasing), so an `oldest` computed from the caller's clock selects what Slack would.
@@ -16,8 +21,11 @@ strictly increasing), so an `oldest` computed from the caller's clock selects wh
 Every request is recorded (headers, parsed body, the status we answered). Failure modes for the next requests:
 `fail_next(n, status=500)`, `rate_limit_next(n, retry_after=1)`, `error_next(n, "invalid_blocks")`,
 `delay_next(n, seconds)` (the message is posted, the answer comes `seconds` later: past the client's timeout
-the client cannot know), and `down()` / `up()` (connection refused, or `down(mode="503")`: every request
-answered 503).
+the client cannot know), `fail_method_next("chat.update", n)` (that method only), `write_then_fail_next(n,
+status=500)` (the message is posted, the answer is an error: Slack wrote it, then failed), and `down()` / `up()`
+(connection refused, or `down(mode="503")`: every request answered 503). `limit_rate(per_s=1, burst=1)` makes
+chat.postMessage strict like Slack: a post past that rate per channel is answered 429 with the Retry-After
+(whole seconds) that lets the next one through (`rate_limited` counts them).
 
     with SlackServer(token="xoxb-test") as slack:
         settings = SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_CHANNEL": "#c",
@@ -36,13 +44,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
-from tests.support.slack_history import HistoryWindow, truthy, ts_us
+from tests.support.slack_history import HistoryWindow, RateLimiter, channel_messages, truthy, ts_us
+from tests.support.slack_wire import Fault, Reply, answer, fault_reply, json_ok, parse_body, reply_ts, valid_blocks
 
 WEBHOOK_PATH = "/services/T0CANARY/B0CANARY/XXXXXXXXXXXXXXXXXXXXXXXX"
 CHANNEL_ID = "C0CANARY"
-
-#: status, content type, body, extra headers
-Reply = tuple[int, str, str, dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Recorded:
     status: int
     ok: bool  # the request was accepted as a posted message
     ts: str | None = None  # the message's ts when one was posted through chat.postMessage
+    at: float = field(default_factory=time.monotonic)  # when it arrived (monotonic seconds)
 
     @property
     def alert_key(self) -> str | None:
@@ -70,13 +77,6 @@ class Recorded:
         return payload.get("key") if isinstance(payload, dict) else None
 
 
-@dataclass
-class _Fault:
-    status: int  # -1: a content error (`error_next`)
-    body: str | None  # None: what Slack would say for this status
-    headers: dict[str, str] = field(default_factory=dict)
-
-
 class SlackServer:
     def __init__(
         self, token: str = "xoxb-canary-test-token", host: str = "127.0.0.1", clock: Callable[[], float] = time.time
@@ -88,10 +88,15 @@ class SlackServer:
         self.port = 0
         self.max_text_chars = 40_000  # Slack refuses longer text with msg_too_long
         self._lock = threading.Lock()
-        self._faults: deque[_Fault] = deque()
+        self._faults: deque[Fault] = deque()
         self._recorded: list[Recorded] = []
         self._down: Literal["refuse", "503"] | None = None
         self._delays: deque[float] = deque()
+        self._write_faults: deque[int] = deque()
+        self._method_faults: dict[str, deque[Fault]] = {}
+        self._limiter: RateLimiter | None = None
+        self.rate_limited = 0  # posts answered 429 by `limit_rate`
+        self._edits: dict[str, dict[str, Any]] = {}  # ts -> the body of its latest chat.update
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -133,24 +138,43 @@ class SlackServer:
     def fail_next(self, n: int = 1, status: int = 500, body: str | None = None) -> None:
         """Answer the next `n` requests with `status` (body: Slack's JSON error; plain text on webhooks)."""
         with self._lock:
-            self._faults.extend(_Fault(status, body) for _ in range(n))
+            self._faults.extend(Fault(status, body) for _ in range(n))
 
     def rate_limit_next(self, n: int = 1, retry_after: float | str = 1) -> None:
         """Answer the next `n` requests 429 with `Retry-After` (seconds, or a header value sent as is)."""
         value = retry_after if isinstance(retry_after, str) else f"{retry_after:g}"
         with self._lock:
-            self._faults.extend(_Fault(429, None, {"Retry-After": value}) for _ in range(n))
+            self._faults.extend(Fault(429, None, {"Retry-After": value}) for _ in range(n))
 
     def error_next(self, n: int = 1, error: str = "invalid_blocks") -> None:
         """Slack refuses the content: 200 `{"ok": false, "error": ...}` (API) or 400 `error` (webhook)."""
         with self._lock:
-            self._faults.extend(_Fault(-1, error) for _ in range(n))
+            self._faults.extend(Fault(-1, error) for _ in range(n))
 
     def delay_next(self, n: int = 1, seconds: float = 2.0, after: int = 0) -> None:
         """Post the next `n` messages (after `after` answered at once), but answer each only after `seconds`
         (a slow Slack)."""
         with self._lock:
             self._delays.extend([0.0] * after + [seconds] * n)
+
+    def fail_method_next(self, method: str, n: int = 1, status: int = 500) -> None:
+        """Answer the next `n` calls of one Web API method (e.g. `chat.update`) `status`; other calls go on."""
+        with self._lock:
+            self._method_faults.setdefault(f"/api/{method}", deque()).extend(Fault(status, None) for _ in range(n))
+
+    def write_then_fail_next(self, n: int = 1, status: int = 500) -> None:
+        """Post the next `n` messages, then answer each `status` (Slack wrote it, then failed)."""
+        with self._lock:
+            self._write_faults.extend([status] * n)
+
+    def limit_rate(self, per_s: float = 1.0, burst: int = 1) -> None:
+        """chat.postMessage like Slack: past `per_s` per channel (after `burst`), 429 with Retry-After."""
+        self._limiter = RateLimiter(per_s, burst)
+
+    @property
+    def updates(self) -> list[Recorded]:
+        """The chat.update calls Slack took."""
+        return [r for r in self.requests if r.path == "/api/chat.update" and r.status == 200 and r.ok]
 
     def down(self, mode: Literal["refuse", "503"] = "refuse") -> None:
         """`refuse`: close the listening socket (connection refused); `503`: answer every request 503."""
@@ -173,25 +197,29 @@ class SlackServer:
     @property
     def messages(self) -> list[Recorded]:
         """Requests that Slack would have turned into a posted message."""
-        return [r for r in self.requests if r.ok]
+        return [r for r in self.requests if r.ok and r.path != "/api/chat.update"]
 
     def reset(self) -> None:
         with self._lock:
             self._recorded.clear()
             self._faults.clear()
             self._delays.clear()
+            self._write_faults.clear()
+            self._method_faults.clear()
+            self._edits.clear()
 
     # --- request handling (called from the handler thread) -----------------------------------------------
     def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
-        body = _parse(headers.get("content-type", ""), raw)
+        body = parse_body(headers.get("content-type", ""), raw)
         reply = self._route(path, headers, body)
         status, ctype, text, extra = reply
         if extra.pop("x-already-recorded", None):
             return status, ctype, text, extra
-        ok = status == 200 and (text == "ok" or _json_ok(text)) and path == "/api/chat.postMessage" \
+        ok = status == 200 and (text == "ok" or json_ok(text)) and path in ("/api/chat.postMessage",
+                                                                            "/api/chat.update") \
             or (status == 200 and text == "ok")
         with self._lock:
-            self._recorded.append(Recorded(path.partition("?")[0], headers, body, raw, status, ok, _reply_ts(text)))
+            self._recorded.append(Recorded(path.partition("?")[0], headers, body, raw, status, ok, reply_ts(text)))
         return reply
 
     def _next_ts(self) -> str:
@@ -204,24 +232,42 @@ class SlackServer:
         if self._down == "503":
             return 503, "text/plain", "service unavailable", {}
         with self._lock:
-            fault = self._faults.popleft() if self._faults else None
+            by_method = self._method_faults.get(path.partition("?")[0])
+            fault = by_method.popleft() if by_method else self._faults.popleft() if self._faults else None
         is_webhook = path == WEBHOOK_PATH
         if fault is not None:
-            return _fault_reply(fault, is_webhook)
+            return fault_reply(fault, is_webhook)
+        if path == "/api/chat.postMessage" and self._limiter is not None:
+            wait = self._limiter.refused()  # one channel: a reply in a thread counts like any post
+            if wait is not None:
+                self.rate_limited += 1
+                return 429, "application/json", json.dumps({"ok": False, "error": "ratelimited"}), \
+                    {"Retry-After": str(wait)}
+        if path == "/api/chat.update":
+            return self._update(headers, body)
         if is_webhook or path == "/api/chat.postMessage":
             reply = self._webhook(body) if is_webhook else self._post_message(headers, body)
-            posted = reply[0] == 200 and (reply[2] == "ok" or _json_ok(reply[2]))
+            posted = reply[0] == 200 and (reply[2] == "ok" or json_ok(reply[2]))
             with self._lock:
                 delay = self._delays.popleft() if self._delays and posted else 0.0
+                broken = self._write_faults.popleft() if self._write_faults and posted else None
+            if broken is not None:  # written, then answered as a failure
+                with self._lock:
+                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
+                answer = "internal_error" if is_webhook else json.dumps({"ok": False, "error": "internal_error"})
+                return broken, reply[1], answer, {"x-already-recorded": "1"}
             if delay:
                 with self._lock:  # posted now (visible in the history), answered late
-                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, _reply_ts(reply[2])))
+                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
                 time.sleep(delay)
                 return reply[0], reply[1], reply[2], {**reply[3], "x-already-recorded": "1"}
             return reply
-        if path.startswith("/api/conversations.history"):
+        if path.startswith(("/api/conversations.history", "/api/conversations.replies")):
             return self._history(headers, path, body)
         return 404, "application/json", json.dumps({"ok": False, "error": "unknown_method"}), {}
+
+    def _posted(self) -> list[Recorded]:
+        return [r for r in self.requests if r.ok and r.path == "/api/chat.postMessage" and r.ts is not None]
 
     def _history(self, headers: dict[str, str], path: str, body: dict[str, Any] | None) -> Reply:
         query = {**dict(parse_qsl(path.partition("?")[2])), **(body or {})}  # slack-sdk sends a form body
@@ -233,16 +279,9 @@ class SlackServer:
             window = HistoryWindow.of(query)
         except ValueError:
             return 200, "application/json", json.dumps({"ok": False, "error": "invalid_arguments"}), {}
-        with_meta = truthy(query.get("include_all_metadata"))
-        messages = []
-        for r in self.requests:
-            if not (r.ok and r.path == "/api/chat.postMessage" and r.ts is not None and window.holds(r.ts)):
-                continue
-            message: dict[str, Any] = {"type": "message", "text": (r.body or {}).get("text", ""), "ts": r.ts}
-            meta = (r.body or {}).get("metadata")
-            if with_meta and meta:
-                message["metadata"] = json.loads(meta) if isinstance(meta, str) else meta
-            messages.append(message)
+        replies_of = str(query.get("ts") or "") if path.startswith("/api/conversations.replies") else None
+        posted = [(str(r.ts), {**(r.body or {}), **self._edits.get(str(r.ts), {})}) for r in self._posted()]
+        messages = channel_messages(posted, window, replies_of, truthy(query.get("include_all_metadata")))
         newest_first = sorted(messages, key=lambda m: ts_us(m["ts"]), reverse=True)
         page = newest_first[: window.limit]
         answer = {"ok": True, "messages": page, "has_more": len(newest_first) > len(page)}
@@ -251,18 +290,32 @@ class SlackServer:
     def _webhook(self, body: dict[str, Any] | None) -> Reply:
         if not body or not (body.get("text") or body.get("blocks")):
             return 400, "text/plain", "no_text", {}
-        if "blocks" in body and not _valid_blocks(body["blocks"]):
+        if "blocks" in body and not valid_blocks(body["blocks"]):
             return 400, "text/plain", "invalid_blocks", {}
         if len(str(body.get("text") or "")) > self.max_text_chars:
             return 400, "text/plain", "msg_too_long", {}
         return 200, "text/plain", "ok", {}
 
+    def _update(self, headers: dict[str, str], body: dict[str, Any] | None) -> Reply:
+        if headers.get("authorization", "") != f"Bearer {self.token}":
+            return answer({"ok": False, "error": "invalid_auth"})
+        if body is None or body.get("channel") != CHANNEL_ID:
+            return answer({"ok": False, "error": "channel_not_found"})
+        ts = str(body.get("ts") or "")
+        if ts not in {r.ts for r in self._posted()}:
+            return answer({"ok": False, "error": "message_not_found"})
+        blocks = body.get("blocks")
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        if blocks is not None and not valid_blocks(blocks):
+            return answer({"ok": False, "error": "invalid_blocks"})
+        with self._lock:
+            self._edits[ts] = {k: body[k] for k in ("text", "blocks", "metadata") if k in body}
+        return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts, "text": body.get("text", "")})
+
     def _post_message(
         self, headers: dict[str, str], body: dict[str, Any] | None
     ) -> Reply:
-        def answer(payload: dict[str, Any]) -> Reply:
-            return 200, "application/json; charset=utf-8", json.dumps(payload), {}
-
         auth = headers.get("authorization", "")
         if not auth:
             return answer({"ok": False, "error": "not_authed"})
@@ -272,6 +325,8 @@ class SlackServer:
             return answer({"ok": False, "error": "invalid_json"})
         if not body.get("channel"):
             return answer({"ok": False, "error": "channel_not_found"})
+        if body.get("thread_ts") and body["thread_ts"] not in {r.ts for r in self._posted()}:
+            return answer({"ok": False, "error": "thread_not_found"})
         blocks = body.get("blocks")
         if isinstance(blocks, str):
             try:
@@ -280,73 +335,13 @@ class SlackServer:
                 return answer({"ok": False, "error": "invalid_blocks_format"})
         if not body.get("text") and not blocks:
             return answer({"ok": False, "error": "no_text"})
-        if blocks is not None and not _valid_blocks(blocks):
+        if blocks is not None and not valid_blocks(blocks):
             return answer({"ok": False, "error": "invalid_blocks"})
         if len(str(body.get("text") or "")) > self.max_text_chars:
             return answer({"ok": False, "error": "msg_too_long"})
         ts = self._next_ts()
         return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts,
                        "message": {"text": body.get("text", ""), "ts": ts}})
-
-
-def _reply_ts(text: str) -> str | None:
-    """The ts a chat.postMessage answer carries (None for anything else)."""
-    try:
-        ts = json.loads(text).get("ts")
-    except (ValueError, AttributeError):
-        return None
-    return ts if isinstance(ts, str) else None
-
-
-def _fault_reply(fault: _Fault, is_webhook: bool) -> Reply:
-    """What Slack answers: JSON `{"ok": false, "error": ...}` on the Web API, plain text on webhooks."""
-    json_type = "application/json; charset=utf-8"
-    if fault.status == -1:  # the content was refused
-        error = fault.body or "invalid_blocks"
-        if is_webhook:
-            return 400, "text/plain", error, {}
-        return 200, json_type, json.dumps({"ok": False, "error": error}), {}
-    if fault.body is not None:
-        return fault.status, "text/plain", fault.body, fault.headers
-    error = "ratelimited" if fault.status == 429 else "internal_error"
-    if is_webhook:
-        return fault.status, "text/plain", error, fault.headers
-    return fault.status, json_type, json.dumps({"ok": False, "error": error}), fault.headers
-
-
-def _parse(content_type: str, raw: bytes) -> dict[str, Any] | None:
-    try:
-        if "application/x-www-form-urlencoded" in content_type:
-            return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
-        parsed = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def _json_ok(text: str) -> bool:
-    try:
-        return json.loads(text).get("ok") is True
-    except (ValueError, AttributeError):
-        return False
-
-
-#: Block Kit's text limits by block type (characters of the block's `text.text`).
-_BLOCK_TEXT_CAPS = {"header": 150, "section": 3000}
-
-
-def _valid_blocks(blocks: Any) -> bool:
-    """Slack's rules: a list of at most 50 objects, each with a `type`; a header's text at most 150
-    characters, a section's 3,000."""
-    if not (isinstance(blocks, list) and len(blocks) <= 50
-            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks)):
-        return False
-    for b in blocks:
-        text = b.get("text")
-        cap = _BLOCK_TEXT_CAPS.get(b["type"])
-        if cap is not None and isinstance(text, dict) and len(str(text.get("text") or "")) > cap:
-            return False
-    return True
 
 
 def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:

@@ -142,8 +142,11 @@ def test_the_footprints_alert_is_settled_with_the_round_and_kept_when_it_settles
     assert alert is not None
     eps = [Endpoint(MODEL, t, t.title()) for t in ("a", "b")]
     cfg = CanaryConfig(models=(MODEL,))
+    from tasks.core.render.links import AlertLinks, with_links
+
+    linked = with_links(alert, AlertLinks())  # every alert of a round carries its links line (its runbook here)
     settled = settle_round(Prior(model=MODEL, mode=cfg.mode), [], eps, cfg, NOW, extra_alerts=(alert,))
-    assert settled.extra_alerts == (alert,) and alert not in settled.alerts
+    assert settled.extra_alerts == (linked,) and linked not in settled.alerts
     again = settle_judged(Prior(model=MODEL, mode=cfg.mode, decided_until=NOW), judge_round([], eps, cfg), [], eps,
                           cfg, NOW, round_id=settled.info.round_id, extra_alerts=settled.extra_alerts)
-    assert again.extra_alerts == (alert,)
+    assert again.extra_alerts == (linked,)  # once: settling again adds no second links line

@@ -31,6 +31,8 @@ def shown(value: object) -> str:
         return str(int(value))
     if isinstance(value, tuple):
         return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    if value == "":
+        return '""'  # an unset URL (`runbook_base_url`, `grafana_url`), as the TOML file writes it
     return str(value)
 
 

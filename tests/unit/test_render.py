@@ -257,13 +257,16 @@ def test_alerts_for_round_collects_every_transition_with_evidence() -> None:
     attempts = [Attempt(round_id="r2", model=M, tag="deepinfra/fp8", provider_name="DeepInfra",
                         contract=Contract.REFUSAL, attempt_no=1, started_at=T, text="I can't continue this.")]
     decisions = [decision(Action.SUSPEND), decision(Action.RESTORE, tag="novita")]
-    alerts = alerts_for_round(M, "r2", T, decisions, True, ["fireworks"], IGNORE,
-                              results=results, attempts=attempts)
-    assert [a.kind for a in alerts] == ["suspend", "restore", "probe_weak", "pin_mismatch"]
-    assert len({a.key for a in alerts}) == 4
+    out = alerts_for_round(M, "r2", T, decisions, True, ["fireworks"], IGNORE, results=results, attempts=attempts)
+    alerts = list(out.alerts)
+    # the round's two decisions in ONE message, then probe_weak and the pin mismatch
+    assert [a.kind for a in alerts] == ["decisions", "probe_weak", "pin_mismatch"]
+    assert alerts[0].key == "decisions|r2" and alerts[0].tag is None and alerts[0].thread_key is None
+    assert alerts[0].text.startswith(f"{M}: 1 suspended, 1 restored\n")
     assert "`refusal_pattern`" in alerts[0].text and "reply: `I can't continue this.`" in alerts[0].text
-    assert "*Evidence*" not in alerts[1].text
-    assert alerts_for_round(M, "r2", T, [], False, [], IGNORE) == []
+    assert alerts[0].text.count("*Evidence*") == 1  # the restore has none
+    assert out.threads == {decisions[0].decision_id: "decisions|r2"}  # the suspension is followed in its thread
+    assert list(alerts_for_round(M, "r2", T, [], False, [], IGNORE).alerts) == []
 
 
 def test_redact_leaves_ordinary_text() -> None:

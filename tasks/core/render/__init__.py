@@ -1,7 +1,9 @@
 """Pure renderers (no prefect, httpx, duckdb or slack_sdk): Slack alerts and the round's Markdown artifact.
 
 * text       redact / clean / mrkdwn / code / cell: text hygiene and the `canary ...` commands
-* slack      Alert records with Block Kit blocks; one per policy decision
+* slack      Alert records with Block Kit blocks; a policy decision's sections
+* decision_groups  a round's decisions as one message per model, later events in their suspension's thread
+* links      what an alert links to: the round's flow run, the dashboard, the runbook
 * round_alerts  probe_weak, pin_mismatch, deadman alerts; alerts_for_round (what the flow calls)
 * fault_alerts  store_unreadable, spool_unwritable (sent straight to Slack by tasks/store_alarm.py)
 * markdown   the round's Markdown artifact
@@ -27,7 +29,6 @@ from tasks.core.render.slack import (
     build_alert,
     digest,
     render_decision_alert,
-    render_decision_alerts,
 )
 from tasks.core.render.text import clean, redact
 
@@ -42,7 +43,6 @@ __all__ = [
     "redact",
     "render_deadman_alerts",
     "render_decision_alert",
-    "render_decision_alerts",
     "render_pin_mismatch_alerts",
     "render_probe_weak_alert",
     "silence_alerts",

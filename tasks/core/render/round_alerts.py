@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from tasks.core.deadman import Overdue, overdue_models
-from tasks.core.render.slack import EvidenceLine, build_alert, digest, render_decision_alerts
+from tasks.core.render.decision_groups import RoundMessages, round_messages
+from tasks.core.render.slack import EvidenceLine, build_alert, digest
 from tasks.core.render.text import code, command_span, exclude_cmd, fmt_ts, mrkdwn, name
 from tasks.core.types import Alert, Attempt, ContractResult, Decision, IgnoreList, Outcome
 
@@ -112,15 +113,18 @@ def alerts_for_round(
     model: str, round_id: str, round_ts: datetime, decisions: Sequence[Decision], probe_weak: bool,
     pin_mismatches: Sequence[str | Attempt], ignore_list: IgnoreList | None,
     *, results: Sequence[ContractResult] = (), attempts: Sequence[Attempt] = (),
-    passed_controls: Sequence[str] = (),
-) -> list[Alert]:
-    """Every alert of one round: one per decision (with evidence), probe_weak, one per pin mismatch."""
+    passed_controls: Sequence[str] = (), threads: Mapping[str, str] | None = None,
+) -> RoundMessages:
+    """Every alert of one round: its decisions in one message (with evidence), each earlier suspension's events in
+    that suspension's thread (`threads`: tag -> its message's key; tasks/core/render/decision_groups.py), then
+    probe_weak and one alert per pin mismatch. `.threads`: the thread of each decision."""
     evidence = evidence_from_round(results, attempts)
-    alerts = render_decision_alerts(decisions, {model: ignore_list} if ignore_list else None, evidence)
+    out = round_messages(model, round_id, decisions, threads or {}, ignore_list, evidence)
+    alerts = list(out.alerts)
     if probe_weak:
         alerts.append(render_probe_weak_alert(model, round_id, round_ts, ignore_list, passed_controls))
     alerts += render_pin_mismatch_alerts(model, round_id, round_ts, pin_mismatches, ignore_list)
-    return alerts
+    return RoundMessages(tuple(alerts), out.threads)
 
 
 def render_empty_catalog_alert(model: str, round_id: str, now: datetime, base_url: str,

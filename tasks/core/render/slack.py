@@ -2,16 +2,18 @@
 
 Each alert says what happened, shows the evidence, says what to do (the exact `canary ...` command) and ends
 with a digest of the model's ignore list. Outside text goes through `text.clean()`.
-Alert keys are stable idempotency keys: `Decision.decision_id`, `probe_weak|model|round_id`,
-`pin_mismatch|model|tag|round_id`, `deadman|model|<last complete round ts or never>`.
+Alert keys are stable idempotency keys: `decisions|<round id>` and `thread|<parent key>|<round id>` (a round's
+decisions: tasks/core/render/decision_groups.py), `Decision.decision_id` (an admin's lift without a thread),
+`probe_weak|model|round_id`, `pin_mismatch|model|tag|round_id`, `deadman|model|<last complete round ts or never>`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tasks.core.render.text import (
     ENFORCE_CMD,
@@ -59,11 +61,21 @@ def digest(model: str, ignore_list: IgnoreList | None) -> str:
     return f"Ignore list for {name(model, 'slack')} ({len(ignore_list.ignore)}): " + ", ".join(parts) + tail
 
 
+def parse_blocks(blocks_json: str) -> list[Any]:
+    """An alert's Block Kit blocks as a list (empty when they are not a JSON list)."""
+    try:
+        blocks = json.loads(blocks_json)
+    except ValueError:
+        return []
+    return blocks if isinstance(blocks, list) else []
+
+
 def build_alert(
     *, key: str, kind: str, model: str, tag: str | None, created_at: datetime, title: str,
-    sections: Sequence[str], digest_line: str,
+    sections: Sequence[str], digest_line: str, thread_key: str | None = None,
 ) -> Alert:
-    """Assemble one alert: a header, mrkdwn sections, and the ignore-list digest as a context line."""
+    """Assemble one alert: a header, mrkdwn sections, and the ignore-list digest as a context line (`thread_key`:
+    posted in that alert's thread)."""
     header = {"type": "plain_text", "text": clean(title, HEADER_CAP)}
     blocks: list[dict[str, object]] = [{"type": "header", "text": header}]
     for section in sections:
@@ -75,13 +87,13 @@ def build_alert(
     text = "\n".join([mrkdwn(clean(title, HEADER_CAP)), *(s for s in sections if s), digest_line])
     return Alert(
         key=key, created_at=created_at, kind=kind, model=model, tag=tag, text=text,
-        blocks_json=json.dumps(blocks, ensure_ascii=False, separators=(",", ":")),
+        blocks_json=json.dumps(blocks, ensure_ascii=False, separators=(",", ":")), thread_key=thread_key,
     )
 
 
 # --- decisions ------------------------------------------------------------------------------------------
 
-_TITLES: dict[Action, str] = {
+TITLES: dict[Action, str] = {
     Action.SUSPEND: "Suspended",
     Action.WOULD_SUSPEND: "Would suspend (observe mode)",
     Action.RESTORE: "Restored",
@@ -122,11 +134,11 @@ def _what_to_do(d: Decision) -> str:
     return f"*What to do:* nothing. To keep it out of traffic anyway: {exclude}"
 
 
-def _evidence_section(lines: Sequence[EvidenceLine]) -> str:
+def _evidence_section(lines: Sequence[EvidenceLine], cap: int = EVIDENCE_LINES_PER_ALERT) -> str:
     if not lines:
         return ""
     out = ["*Evidence*"]
-    for line in lines[:EVIDENCE_LINES_PER_ALERT]:
+    for line in lines[:cap]:
         head = f"• {code(line.round_id, 80)} " if line.round_id else "• "
         item = f"{head}{mrkdwn(clean(line.contract, 40))} {code(line.reason, 80)}"
         if line.evidence:
@@ -134,35 +146,32 @@ def _evidence_section(lines: Sequence[EvidenceLine]) -> str:
         if line.excerpt:
             item += f"; reply: {code(line.excerpt)}"
         out.append(item)
-    if len(lines) > EVIDENCE_LINES_PER_ALERT:
-        out.append(f"… and {len(lines) - EVIDENCE_LINES_PER_ALERT} more")
+    if len(lines) > cap:
+        out.append(f"… and {len(lines) - cap} more")
     return "\n".join(out)
+
+
+def decision_title(d: Decision) -> str:
+    """`Suspended: <tag> on <model>` (plain text: a header, a log line)."""
+    return f"{TITLES[d.action]}: {name(d.tag, 'log', 60)} on {name(d.model, 'log', 60)}"
+
+
+def decision_sections(d: Decision, evidence: Sequence[EvidenceLine] = (), evidence_lines: int | None = None
+                      ) -> list[str]:
+    """What happened (with the reason and the evidence rounds), the evidence, what to do: one decision's sections."""
+    facts = [_what_happened(d)]
+    if d.reason:
+        facts.append(f"Reason: {mrkdwn(clean(d.reason, EVIDENCE_CAP))}")
+    if d.evidence_round_ids:
+        facts.append("Rounds: " + ", ".join(code(r, 80) for r in d.evidence_round_ids))
+    return ["\n".join(facts), _evidence_section(evidence, evidence_lines or EVIDENCE_LINES_PER_ALERT), _what_to_do(d)]
 
 
 def render_decision_alert(
     decision: Decision, ignore_list: IgnoreList | None = None, evidence: Sequence[EvidenceLine] = ()
 ) -> Alert:
     d = decision
-    facts = [_what_happened(d)]
-    if d.reason:
-        facts.append(f"Reason: {mrkdwn(clean(d.reason, EVIDENCE_CAP))}")
-    if d.evidence_round_ids:
-        facts.append("Rounds: " + ", ".join(code(r, 80) for r in d.evidence_round_ids))
     return build_alert(
         key=d.decision_id, kind=str(d.action), model=d.model, tag=d.tag, created_at=d.at,
-        title=f"{_TITLES[d.action]}: {name(d.tag, 'log', 60)} on {name(d.model, 'log', 60)}",
-        digest_line=digest(d.model, ignore_list),
-        sections=["\n".join(facts), _evidence_section(evidence), _what_to_do(d)],
+        title=decision_title(d), digest_line=digest(d.model, ignore_list), sections=decision_sections(d, evidence),
     )
-
-
-def render_decision_alerts(
-    decisions: Sequence[Decision],
-    ignore_lists: Mapping[str, IgnoreList] | None = None,
-    evidence: Mapping[str, Sequence[EvidenceLine]] | None = None,
-) -> list[Alert]:
-    """One alert per decision (every decision is a transition); `evidence` is keyed by tag."""
-    return [
-        render_decision_alert(d, (ignore_lists or {}).get(d.model), (evidence or {}).get(d.tag, ()))
-        for d in decisions
-    ]
