@@ -325,5 +325,5 @@ ALTER TABLE rounds_v13 RENAME TO rounds
 #: Migration 15: ``route_events.client``, the router's client whose request the event is about (its ``[[client]]``
 #: name or a key route's ``key:<sha256 prefix>``; NULL: anonymous, or an event stored before).
 ROUTE_EVENT_CLIENT_SQL = """
-ALTER TABLE route_events ADD COLUMN client VARCHAR
+ALTER TABLE route_events ADD COLUMN IF NOT EXISTS client VARCHAR
 """
