@@ -23,6 +23,7 @@ from tasks.store.schema import (
     ROUND_FAILED_SQL,
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
+    STREAK_AT_SQL,
     SUSPICION_SQL,
     TABLES_SQL,
 )
@@ -53,6 +54,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "failed rounds and the run holding a round id", ROUND_FAILED_SQL),
     Migration(14, "metric labels that survive Kubernetes, GenAI error.type, the rounds ledger", METRIC_LABELS_SQL,
               then=render_all_text),
+    Migration(15, "the time of the round that last grew an endpoint's streak", STREAK_AT_SQL),
 )
 
 #: The version a fully migrated file reports.

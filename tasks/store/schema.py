@@ -321,3 +321,11 @@ INSERT INTO rounds_v13 SELECT round_id, model, round_ts, mode, status, started_a
 DROP TABLE rounds;
 ALTER TABLE rounds_v13 RENAME TO rounds
 """
+
+
+#: Migration 15. ``endpoint_state.streak_at``: round_ts of the round that last grew the current streak (fail
+#: or clean); a round closer to it than ``confirm_after_min`` does not grow it (tasks/core/policy.py `counts`).
+#: NULL for states stored before: their next round counts, as it would have.
+STREAK_AT_SQL = """
+ALTER TABLE endpoint_state ADD COLUMN streak_at TIMESTAMPTZ
+"""
