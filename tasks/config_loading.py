@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tasks.config import ALL_LANGUAGES, FILE_KEYS, NEVER_HARD, CanaryConfig
+from tasks.core.plan import is_model_id
 from tasks.core.replay_summary import Variant
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
@@ -192,8 +193,9 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         if not values["models"]:
             raise ConfigError("config: models must name at least one model")
         for m in values["models"]:
-            if m.count("/") != 1 or " " in m:
-                raise ConfigError(f"config: models entries must look like 'author/slug' (got {m!r})")
+            if not is_model_id(m):
+                raise ConfigError(f"config: models entries must look like 'author/slug', without spaces or control "
+                                  f"characters (got {m!r})")
         twice = next((m for i, m in enumerate(values["models"]) if m in values["models"][:i]), None)
         if twice is not None:
             raise ConfigError(f"config: models lists {twice!r} twice (a model has one round per cycle)")

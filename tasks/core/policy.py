@@ -56,6 +56,7 @@ __all__ = [
     "routable_others",
     "suspend_or_block",
     "suspension_length",
+    "too_soon",
 ]
 
 #: In observe mode the same machine runs on shadow state; its decisions carry these names instead.
@@ -158,6 +159,14 @@ def counts(st: EndpointState, status: RoundStatus, round_ts: datetime, cfg: Poli
     if running == 0 or st.streak_at is None:
         return True
     return _utc(round_ts) - st.streak_at >= cfg.round_spacing
+
+
+def too_soon(states: Mapping[str, EndpointState], statuses: Mapping[str, RoundStatus], round_ts: datetime,
+             cfg: PolicyConfig) -> tuple[str, ...]:
+    """The tags whose fail or clean status this round does not count (`counts`), for the shell to say so."""
+    return tuple(t for t, status in sorted(statuses.items())
+                 if status in (RoundStatus.FAIL, RoundStatus.CLEAN) and t in states
+                 and not counts(states[t], status, round_ts, cfg))
 
 
 def apply_status(st: EndpointState, status: RoundStatus | None, rnd: RoundInput, cfg: PolicyConfig

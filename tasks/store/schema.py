@@ -327,5 +327,5 @@ ALTER TABLE rounds_v13 RENAME TO rounds
 #: or clean); a round closer to it than ``confirm_after_min`` does not grow it (tasks/core/policy.py `counts`).
 #: NULL for states stored before: their next round counts, as it would have.
 STREAK_AT_SQL = """
-ALTER TABLE endpoint_state ADD COLUMN streak_at TIMESTAMPTZ
+ALTER TABLE endpoint_state ADD COLUMN IF NOT EXISTS streak_at TIMESTAMPTZ
 """

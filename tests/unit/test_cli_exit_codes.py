@@ -96,3 +96,11 @@ def test_canary_run_exits_1_for_every_round_that_did_not_complete(
 
     assert cycle_problems(cycle) == problems
     assert CYCLE_INCOMPLETE_EXIT == 1
+
+
+def test_a_model_id_with_a_newline_is_refused_in_one_line() -> None:
+    proc = cli("run", "--model", "meta-llama/llama-3.3\nx", env={"OPENROUTER_API_KEY": "sk-or-v1-test"})
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == [
+        "canary: --model must look like 'author/slug', without spaces or control characters "
+        "(got 'meta-llama/llama-3.3\\nx')"]

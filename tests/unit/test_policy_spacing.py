@@ -15,7 +15,7 @@ import pytest
 
 from tasks.config import CanaryConfig
 from tasks.config_loading import apply_overrides
-from tasks.core.policy import PolicyConfig, RoundInput, counts, decide
+from tasks.core.policy import PolicyConfig, RoundInput, counts, decide, too_soon
 from tasks.core.types import Action, Decision, EndpointState, Mode, RoundStatus
 
 pytestmark = pytest.mark.unit
@@ -144,3 +144,10 @@ def test_observe_mode_applies_the_same_spacing() -> None:
     obs = replace(ENF, mode=Mode.OBSERVE)
     assert run("FF", [0 * S, 28 * S], cfg=obs)[1] == []
     assert [d.action for d in run("FFF", [0 * S, 28 * S, 5 * MIN], cfg=obs)[1]] == [Action.WOULD_SUSPEND]
+
+
+def test_too_soon_names_the_endpoints_whose_round_did_not_count() -> None:
+    states, _ = run("F", [0 * S])
+    statuses = {"x": RoundStatus.FAIL, "b": RoundStatus.CLEAN, "c": RoundStatus.TRANSPORT, "new": RoundStatus.FAIL}
+    assert too_soon(states, statuses, T0 + 28 * S, ENF) == ("b", "x")  # b: a clean streak of 1, 28 s old too
+    assert too_soon(states, statuses, T0 + 5 * MIN, ENF) == ()
