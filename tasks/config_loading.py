@@ -25,15 +25,17 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from tasks.config import ALL_LANGUAGES, FILE_KEYS, NEVER_HARD, CanaryConfig
 from tasks.core.plan import is_model_id
-from tasks.core.replay_summary import Variant
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo
+
+if TYPE_CHECKING:
+    from tasks.core.replay_summary import Variant
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -362,5 +364,7 @@ def resolve_config(
 
 def variant(base: CanaryConfig, overrides: Mapping[str, Any]) -> Variant:
     """A what-if variant (tasks/core/replay_summary.py): `base` with `--set`-style overrides, validated."""
+    from tasks.core.replay_summary import Variant  # pandas: only the what-if runs need it (not every command)
+
     label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
     return Variant(label, apply_overrides(base, overrides), sets_mode="mode" in overrides)

@@ -109,3 +109,16 @@ def test_json_keeps_every_key_and_adds_what_traffic_sees(tmp_path: Path) -> None
     assert (shadow["state"], shadow["mode"], shadow["suspended_until"]) == ("suspended", "observe", until.isoformat())
     assert (shadow["shadow"], shadow["in_traffic"], shadow["policy"]) == (True, True, "would suspend")
     assert (rows["fireworks"]["in_traffic"], rows["fireworks"]["excluded_by"]) == (False, ["operational"])
+
+
+def test_status_warns_when_alerts_would_only_reach_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.alert_route import NO_SLACK
+
+    cfg, _ = observe_db(tmp_path)
+    for var in ("SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WEBHOOK_URL", "SLACK_API_URL", "PREFECT_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert f"alerts: WARNING: {NO_SLACK}" in status(cfg).splitlines()
+    assert json.loads(status(cfg, "--json"))["slack_warning"] == NO_SLACK
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.slack.example/services/T0/B0/x")
+    assert not any(ln.startswith("alerts: WARNING") for ln in status(cfg).splitlines())
+    assert json.loads(status(cfg, "--json"))["slack_warning"] is None
