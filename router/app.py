@@ -39,6 +39,7 @@ from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage,
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.judging import Judge, StreamedAnswer
+from router.list_watch import watch_missing
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
 from router.metrics import RouterMetrics
 from router.payload import build_body, merge_provider
@@ -141,7 +142,8 @@ class RouterShell:
         self, route: Route, tier_no: int, pipeline: PipelineResult, savings: Savings, billed: int | None, stream: bool
     ) -> None:
         record = records.savings_record(self.clock.now(), route, tier_no, pipeline, savings, billed, stream)
-        log.info("savings %s tier %d: %s", route.key, tier_no, record)
+        log.debug("savings %s tier %d: %d of %d prompt tokens saved (%s)", route.key, tier_no, savings.tokens_saved,
+                  savings.tokens_before, ", ".join(pipeline.applied) or "no saver")  # per request: DEBUG only
         if self.savings is not None:
             self.savings.add([record])
 
@@ -374,7 +376,7 @@ def build_shell(
     clock = clock or SystemClock()
     api_keys = resolve_api_keys(routes, os.environ if env is None else env)
     ignore = IgnoreLists(settings.publish_dir)
-    ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists)
+    ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists, settings.canary_interval_s)
     events = event_batchers(settings.events_path, settings.events_db) if events is None else events
     live = LiveRecorder(clock, live_batchers(settings.events_db))
     savings = Batcher(JsonlSink(settings.savings_path), "router-savings") if settings.savings_path else None
@@ -409,11 +411,13 @@ def create_app(shell: RouterShell) -> Starlette:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
             judge = asyncio.create_task(shell.judge.run())
+            lists = asyncio.create_task(watch_missing(lambda: shell.ignore.statuses(shell.routes),
+                                                      settings.canary_interval_s))
             try:
                 yield
             finally:
                 await shell.judge.drain(DRAIN_S)
-                for task in (judge, flusher):
+                for task in (judge, flusher, lists):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
