@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from tasks.errors import ConfigError
 
 #: Said when no Slack setting is found: alerts are then WARNING lines in the log of the process that sends them.
-NO_SLACK = ("Slack is not configured (SLACK_BOT_TOKEN + SLACK_CHANNEL, or SLACK_WEBHOOK_URL, or their Prefect "
-            "Secret blocks): alerts go to this process's log only, as WARNING lines; nobody is notified")
+NO_SLACK = ("Slack is not configured here (SLACK_BOT_TOKEN + SLACK_CHANNEL, or SLACK_WEBHOOK_URL, or their Prefect "
+            "Secret blocks): alerts go only to the log of the process that sends them, as WARNING lines; nobody is "
+            "notified")
 
 
 def slack_warning(env: Mapping[str, str] | None = None, *, use_blocks: bool | None = None) -> str | None:
