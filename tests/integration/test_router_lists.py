@@ -64,6 +64,7 @@ def test_started_from_another_directory_the_router_obeys_the_list_beside_its_rou
                      text)
     assert re.search(r"WARNING router.ignore route model:chat tier 2: waiting for the canary's first round: its "
                      r"ignore list .*t2\.json does not exist yet", text)  # a fresh install: an ERROR an interval later
+    assert "HTTP Request:" not in text and "savings " not in text  # nothing at INFO per request (issue 44)
     assert [e.reason for e in read_events(home / "events.jsonl")] == ["pinned_providers_excluded"]
     assert not (elsewhere / "events.jsonl").exists()
     assert (health["lists_missing"], [(x["tier"], x["exists"], x["entries"]) for x in health["lists"]]) == (
