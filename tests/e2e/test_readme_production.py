@@ -20,7 +20,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tests.support.router_proc import free_port
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
@@ -54,12 +54,6 @@ def readme_block() -> list[str]:
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block, "README's Running it for real has no bash block"
     return block.group(1).splitlines()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
