@@ -155,6 +155,7 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
     models = [_model(cfg, model)] if model else list(cfg.models)
     require_database(cfg)
     now = utcnow()
+    from tasks.alert_route import slack_warning
     from tasks.spool import spooled_rounds
 
     with store.open_store(cfg.db_path, read_only=True) as con:
@@ -169,7 +170,8 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
     live = live_evidence_status(cfg)
     report = {"mode": mode, "endpoints": rows, "rounds": rounds, "deferred_waiting": waiting,
               "possible_duplicate_alerts": duplicates, "alerts": outbox, "spend": spend,
-              "excluded_now": [e for ig in ignores for e in excluded_now(ig)], "live_evidence": live}
+              "excluded_now": [e for ig in ignores for e in excluded_now(ig)], "live_evidence": live,
+              "slack_warning": slack_warning()}
     if json_out:
         _print_json(report)
         return

@@ -20,12 +20,12 @@ from tasks.config_loading import apply_overrides
 
 
 def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str, once: bool) -> None:
-    from tasks.metrics import CanaryCollector, exposition, serve_metrics
-
     cfg = resolve_cli_config(config, db=dbs[0] if dbs else None)
     paths = dbs or [cfg.db_path]
     for path in paths:
         require_database(apply_overrides(cfg, {"db_path": path}))
+    from tasks.metrics import CanaryCollector, exposition, serve_metrics  # seconds: after the quick refusals
+
     if once:
         typer.echo(exposition(CanaryCollector(paths, cfg)).decode(), nl=False)
         return

@@ -46,6 +46,8 @@ def router_command(
             probe.bind((host, port))
 
         logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        if logging.getLogger().level > logging.DEBUG:  # httpx says every upstream request at INFO: debug only
+            logging.getLogger("httpx").setLevel(logging.WARNING)
         serve(loaded, host=host, port=port, log_level=log_level)
     except RoutesError as exc:
         traceback_if_debug()

@@ -11,7 +11,9 @@ Its exit code says whether the cycle did its job: 0 when every round completed (
 database, its probes spooled to land next time); 1 when any round did not (failed, its database unreadable or
 unwritable, its journal or spool unwritable, skipped because another round of its model held the slot) or the
 cycle could not start (the previous cycle held the database's lock or slot too long); one line per such round
-on stderr. 2 stays a `CanaryError` before the cycle starts (bad config, missing key, unreachable URL)."""
+on stderr. 2 stays a `CanaryError` before the cycle starts (bad config, missing key, unreachable URL); a listing
+that times out or answers 408/429/5xx at the pre-flight is an outage, not a config error: the round runs, records
+it failed with the upstream's status, and the run exits 1."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import typer
 from tasks.config import CanaryConfig, public_base_url
 from tasks.config_loading import resolve_config
 from tasks.config_preflight import preflight as preflight_paths
+from tasks.core.plan import is_model_id
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret, redact
 
@@ -50,20 +53,33 @@ def require_database(cfg: CanaryConfig) -> None:
         )
 
 
-def preflight(cfg: CanaryConfig, models: list[str]) -> None:
-    """Fail fast, in one line, before a flow run starts."""
+def preflight(cfg: CanaryConfig, models: list[str]) -> dict[str, str]:
+    """Fail fast, in one line, before a flow run starts, on what the operator must fix (an unknown model, a
+    rejected key, a base URL that does not answer). A listing that times out or answers 408/429/5xx is an
+    outage, not a config error: its model's round runs and records it (failed, with the upstream's status;
+    exit 1). Returns model -> the outage seen at pre-flight."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tasks.discover import fetch_endpoints
+    from tasks.discover import DiscoveryUnreachable, fetch_endpoints
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
+
+    def listed(client: httpx.Client, model: str) -> bool | str:
+        try:
+            return bool(fetch_endpoints(client, cfg.base_url, key.get(), model))
+        except DiscoveryUnreachable as exc:
+            if exc.outage:
+                return str(exc)
+            raise
+
     with httpx.Client(timeout=httpx.Timeout(cfg.read_timeout_s, connect=cfg.connect_timeout_s)) as client:
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(models)))) as pool:  # a catalog: not one by one
-            found = list(pool.map(lambda m: bool(fetch_endpoints(client, cfg.base_url, key.get(), m)), models))
+            found = list(pool.map(lambda m: listed(client, m), models))
     for model, ok in zip(models, found, strict=True):
-        if not ok:
+        if ok is False:
             raise ConfigError(f"config: model {model!r} has no endpoints at {public_base_url(cfg)}")
+    return {m: ok for m, ok in zip(models, found, strict=True) if isinstance(ok, str)}
 
 
 #: `canary run`'s exit code when the cycle ran but did not do its whole job (README "Exit codes").
@@ -75,6 +91,8 @@ def run_once(
 ) -> int:
     """One cycle; returns the exit code (0, or CYCLE_INCOMPLETE_EXIT)."""
     cfg = resolve_cli_config(config, db=db, base_url=base_url, mode=mode)
+    if model is not None and not is_model_id(model):
+        raise ConfigError(f"--model must look like 'author/slug', without spaces or control characters (got {model!r})")
     models = [model] if model else list(cfg.models)
     preflight_paths(cfg)
     from tasks.prefect_api.configured import configured_api_url
@@ -83,7 +101,9 @@ def run_once(
     if configured_api_url() is None:  # a private server is fresh: it has no Secret blocks to look in
         read_secret("OPENROUTER_API_KEY", required=True, use_blocks=False)
     with prefect_api() as api:  # a private server starts now, in parallel with the next two lines
-        preflight(cfg, models)
+        for m, outage in preflight(cfg, models).items():
+            typer.echo(redact(f"{m}: {outage} at pre-flight: an outage, not a config error: its round runs and "
+                              "records it"))
         import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
 
         wait_for_api(api)

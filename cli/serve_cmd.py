@@ -31,6 +31,8 @@ from tasks.config_loading import load_config
 from tasks.errors import ConfigError
 
 INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"
+#: `canary serve`'s exit code once a signal stopped it (a clean stop: the units' SuccessExitStatus).
+INTERRUPTED_EXIT = 130
 #: The cycle deployment's full name: the watcher schedules suspicion confirmation rounds as its runs.
 CYCLE_DEPLOYMENT = "canary-cycle/canary-cycle"
 
@@ -94,7 +96,10 @@ def start_first_cycle(deployment: Any) -> str:
 
 
 def _api_url() -> str | None:
-    """The Prefect API this process talks to (environment or the active Prefect profile)."""
+    """The Prefect API this process talks to: PREFECT_API_URL, else the active Prefect profile's (importing Prefect
+    takes seconds: a refusal should not wait for it when the environment says)."""
+    if url := os.environ.get("PREFECT_API_URL", "").strip():
+        return url
     from prefect.settings import get_current_settings
 
     return get_current_settings().api.url or None
@@ -115,12 +120,6 @@ def _check_reachable(api: str, command: str = "serve") -> None:
 
 def serve_deployment(config: Path | None, *, interval: timedelta | None = None, metrics_port: int = 0,
                      metrics_addr: str = "127.0.0.1") -> None:
-    from prefect import serve
-
-    from cli.deadman_cmd import apply_for
-    from flows.deadman import deadman_deployment
-    from flows.watch import serve_watcher
-
     cfg = load_config(config)
     every = interval or interval_override()
     api = _api_url()
@@ -130,6 +129,19 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
     _check_reachable(api)
+    import typer
+
+    from tasks.alert_route import slack_warning
+
+    if warning := slack_warning():
+        typer.echo(f"serve: WARNING: {warning}", err=True)
+    # the slow imports (Prefect, the flows: seconds) only once every refusal above had its chance to be quick
+    from prefect import serve
+
+    from cli.deadman_cmd import apply_for
+    from flows.deadman import deadman_deployment
+    from flows.watch import serve_watcher
+
     cfg_path = str(Path(config).resolve()) if config else None
     if metrics_port:  # the same collector as `canary metrics` (and the lists), in this process (a daemon thread)
         from tasks.metrics import serve_metrics
@@ -141,6 +153,9 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     _first_cycle(cfg, cycle, period)
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))
+    # Prefect's serve() catches the Ctrl-C (SIGINT, what systemd and compose send; or SIGTERM) that stops its runner,
+    # pauses the deployments and returns: it returns only so. Exit as an interrupted command does (README).
+    raise typer.Exit(INTERRUPTED_EXIT)
 
 
 def _first_cycle(cfg: CanaryConfig, cycle: Any, every: timedelta) -> None:

@@ -136,7 +136,8 @@ def print_round(console: Console, con: Any, summary: dict[str, Any], n: int, wal
         title=f"Round {n} — {round_id} ({wall_s:.1f} s)",
         title_justify="left",
         show_lines=False,
-        caption="ok = pass · FAIL = fail · tx = transport · ? = inconclusive",
+        caption="ok = pass · FAIL = fail · tx = transport · ? = inconclusive · streak f/c = failing / clean rounds "
+                "in a row after this one (rounds closer than confirm_after_min count once)",
         caption_justify="left",
     )
     table.add_column("endpoint")

@@ -52,6 +52,7 @@ from router.circuits import CircuitBook
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.judging import Judge, StreamedAnswer
+from router.list_watch import watch_missing
 from router.lists_poll import ListsPoller, attach, start_poller
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
 from router.masking import RelayMask
@@ -175,7 +176,8 @@ class RouterShell:
         self, route: Route, tier_no: int, pipeline: PipelineResult, savings: Savings, billed: int | None, stream: bool
     ) -> None:
         record = records.savings_record(self.clock.now(), route, tier_no, pipeline, savings, billed, stream)
-        log.info("savings %s tier %d: %s", route.key, tier_no, record)
+        log.debug("savings %s tier %d: %d of %d prompt tokens saved (%s)", route.key, tier_no, savings.tokens_saved,
+                  savings.tokens_before, ", ".join(pipeline.applied) or "no saver")  # per request: DEBUG only
         if self.savings is not None:
             self.savings.add([record])
 
@@ -488,7 +490,7 @@ def build_shell(
     api_keys = resolve_api_keys(routes, os.environ if env is None else env)
     ignore = IgnoreLists(settings.publish_dir)
     poller = start_poller(routes)  # with lists_url: the first pass, before the lists are reported
-    ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists)
+    ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists, settings.canary_interval_s)
     access.report(routes)
     events = event_batchers(settings.events_path, settings.events_db) if events is None else events
     live = LiveRecorder(clock, live_batchers(settings.events_db))
@@ -532,11 +534,13 @@ def create_app(shell: RouterShell) -> Starlette:
             flusher = asyncio.create_task(_flush_loop(shell))
             judge = asyncio.create_task(shell.judge.run())
             polls = [asyncio.create_task(shell.lists_poll.run())] if shell.lists_poll else []
+            lists = asyncio.create_task(watch_missing(lambda: shell.ignore.statuses(shell.routes),
+                                                      settings.canary_interval_s))
             try:
                 yield
             finally:
                 await shell.judge.drain(DRAIN_S)
-                for task in (judge, flusher, *polls):
+                for task in (judge, flusher, lists, *polls):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

@@ -141,9 +141,11 @@ class IgnoreLists:
         return parsed
 
 
-def report(statuses: Sequence[ListStatus], require: bool) -> None:
-    """Log, per route and tier, the list it reads and how many entries it holds (an ERROR when missing, a
-    WARNING when stale); with `require`, a missing list is a RoutesError (one line) instead."""
+def report(statuses: Sequence[ListStatus], require: bool, canary_interval_s: float | None = None) -> None:
+    """Log, per route and tier, the list it reads and how many entries it holds (a WARNING when stale); with
+    `require`, a missing list is a RoutesError (one line) instead. A missing list is what a fresh install has
+    until the canary's first round: with `canary_interval_s`, a WARNING that says so (router/list_watch.py makes
+    it an ERROR once an interval has passed without it); without, an ERROR at once."""
     missing = [s for s in statuses if not s.exists]
     if require and missing:
         first = missing[0]
@@ -153,13 +155,22 @@ def report(statuses: Sequence[ListStatus], require: bool) -> None:
             "router.require_ignore_lists = false to start before the canary has published)"
         )
     for s in statuses:
-        if not s.exists:
-            log.error("route %s tier %d: the canary's ignore list %s is missing: this tier's requests go out "
-                      "without the canary's exclusions for %s (check publish_dir or ignore_file)",
-                      s.route, s.tier, s.path, s.model)
+        if not s.exists and canary_interval_s is not None:
+            log.warning("route %s tier %d: waiting for the canary's first round: its ignore list %s does not exist "
+                        "yet, so this tier's requests go out without the canary's exclusions for %s (an ERROR if it "
+                        "is still missing in %.0f s, one canary interval)", s.route, s.tier, s.path, s.model,
+                        canary_interval_s)
+        elif not s.exists:
+            missing_error(s)
         elif s.stale:
             log.warning("route %s tier %d reads the canary's ignore list %s: %d entries, STALE: last written %.0f s "
                         "ago (more than two canary intervals)", s.route, s.tier, s.path, s.entries, s.age_s or 0)
         else:
             log.info("route %s tier %d reads the canary's ignore list %s: %d entries, written %.0f s ago",
                      s.route, s.tier, s.path, s.entries, s.age_s or 0)
+
+
+def missing_error(s: ListStatus) -> None:
+    log.error("route %s tier %d: the canary's ignore list %s is missing: this tier's requests go out "
+              "without the canary's exclusions for %s (check publish_dir or ignore_file)",
+              s.route, s.tier, s.path, s.model)

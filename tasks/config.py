@@ -64,6 +64,9 @@ DEFAULT_INTERVAL_MIN = 30
 DEFAULT_BUDGET_USD_PER_DAY = 0.0
 #: Minutes after a round with a hard failure until its confirmation round (0: none). A hard fault that starts
 #: mid-interval is then suspended after about half an interval plus this delay instead of 30-60 minutes.
+#: It is also the spacing of rounds that count (tasks/core/policy.py): two failing (or clean) rounds of an
+#: endpoint are consecutive only when at least this far apart, so two rounds seconds apart (serve's start-up
+#: cycle, then `canary run`) count as one; 0: any two rounds count.
 DEFAULT_CONFIRM_AFTER_MIN = 5
 #: Contracts whose failure is confirmed at once: wrong answers that hurt every user right away. The default
 #: (None) is each contract's own word: its SPEC's `hard_by_default` (tasks/core/contracts/; today structured,

@@ -25,14 +25,17 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from tasks.config import ALL_LANGUAGES, FILE_KEYS, LIVE_SOURCES, NEVER_HARD, CanaryConfig
-from tasks.core.replay_summary import Variant
+from tasks.core.plan import is_model_id
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.secrets import redact, register_url, strip_userinfo
+
+if TYPE_CHECKING:
+    from tasks.core.replay_summary import Variant
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -210,8 +213,9 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
         if not values["models"]:
             raise ConfigError("config: models must name at least one model")
         for m in values["models"]:
-            if m.count("/") != 1 or " " in m:
-                raise ConfigError(f"config: models entries must look like 'author/slug' (got {m!r})")
+            if not is_model_id(m):
+                raise ConfigError(f"config: models entries must look like 'author/slug', without spaces or control "
+                                  f"characters (got {m!r})")
         twice = next((m for i, m in enumerate(values["models"]) if m in values["models"][:i]), None)
         if twice is not None:
             raise ConfigError(f"config: models lists {twice!r} twice (a model has one round per cycle)")
@@ -388,5 +392,7 @@ def resolve_config(
 
 def variant(base: CanaryConfig, overrides: Mapping[str, Any]) -> Variant:
     """A what-if variant (tasks/core/replay_summary.py): `base` with `--set`-style overrides, validated."""
+    from tasks.core.replay_summary import Variant  # pandas: only the what-if runs need it (not every command)
+
     label = " ".join(f"{k}={v}" for k, v in overrides.items()) or "baseline"
     return Variant(label, apply_overrides(base, overrides), sets_mode="mode" in overrides)

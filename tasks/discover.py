@@ -4,7 +4,8 @@
 never a crash. `fetch_endpoints` is the I/O: failures the operator must fix are `ConfigError` (unknown model,
 rejected key), an unreachable or failing API is `DiscoveryUnreachable` (a `CanaryError` whose one line names
 the base URL, never the key; it is also an `httpx.TransportError`, so a retry policy on transport errors
-retries it).
+retries it). Its `outage` says the listing is there but failing for now (a timeout, HTTP 408/429/5xx): the
+upstream's trouble, never the config's, so `canary run`'s pre-flight lets the round run and record it failed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
+from tasks.core.http_rules import is_try_again_status
+from tasks.core.plan import is_model_id
 from tasks.core.types import Endpoint
 from tasks.errors import CanaryError, ConfigError
 from tasks.secrets import strip_userinfo
@@ -28,17 +31,24 @@ MAX_DISCOVERY_BYTES = 8 * 1024 * 1024
 
 
 class DiscoveryUnreachable(CanaryError, httpx.TransportError):
-    """The endpoints API could not be reached or failed (network error, timeout, 5xx, garbage body)."""
+    """The endpoints API could not be reached or failed (network error, timeout, 5xx, garbage body).
 
-    def __init__(self, message: str) -> None:
+    `outage`: it timed out or answered a try-again status (`status`: 408, 429, 5xx), so it is there and failing
+    for now; otherwise (a refused connection, an unknown host, an answer that is not a listing) the base URL
+    may well be wrong."""
+
+    def __init__(self, message: str, *, outage: bool = False, status: int | None = None) -> None:
         super().__init__(message)
+        self.outage = outage
+        self.status = status
 
 
 def endpoints_path(model: str) -> str:
     """``/models/{author}/{slug}/endpoints`` with each part URL-encoded (``:free`` → ``%3Afree``)."""
-    author, sep, slug = model.partition("/")
-    if not sep or not author or not slug or "/" in slug or model != model.strip():
-        raise ConfigError(f"config: model must look like 'author/slug' (got {model!r})")
+    if not is_model_id(model):
+        raise ConfigError(f"config: model must look like 'author/slug', without spaces or control characters "
+                          f"(got {model!r})")
+    author, _, slug = model.partition("/")
     return f"/models/{quote(author, safe='')}/{quote(slug, safe='')}/endpoints"
 
 
@@ -162,13 +172,15 @@ def fetch_endpoints(
     except DiscoveryUnreachable:
         raise
     except httpx.HTTPError as exc:
-        raise DiscoveryUnreachable(f"discovery: cannot reach {base} ({type(exc).__name__})") from None
+        raise DiscoveryUnreachable(f"discovery: cannot reach {base} ({type(exc).__name__})",
+                                   outage=isinstance(exc, httpx.TimeoutException)) from None
     if status == 404:
         raise ConfigError(f"config: unknown model {model!r} (no endpoints at {base})")
     if status in (401, 403):
         raise ConfigError(f"config: OPENROUTER_API_KEY was rejected by {base} (HTTP {status})")
     if status != 200:
-        raise DiscoveryUnreachable(f"discovery: {base} answered HTTP {status} for {model}")
+        raise DiscoveryUnreachable(f"discovery: {base} answered HTTP {status} for {model}",
+                                   outage=is_try_again_status(status), status=status)
     try:
         payload = json.loads(raw.decode("utf-8", "replace"))
     except ValueError:

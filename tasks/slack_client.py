@@ -3,7 +3,7 @@
 Transports, picked by `SlackSettings.from_env`:
 * web       SLACK_BOT_TOKEN + SLACK_CHANNEL: WebClient chat.postMessage (SLACK_API_URL overrides the base URL)
 * webhook   SLACK_WEBHOOK_URL: WebhookClient
-* log       neither: each alert is written to the logger and counts as delivered
+* log       neither: each alert is a WARNING line of the logger (Slack's escapes undone) and counts as delivered
 
 One send per alert and call, no hidden retries inside slack-sdk (retry_handlers=[]). Each alert is made
 postable first (tasks/core/render/postable.py: text and blocks inside Slack's limits). A refusal is either
@@ -41,7 +41,7 @@ from slack_sdk.webhook import WebhookClient
 
 from tasks.core.http_rules import is_try_again_status, parse_retry_after
 from tasks.core.render.postable import post_key, postable
-from tasks.core.render.text import name
+from tasks.core.render.text import name, unmrkdwn
 from tasks.core.types import Alert
 from tasks.errors import ConfigError
 from tasks.secrets import SecretStr, read_secret, redact
@@ -172,7 +172,8 @@ def deliver(
     alerts = [_scrubbed(settings, postable(a)) for a in alerts]  # stored redacted already; the last gate
     if settings.transport == "log":
         for a in alerts:
-            log.info("Slack not configured; alert %s (%s):\n%s", _shown(a.key), a.kind, settings.scrub(a.text))
+            log.warning("Slack not configured; alert %s (%s):\n%s", _shown(a.key), a.kind,
+                        unmrkdwn(settings.scrub(a.text)))  # a log line: Slack's escapes are Slack's only
         return [DeliveryResult(a.key, sent=True) for a in alerts]
     send = _web_sender(settings, now) if settings.transport == "web" else _webhook_sender(settings, now)
     spots = dict(threads or {})

@@ -1,9 +1,10 @@
 """The daily budget (pure): when the projected spend exceeds `budget_usd_per_day`, the canary probes less.
 
 The projection (`Projection`, read by tasks/store/costs.py) is the larger of the spend of the last 24 hours
-and, summed over the models, each model's last round x rounds per day (1440 / interval_min): a new model or a
-price rise counts at once, and a reduction is released only when both fit. Over budget, the footprint is
-lowered in this order, each step only when the previous one is not enough:
+and, summed over the models, each model's last full round x rounds per day (1440 / interval_min) plus the last
+24 hours' confirmation rounds: a new model or a price rise counts at once, and a reduction is released only
+when both fit. Over budget, the footprint is lowered in this order, each step only when the previous one is not
+enough:
 
 1. **No language confirmations** (always the first step): a first language failure is not retried twice
    on endpoints that are neither suspended nor failing (fail streak 0). A lone failing attempt then raises
@@ -39,15 +40,16 @@ class Projection:
 
     usd_per_day: float = 0.0
     last_day_usd: float = 0.0  # spent by rounds in the 24 hours before now
-    last_rounds_usd_per_day: float = 0.0  # sum over models of the last round x rounds per day
+    last_rounds_usd_per_day: float = 0.0  # sum over models of the last full round x rounds per day (+ partial)
     confirmations_usd_per_day: float = 0.0  # the language confirmations' part of the latter
 
 
 def project(last_day_usd: float, last_round_usd: Mapping[str, float], last_round_confirmations_usd:
-            Mapping[str, float], interval_min: int) -> Projection:
-    """The larger of the last day's spend and the last rounds' spend x rounds per day."""
+            Mapping[str, float], interval_min: int, *, partial_rounds_usd: float = 0.0) -> Projection:
+    """The larger of the last day's spend and the last full rounds' spend x rounds per day plus what the
+    confirmation rounds of the last day spent (`partial_rounds_usd`)."""
     rounds_per_day = 1440 / interval_min
-    per_day = sum(last_round_usd.values()) * rounds_per_day
+    per_day = sum(last_round_usd.values()) * rounds_per_day + partial_rounds_usd
     confirmations = sum(last_round_confirmations_usd.values()) * rounds_per_day
     return Projection(max(last_day_usd, per_day), last_day_usd, per_day, confirmations)
 

@@ -38,6 +38,14 @@ def round_stamp(round_ts: datetime, fmt: str) -> str:
     return stamp if round_ts.microsecond == 0 else f"{stamp}.{round_ts.microsecond // 1000:03d}"
 
 
+def is_model_id(model: str) -> bool:
+    """`author/slug`: one slash, both parts non-empty, every character printable and none a space (a newline,
+    a tab or a control character in a model id would reach URLs, log lines and alerts)."""
+    author, sep, slug = model.partition("/")
+    return bool(sep and author and slug) and "/" not in slug and all(c.isprintable() and not c.isspace()
+                                                                     for c in model)
+
+
 def model_slug(model: str) -> str:
     """`meta-llama/llama-3.3-70b-instruct` -> `meta-llama-llama-3-3-70b-instruct` (artifact-key safe)."""
     out = "".join(c if c.isalnum() else "-" for c in model.lower())

@@ -8,7 +8,8 @@ No clock, no I/O: `rnd.round_ts` (or `now`) is the only time. States are frozen 
 the caller stores what comes back. One small function per rule; `decide` only orders them:
 
 1. expire every due suspension (before anything else, so the floor sees expired endpoints as routable);
-2./3. fold this round's status into the streaks (transport, inconclusive and absent freeze them);
+2./3. fold this round's status into the streaks (transport, inconclusive and absent freeze them; a round
+   closer than `round_spacing` to the round that last grew the streak does not grow it);
 6. restore suspended endpoints with `restore_rounds` clean rounds;
 4./5. suspend (ladder with decay) or `floor_blocked`, endpoint by endpoint in tag order, so the floor counts
    the suspensions made earlier in the same round.
@@ -19,7 +20,8 @@ Choices where docs/design.md is silent are listed in tasks/core/policy.md; in sh
 streaks as they are (they carry on), a suspension spends both, a lift spends both; `last_suspension_end` is
 the time of the decision that ended it (expire/restore: round_ts, lift: now); `floor_blocked` is the same
 in both modes and is raised once per episode (an episode ends with a clean round or a suspension); tags
-with a status count as discovered; states of another mode are carried over (`carry_over`) first.
+with a status count as discovered; states of another mode are carried over (`carry_over`) first; a round
+counts towards a streak only `round_spacing` (confirm_after_min) or more after the round that last grew it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from tasks.config import (
+    DEFAULT_CONFIRM_AFTER_MIN,
     DEFAULT_FAIL_ROUNDS,
     DEFAULT_LADDER,
     DEFAULT_LADDER_DECAY,
@@ -44,6 +47,7 @@ __all__ = [
     "action_for",
     "apply_status",
     "carry_over",
+    "counts",
     "decide",
     "effective_ladder_step",
     "expire",
@@ -52,6 +56,7 @@ __all__ = [
     "routable_others",
     "suspend_or_block",
     "suspension_length",
+    "too_soon",
 ]
 
 #: In observe mode the same machine runs on shadow state; its decisions carry these names instead.
@@ -74,9 +79,13 @@ class PolicyConfig:
     ladder: tuple[timedelta, ...] = DEFAULT_LADDER
     ladder_decay: timedelta = DEFAULT_LADDER_DECAY
     mode: Mode = Mode.OBSERVE
+    #: Two rounds of an endpoint count as consecutive only this far apart or more (`confirm_after_min`):
+    #: rounds seconds apart say nothing more than one. Zero: any two rounds count.
+    round_spacing: timedelta = timedelta(minutes=DEFAULT_CONFIRM_AFTER_MIN)
 
     def __post_init__(self) -> None:
-        if self.fail_rounds < 1 or self.restore_rounds < 1 or self.min_hosts < 0 or not self.ladder:
+        if (self.fail_rounds < 1 or self.restore_rounds < 1 or self.min_hosts < 0 or not self.ladder
+                or self.round_spacing < timedelta(0)):
             raise ValueError(f"invalid policy config: {self!r}")
 
     @classmethod
@@ -88,6 +97,7 @@ class PolicyConfig:
             ladder=tuple(cfg.ladder),
             ladder_decay=cfg.ladder_decay,
             mode=cfg.mode,
+            round_spacing=timedelta(minutes=cfg.confirm_after_min),
         )
 
 
@@ -141,20 +151,41 @@ def expire(st: EndpointState, rnd: RoundInput) -> tuple[EndpointState, list[Deci
 
 
 # -- rules 2 and 3: streaks -------------------------------------------------------------------------------
-def apply_status(st: EndpointState, status: RoundStatus | None, round_id: str, cfg: PolicyConfig
+def counts(st: EndpointState, status: RoundStatus, round_ts: datetime, cfg: PolicyConfig) -> bool:
+    """Whether a fail or clean round at `round_ts` grows the endpoint's streak of that status: a round that
+    starts a streak always does; one that continues it only `round_spacing` or more after the round that last
+    grew it (a streak of unknown time, stored before the rule, counts as far enough)."""
+    running = st.fail_streak if status is RoundStatus.FAIL else st.clean_streak
+    if running == 0 or st.streak_at is None:
+        return True
+    return _utc(round_ts) - st.streak_at >= cfg.round_spacing
+
+
+def too_soon(states: Mapping[str, EndpointState], statuses: Mapping[str, RoundStatus], round_ts: datetime,
+             cfg: PolicyConfig) -> tuple[str, ...]:
+    """The tags whose fail or clean status this round does not count (`counts`), for the shell to say so."""
+    return tuple(t for t, status in sorted(statuses.items())
+                 if status in (RoundStatus.FAIL, RoundStatus.CLEAN) and t in states
+                 and not counts(states[t], status, round_ts, cfg))
+
+
+def apply_status(st: EndpointState, status: RoundStatus | None, rnd: RoundInput, cfg: PolicyConfig
                  ) -> EndpointState:
-    """fail/clean move the streaks; transport, inconclusive and absence (None) freeze them.
+    """fail/clean move the streaks; transport, inconclusive and absence (None) freeze them, and so does a
+    round of the streak's own status that comes too soon after the one that last grew it (`counts`).
+    A round of the other status always counts: it breaks the streak however soon it comes.
 
     The evidence tuples keep the round ids of the last `fail_rounds` / `restore_rounds` rounds of the streak.
     A clean round ends a floor_blocked episode.
     """
+    if status not in (RoundStatus.FAIL, RoundStatus.CLEAN) or not counts(st, status, rnd.round_ts, cfg):
+        return st
+    ts = _utc(rnd.round_ts)
     if status is RoundStatus.FAIL:
-        return replace(st, fail_streak=st.fail_streak + 1, clean_streak=0,
-                       fail_rounds=(*st.fail_rounds, round_id)[-cfg.fail_rounds:], clean_rounds=())
-    if status is RoundStatus.CLEAN:
-        return replace(st, clean_streak=st.clean_streak + 1, fail_streak=0, floor_blocked=False,
-                       clean_rounds=(*st.clean_rounds, round_id)[-cfg.restore_rounds:], fail_rounds=())
-    return st
+        return replace(st, fail_streak=st.fail_streak + 1, clean_streak=0, streak_at=ts,
+                       fail_rounds=(*st.fail_rounds, rnd.round_id)[-cfg.fail_rounds:], clean_rounds=())
+    return replace(st, clean_streak=st.clean_streak + 1, fail_streak=0, floor_blocked=False, streak_at=ts,
+                   clean_rounds=(*st.clean_rounds, rnd.round_id)[-cfg.restore_rounds:], fail_rounds=())
 
 
 # -- rules 4 and 5: suspension, floor, ladder -------------------------------------------------------------
@@ -199,7 +230,7 @@ def suspend_or_block(states: Mapping[str, EndpointState], tag: str, rnd: RoundIn
     step = effective_ladder_step(st, ts, cfg) + 1
     until = ts + suspension_length(step, cfg)
     new = replace(st, fail_streak=0, clean_streak=0, fail_rounds=(), clean_rounds=(), floor_blocked=False,
-                  suspended_until=until, suspended_at=ts, ladder_step=step)
+                  streak_at=None, suspended_until=until, suspended_at=ts, ladder_step=step)
     reason = f"failed {st.fail_streak} rounds in a row (fail_rounds {cfg.fail_rounds})"
     return new, [_decision(st, Action.SUSPEND, ts, ladder_step=step, until=until, reason=reason,
                            evidence_round_ids=st.fail_rounds, round_id=rnd.round_id)]
@@ -231,7 +262,7 @@ def lift(states: Mapping[str, EndpointState], tag: str, now: datetime, who: str,
         return out, []
     ts = _utc(now)
     out[tag] = replace(st, suspended_until=None, suspended_at=None, last_suspension_end=ts, fail_streak=0,
-                       clean_streak=0, fail_rounds=(), clean_rounds=(), floor_blocked=False)
+                       clean_streak=0, fail_rounds=(), clean_rounds=(), floor_blocked=False, streak_at=None)
     return out, [_decision(st, Action.LIFT, ts, ladder_step=st.ladder_step, until=st.suspended_until,
                            reason=reason, actor=who)]
 
@@ -273,7 +304,7 @@ def decide(states: Mapping[str, EndpointState], rnd: RoundInput, cfg: PolicyConf
         work[tag], made = expire(work[tag], rnd)
         decisions += made
     for tag in tags:  # rules 2 and 3
-        work[tag] = apply_status(work[tag], rnd.statuses.get(tag), rnd.round_id, cfg)
+        work[tag] = apply_status(work[tag], rnd.statuses.get(tag), rnd, cfg)
     for tag in tags:  # rule 6
         work[tag], made = restore(work[tag], rnd, cfg)
         decisions += made

@@ -31,6 +31,9 @@ class EndpointState:
     floor_blocked: bool = False  # a floor_blocked alert was already raised in this episode
     fail_rounds: tuple[str, ...] = ()  # round ids of the failing rounds in the current streak (evidence)
     clean_rounds: tuple[str, ...] = ()  # round ids of the clean rounds in the current streak
+    #: round_ts of the round that last grew the current streak (fail or clean: one of them is always 0); a
+    #: round closer to it than the policy's `round_spacing` does not grow it. None: no streak, or not known.
+    streak_at: datetime | None = None
 
     @property
     def is_suspended(self) -> bool:

@@ -23,6 +23,8 @@ import httpx
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
+from tasks.core.policy import PolicyConfig, too_soon
+from tasks.core.render.text import name
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
 from tasks.errors import StoreError
@@ -135,8 +137,14 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
     the run that chose the round's time; `flow_run_id`: the round's own flow run, which its alerts link to)."""
     from tasks.alert_links import round_links
 
-    return settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
-                        extra_alerts=extra_alerts, run_id=run_id, links=round_links(cfg, flow_run_id))
+    settled = settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
+                           extra_alerts=extra_alerts, run_id=run_id, links=round_links(cfg, flow_run_id))
+    held = too_soon(prior.states, settled.statuses, round_ts, PolicyConfig.from_config(cfg)) if settled.decided else ()
+    if held:  # recorded and shown, not counted: say why the streak did not move
+        _run_logger().info("Round %s: %s not counted towards a streak: less than confirm_after_min (%d min) after "
+                           "the round that last grew it", round_id, ", ".join(name(t, "log", 80) for t in held),
+                           cfg.confirm_after_min)
+    return settled
 
 
 def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:

@@ -38,19 +38,29 @@ def daily_costs(con: Connection, first_day: date, last_day: date) -> dict[tuple[
 def read_projection(
     con: Connection, now: datetime, interval_min: int, models: Sequence[str] | None = None
 ) -> Projection:
-    """The spend of rounds in the 24 hours up to `now`, and each model's (of `models`, default all) last
-    round before `now` x rounds per day, with the language confirmations' part of the latter."""
+    """The spend of rounds in the 24 hours up to `now`; each model's (of `models`, default all) last full round
+    before `now` x rounds per day, with the language confirmations' part of the latter; and the confirmation
+    (partial) rounds' spend of those 24 hours. A confirmation round probes a few endpoints: taken for a round
+    of the schedule, it made the projection today's spend so far."""
     now = utc_required(now)
+    wanted = set(models) if models is not None else None
     row = con.execute(
         "SELECT coalesce(sum(cost_usd), 0) FROM v_attempt_costs WHERE round_ts > ? AND round_ts <= ?",
         [now - timedelta(days=1), now],
     ).fetchone()
     last_day = float(row[0]) if row else 0.0
+    partial = con.execute(
+        "SELECT c.model, coalesce(sum(c.cost_usd), 0) FROM v_attempt_costs c JOIN rounds r USING (round_id)"
+        " WHERE r.partial AND c.round_ts > ? AND c.round_ts <= ? GROUP BY c.model",
+        [now - timedelta(days=1), now],
+    ).fetchall()
+    partial_usd = sum(float(usd or 0) for m, usd in partial if wanted is None or m in wanted)
     last = con.execute(
         """
         WITH latest AS (
-            SELECT model, round_id, cost_usd FROM v_round_costs WHERE round_ts <= ?
-            QUALIFY row_number() OVER (PARTITION BY model ORDER BY round_ts DESC) = 1
+            SELECT c.model, c.round_id, c.cost_usd FROM v_round_costs c JOIN rounds r USING (round_id)
+            WHERE c.round_ts <= ? AND NOT coalesce(r.partial, false)
+            QUALIFY row_number() OVER (PARTITION BY c.model ORDER BY c.round_ts DESC) = 1
         )
         SELECT l.model, l.cost_usd,
                coalesce((SELECT sum(c.cost_usd) FROM v_attempt_costs c
@@ -59,7 +69,6 @@ def read_projection(
         """,
         [now],
     ).fetchall()
-    wanted = set(models) if models is not None else None
     rounds = {m: float(usd or 0) for m, usd, _ in last if wanted is None or m in wanted}
     confirmations = {m: float(c or 0) for m, _, c in last if wanted is None or m in wanted}
-    return project(last_day, rounds, confirmations, interval_min)
+    return project(last_day, rounds, confirmations, interval_min, partial_rounds_usd=partial_usd)

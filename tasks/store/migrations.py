@@ -25,6 +25,7 @@ from tasks.store.schema import (
     ROUND_PARTIAL_SQL,
     ROUND_STEPS_SQL,
     ROUTE_EVENT_CLIENT_SQL,
+    STREAK_AT_SQL,
     SUSPICION_SQL,
     TABLES_SQL,
 )
@@ -57,6 +58,7 @@ MIGRATIONS: tuple[Migration, ...] = (
               then=render_all_text),
     Migration(15, "the router's client on route events", ROUTE_EVENT_CLIENT_SQL),
     Migration(16, "Slack threads: where each alert was posted, the message of each suspension", ALERT_THREADS_SQL),
+    Migration(17, "the time of the round that last grew an endpoint's streak", STREAK_AT_SQL),
 )
 
 #: The version a fully migrated file reports.

@@ -327,3 +327,10 @@ ALTER TABLE rounds_v13 RENAME TO rounds
 ROUTE_EVENT_CLIENT_SQL = """
 ALTER TABLE route_events ADD COLUMN IF NOT EXISTS client VARCHAR
 """
+
+#: Migration 17. ``endpoint_state.streak_at``: round_ts of the round that last grew the current streak (fail
+#: or clean); a round closer to it than ``confirm_after_min`` does not grow it (tasks/core/policy.py `counts`).
+#: NULL for states stored before: their next round counts, as it would have.
+STREAK_AT_SQL = """
+ALTER TABLE endpoint_state ADD COLUMN IF NOT EXISTS streak_at TIMESTAMPTZ
+"""

@@ -116,6 +116,7 @@ def _state_row(s: EndpointState) -> dict[str, Any]:
         "floor_blocked": s.floor_blocked,
         "fail_rounds": list(s.fail_rounds),
         "clean_rounds": list(s.clean_rounds),
+        "streak_at": utc(s.streak_at),
     }
 
 
@@ -133,6 +134,7 @@ def _state_from_row(r: dict[str, Any]) -> EndpointState:
         floor_blocked=r["floor_blocked"],
         fail_rounds=tuple(r["fail_rounds"]),
         clean_rounds=tuple(r["clean_rounds"]),
+        streak_at=r.get("streak_at"),
     )
 
 

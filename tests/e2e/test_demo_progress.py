@@ -32,3 +32,4 @@ def test_the_demo_announces_every_wait_before_it(tmp_path: Path) -> None:
     probing = first("round 1 of 1: probing the 15 endpoints")
     table = first("Round 1 —")
     assert first("simulator at") < worker < server < ready < probing < table
+    assert table < first("streak f/c = failing / clean rounds")  # the table's legend names every column

@@ -5,19 +5,21 @@ to the same), the way Compose would run them: named volumes are directories, ser
 container port a free port, the image's install is this checkout. The operator's part is done as
 docs/operations.md "Production" says: canary.env filled in from canary.env.example (the simulator's key and URL
 in place of OpenRouter's, a local Slack-compatible server's token and channel ID), the routes file's base URL
-pointed at the simulator, and its placeholder client replaced by the block `canary router keys add` prints.
+pointed at the simulator, its placeholder client replaced by the block `canary router keys add` prints, and
+(test only, to wait one minute instead of five) `confirm_after_min = 1`.
 
 The `postgres` service (the image's, not ours) is a throwaway PostgreSQL cluster on its socket only
 (tests/support/postgres.py), with the role and database the service's environment names, its socket where the
 volume postgres-run is, and the service's own healthcheck (pg_isready) run against it.
 
-Then, as an operator would: the database, the Prefect server (until its healthcheck passes; its flow runs land in
-PostgreSQL), `canary serve`, two cycles with
-`prefect deployment run canary-cycle/canary-cycle --watch` against the served deployment (observe mode: the
-refusing endpoint "would be suspended", said in Slack by channel ID), the router and the exporter once the
-database exists, a routed request through the router with the client's key (one without it is 401; the routed
-one is counted in the canary's database: events_db), and
-`canary status` through deploy/canary-admin (the operator's `canary` on a systemd host).
+Then, in the documented install order (issue 44: it suspended within a minute): the database, the Prefect server
+(until its healthcheck passes; its flow runs land in PostgreSQL), `canary serve` and its start-up cycle, then the
+operator's `canary run` in the serve service (`docker compose exec canary-serve canary run ...`) seconds later:
+the refusing endpoint failed both rounds, but they are closer than `confirm_after_min`, so no decision yet; the
+start-up round's confirmation, a minute after it, is the second round that counts (observe mode: the refusing
+endpoint "would be suspended", said in Slack by channel ID). Then the router and the exporter, a routed request
+through the router with the client's key (one without it is 401; the routed one is counted in the canary's
+database: events_db), and `canary status` through deploy/canary-admin (the operator's `canary` on a systemd host).
 Every process is stopped by its process group at the end.
 """
 
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
@@ -84,6 +87,8 @@ def operator_files(tmp: Path, sim: SimulatorHandle, slack: SlackServer) -> tuple
     env.update(OPENROUTER_API_KEY=sim.api_key, OPENROUTER_BASE_URL=sim.base_url, SLACK_BOT_TOKEN=TOKEN,
                SLACK_CHANNEL=CHANNEL_ID, SLACK_API_URL=slack.api_url)
     (d / "canary.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
+    with (d / "canary.toml").open("a", encoding="utf-8") as toml:  # top-level keys only: appending stays top-level
+        toml.write("confirm_after_min = 1\n")  # the test's only setting: a confirmation 1 min after a round, not 5
     routes = (d / "routes.toml").read_text(encoding="utf-8")
     assert routes.count("https://openrouter.ai/api/v1") == 2
     added = subprocess.run([str(Path(sys.executable).with_name("canary")), "router", "keys", "add", "team-a",
@@ -136,6 +141,18 @@ def poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: dict[st
             return value
         time.sleep(0.5)
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}:\n{tails(logs)}")
+
+
+def read_db(db: Path, sql: str, params: list[object] | None = None, tries: int = 20) -> list[tuple[object, ...]]:
+    """Rows of `sql` from the canary's database, read-only; a round writing it now is waited for (0.5 s a try)."""
+    for _ in range(tries - 1):
+        try:
+            with store.open_store(db, read_only=True) as con:
+                return con.execute(sql, params or []).fetchall()
+        except Exception:  # DuckDB's one-writer lock: a round holds it
+            time.sleep(0.5)
+    with store.open_store(db, read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
 
 
 def tails(logs: Path) -> str:
@@ -209,13 +226,29 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
                 return "COMPLETED" if "COMPLETED" in states else None
 
             poll("canary serve's start-up cycle", start_up_cycle, 300, procs, logs)
-            # the second cycle, as an operator starts one: the refuser fails two rounds in a row (fail_rounds)
-            prefect = [str(host.venv / "bin" / "prefect"), "deployment", "run", "canary-cycle/canary-cycle",
-                       "--watch", "--watch-interval", "2", "--watch-timeout", "240"]
-            done = subprocess.run(prefect, env=serve_env, cwd=serve_cwd, capture_output=True, text=True, timeout=300)
+            # then the operator's cycle, as the docs have it: `docker compose exec canary-serve canary run --config ...`
+            run = [str(host.venv / "bin" / "canary"), "run", "--config",
+                   host.path("/etc/provider-canary/canary.toml", services["canary-serve"])]
+            done = subprocess.run(run, env=serve_env, cwd=serve_cwd, capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, f"{done.stdout[-2000:]}{done.stderr[-2000:]}\n{tails(logs)}"
 
             db = Path(host.path(f"{STATE}/canary.duckdb", services["canary-serve"]))
+            two = read_db(db, "SELECT round_ts FROM rounds ORDER BY round_ts")
+            assert len(two) == 2 and two[1][0] - two[0][0] < timedelta(minutes=1), two
+            assert read_db(db, "SELECT action FROM decisions") == []  # failing rounds seconds apart: no decision
+            assert read_db(db, "SELECT fail_streak FROM endpoint_state WHERE tag = 'refuser'") == [(1,)]
+
+            def decided() -> list[tuple[object, ...]] | None:  # the start-up round's confirmation, 1 min after it
+                try:
+                    return read_db(db, "SELECT action, tag, evidence_round_ids FROM decisions", tries=1) or None
+                except Exception:  # that round holds the database now
+                    return None
+
+            [(action, tag, evidence)] = poll("the confirmation round's decision", decided, 240, procs, logs)
+            assert (action, tag) == ("would_suspend", "refuser")
+            spaced = read_db(db, "SELECT round_ts FROM rounds WHERE list_contains(?, round_id) ORDER BY round_ts",
+                             [list(evidence)])
+            assert len(spaced) == 2 and spaced[1][0] - spaced[0][0] >= timedelta(minutes=1), spaced
             assert db.is_file() and (db.parent / "published" / f"{model_slug(MODEL)}.json").is_file()
             assert not (Path(host.path(f"{STATE}/prefect-server", services["prefect-server"])) / "prefect.db").exists()
             rounds = postgres.query(database, "SELECT count(*) FROM flow_run r JOIN flow f ON f.id = r.flow_id "
@@ -238,7 +271,7 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
             scrape = poll("canary_rounds_total from the exporter", lambda: (lambda t: t if "canary_rounds_total{" in t
                           else None)(httpx.get(f"http://127.0.0.1:{ports[9464]}/metrics", timeout=5).text), 90,
                           procs, logs)
-            assert f'canary_rounds_total{{model="{MODEL}",status="complete"}} 2.0' in scrape
+            assert f'canary_rounds_total{{model="{MODEL}",status="complete"}} 3.0' in scrape  # with the confirmation
 
             def counted() -> bool:  # the router's live count, in the canary's own database (routes events_db)
                 with store.open_store(db, read_only=True) as con:

@@ -1,6 +1,7 @@
 """A round that fails in its own process says why (docs/design.md "round", "Failing loudly"): `canary run` as a user
-runs it (the installed console script, against the tests' Prefect API) on a listing that answers HTTP 500 once the
-run's preflight has read it, so the round fails at discovery while its process is alive.
+runs it (the installed console script, against the tests' Prefect API) on a listing that answers HTTP 500, so the
+round fails at discovery while its process is alive. The run's pre-flight sees the same 500 and lets the round run:
+an outage of the listing is a failed round (exit 1), not a config error (exit 2: issue 44).
 
 The round is `failed` at step `probe` with its error, by the process that ran it: in DuckDB, in `canary status`,
 in the round's artifact and in the exit code (1, one line). It is never `crashed` (that is for a process that is
@@ -17,7 +18,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from simulator.fleet import parse_fleet
@@ -40,8 +40,7 @@ ERROR_500 = b'{"error":{"message":"Internal Server Error","code":500}}'
 
 
 class BrokenListing:
-    """The endpoints listing on loopback: the first GET relayed from the simulator (the run's preflight), every
-    later one HTTP 500."""
+    """The endpoints listing on loopback, answering every GET (the run's pre-flight too) with HTTP 500."""
 
     def __init__(self, sim: SimulatorHandle) -> None:
         self.sim, self.gets = sim, 0
@@ -50,12 +49,7 @@ class BrokenListing:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 listing.gets += 1
-                if listing.gets == 1:
-                    real = httpx.get(sim.base_url.removesuffix("/api/v1") + self.path, timeout=10,
-                                     headers={"Authorization": self.headers.get("Authorization", "")})
-                    status, body = real.status_code, real.content
-                else:
-                    status, body = 500, ERROR_500
+                status, body = 500, ERROR_500
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -115,6 +109,9 @@ def test_a_round_that_fails_at_discovery_is_failed_with_its_error_never_crashed(
     assert done.returncode == 1, (done.stdout, done.stderr[-3000:])
     assert [ln for ln in done.stderr.splitlines() if ln.startswith("canary: ")] == [
         f"canary: {MODEL}: round failed: {error}"]
+    assert (f"{MODEL}: discovery: {listing.base_url} answered HTTP 500 for {MODEL} at pre-flight: an outage, not a "
+            "config error: its round runs and records it") in done.stdout.splitlines()
+    assert listing.gets > 1  # the pre-flight's GET, then the round's own
     with store.open_store(db, read_only=True) as con:
         [(round_id, status, step, stored_error)] = con.execute(
             "SELECT round_id, status, step, error FROM rounds").fetchall()

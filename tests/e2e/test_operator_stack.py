@@ -121,7 +121,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             config.write_text(
                 f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
                 f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\n'
-                'languages = ["en"]\nttft_s = 8\nfail_rounds = 2\n', encoding="utf-8")
+                # two runs seconds apart count as two rounds only without the policy's spacing (confirm_after_min)
+                'languages = ["en"]\nttft_s = 8\nfail_rounds = 2\nconfirm_after_min = 0\n', encoding="utf-8")
             env = _env(tmp / "client-home")
             env.update(PREFECT_API_URL=api, OPENROUTER_API_KEY=sim.api_key, SLACK_BOT_TOKEN=TOKEN,
                        SLACK_CHANNEL="#canary-admins", SLACK_API_URL=slack.api_url)

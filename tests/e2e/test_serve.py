@@ -7,6 +7,7 @@ Everything listens on 127.0.0.1 and is stopped at the end (process groups the te
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
+from tasks.alert_route import NO_SLACK
 from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
 from tests.support.run_config import write_run_config
 
@@ -164,7 +166,8 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
 
 def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: SimulatorHandle, tmp_path: Path) -> None:
     """With an hour's interval: a fresh database gets its first cycle at once, not an hour later (and it says
-    why); served again on that database, the cycle it just ran is recent, so the schedule's first one is awaited."""
+    why, and that Slack is not configured); Ctrl-C stops it with exit 130; served again on that database, the
+    cycle it just ran is recent, so the schedule's first one is awaited."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     db = tmp_path / "canary.duckdb"
@@ -188,9 +191,11 @@ def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: Simul
             first = _start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[1])
             procs.append(first)
             [done] = _poll("a completed cycle right after the start", lambda: cycles("COMPLETED"), 180, procs, logs)
-            _stop(procs.pop())
-            assert f"serve: no complete full round of {MODEL} yet: a cycle runs now (flow run {done['id']})" \
-                in logs[1].read_text()
+            os.killpg(procs.pop().pid, signal.SIGINT)  # Ctrl-C, as systemd and compose stop it
+            assert first.wait(90) == 130, _tails(logs)  # the documented exit of an interrupted command
+            said = logs[1].read_text()
+            assert f"serve: no complete full round of {MODEL} yet: a cycle runs now (flow run {done['id']})" in said
+            assert f"serve: WARNING: {NO_SLACK}" in said  # no SLACK_* here: alerts would only reach the log
 
             procs.append(_start([str(BIN / "canary"), "serve", "--config", str(config)], serve_env, logs[2]))
             said = "the first cycle comes with the schedule"

@@ -130,3 +130,16 @@ def test_a_live_source_that_does_not_answer_is_said_under_the_mode(tmp_path: Pat
     live = json.loads(status(cfg, "--json"))["live_evidence"]
     assert (live["source"], live["up"], live["routers"], live["error"]) == ("prometheus", False, 0,
                                                                            "does not answer (ConnectError)")
+
+
+def test_status_warns_when_alerts_would_only_reach_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.alert_route import NO_SLACK
+
+    cfg, _ = observe_db(tmp_path)
+    for var in ("SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WEBHOOK_URL", "SLACK_API_URL", "PREFECT_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert f"alerts: WARNING: {NO_SLACK}" in status(cfg).splitlines()
+    assert json.loads(status(cfg, "--json"))["slack_warning"] == NO_SLACK
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.slack.example/services/T0/B0/x")
+    assert not any(ln.startswith("alerts: WARNING") for ln in status(cfg).splitlines())
+    assert json.loads(status(cfg, "--json"))["slack_warning"] is None

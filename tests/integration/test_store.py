@@ -312,6 +312,7 @@ def test_states_round_trip_per_mode(tmp_db: str) -> None:
         floor_blocked=True,
         fail_rounds=("r1", "r2"),
         clean_rounds=("r3",),
+        streak_at=T0 - timedelta(minutes=30),
     )
     shadow = EndpointState(MODEL, "novita", Mode.OBSERVE, fail_streak=1)
     with store.open_store(tmp_db) as con:

@@ -205,3 +205,24 @@ def test_the_budget_step_reads_the_snapshot_and_reduces_only_over_budget(
     assert plan_footprint(within, prior, model, now) == FULL
     missing = CanaryConfig(db_path=tmp_db + ".none", budget_usd_per_day=0.01)
     assert plan_footprint(missing, prior, model, now) == FULL  # no store: probe in full
+
+
+def test_a_confirmation_round_after_the_full_ones_is_not_taken_for_the_schedules_round(
+    tmp_db: str, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
+) -> None:
+    """Right after an install (issue 44): a confirmation round probing one endpoint came last, and `canary status`
+    projected today's spend so far ($0.0238/day) instead of a day of rounds (~$0.58)."""
+    model = MODELS[0]
+    last_full = [rc for rc in rounds if rc[0].model == model][-1]
+    info = RoundInfo(f"{model}@confirm", model, last_full[0].round_ts + timedelta(minutes=5), Mode.OBSERVE,
+                     partial=True)
+    one = [Attempt(round_id=info.round_id, model=model, tag="deepinfra/fp8", provider_name="Deepinfra/Fp8",
+                   contract=Contract.REFUSAL, attempt_no=1, started_at=info.round_ts,
+                   usage=Usage(100, 50, 150, 1e-6))]
+    with store.open_store(tmp_db) as con:
+        store.land_round(con, info, one, endpoints=endpoints(model), status="complete")
+        con.execute("UPDATE rounds SET partial = true WHERE round_id = ?", [info.round_id])  # as the save marks it
+        p = store.read_projection(con, info.round_ts + timedelta(minutes=1), 30, [model])
+    full_usd = round_cost(last_full[0].round_id, model, *last_full[1:]).total.usd
+    assert p.last_rounds_usd_per_day == pytest.approx(full_usd * 48 + 1e-6)
+    assert p.usd_per_day == pytest.approx(full_usd * 48 + 1e-6) and p.usd_per_day > 40 * full_usd

@@ -96,3 +96,41 @@ def test_canary_run_exits_1_for_every_round_that_did_not_complete(
 
     assert cycle_problems(cycle) == problems
     assert CYCLE_INCOMPLETE_EXIT == 1
+
+
+def test_a_model_id_with_a_newline_is_refused_in_one_line() -> None:
+    proc = cli("run", "--model", "meta-llama/llama-3.3\nx", env={"OPENROUTER_API_KEY": "sk-or-v1-test"})
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == [
+        "canary: --model must look like 'author/slug', without spaces or control characters "
+        "(got 'meta-llama/llama-3.3\\nx')"]
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules a `python -X importtime` run imported (its stderr lines `import time: ... | name`)."""
+    return {ln.rsplit("|", 1)[-1].strip() for ln in stderr.splitlines() if ln.startswith("import time:")}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "refusal", "slow"),
+    [
+        (["metrics", "--db", "{tmp}/none.duckdb"], {}, "canary: no database at ",
+         {"tasks.metrics", "prometheus_client"}),
+        (["serve", "--config", "canary.toml"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"},
+         "canary: serve: the Prefect API at http://127.0.0.1:9/api does not answer", {"prefect", "flows.watch"}),
+    ],
+    ids=["metrics-without-database", "serve-without-api"],
+)
+def test_a_refusal_comes_before_the_slow_imports(argv: list[str], env: dict[str, str], refusal: str, slow: set[str],
+                                                 tmp_path: Path) -> None:
+    """systemd restarts these services in a loop until the API (or the first round's database) is there: each
+    refusal is one line, printed before Prefect (seconds to import) or the exporter's stack is loaded."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANARY_", "PREFECT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from cli.main import main; main()",
+         *[a.format(tmp=tmp_path) for a in argv]],
+        capture_output=True, text=True, cwd=ROOT, env={**base, **env}, timeout=120,
+    )
+    said = [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")]
+    assert proc.returncode == 2 and len(said) == 1 and said[0].startswith(refusal), proc.stderr[-2000:]
+    assert not slow & _imported(proc.stderr)

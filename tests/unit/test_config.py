@@ -62,6 +62,13 @@ def rejected(raw: dict[str, Any]) -> str:
         ({"exclusions_file": ""}, ("exclusions_file",)),
         ({"probe_budget_s": 3600}, ("probe_budget_s", "interval_min")),  # longer than a round interval
         ({"interval_min": 0}, ("interval_min",)),
+        ({"models": ["meta-llama/llama-3.3\n"]}, ("models", "'meta-llama/llama-3.3\\n'")),  # a newline at its end
+        ({"models": ["meta-llama/llama\n-3.3"]}, ("models", "\\n")),
+        ({"models": ["meta-llama/llama\t3.3"]}, ("models", "\\t")),
+        ({"models": ["meta-llama/llama\x1b3.3"]}, ("models", "\\x1b")),
+        ({"models": ["meta-llama/llama\u00a03.3"]}, ("models", "\\xa0")),  # a no-break space
+        ({"models": ["meta-llama/llama 3.3"]}, ("models",)),
+        ({"models": ["/llama"]}, ("models",)),
     ],
 )
 def test_rejected(raw: dict[str, Any], names: tuple[str, ...]) -> None:

@@ -105,6 +105,7 @@ def test_the_example_environment_file_holds_no_secret() -> None:
     env = read_env_file(DEPLOY / "canary.env.example")
     assert {"OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_CHANNEL"} <= set(env)
     assert all(env.get(k, "") == "" for k in ENV_SECRETS), {k: env[k] for k in ENV_SECRETS if env.get(k)}
+    assert env["SLACK_CHANNEL"] == ""  # no real-looking channel an operator could leave in by mistake (issue 44)
     assert "deploy/canary.env" in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
 
 

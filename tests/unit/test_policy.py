@@ -135,13 +135,13 @@ def test_two_failing_rounds_suspend(x: str, suspended_in: int | None) -> None:
 
 def test_streaks_whole_state_after_mixed_rounds() -> None:
     states, _ = run({"x": "CCFTF", "b": "CCCCC", "c": "CCCCC"}, cfg=replace(ENF, fail_rounds=3))
-    assert states["x"] == st(fail_streak=2, fail_rounds=("r2", "r4"))
-    assert states["b"] == st("b", clean_streak=5, clean_rounds=("r3", "r4"))
+    assert states["x"] == st(fail_streak=2, fail_rounds=("r2", "r4"), streak_at=T0 + 4 * STEP)
+    assert states["b"] == st("b", clean_streak=5, clean_rounds=("r3", "r4"), streak_at=T0 + 4 * STEP)
 
 
 def test_new_endpoints_start_in_the_configured_mode() -> None:
     states, _ = run({"x": "C"}, cfg=OBS)
-    assert states == {"x": st(mode=Mode.OBSERVE, clean_streak=1, clean_rounds=("r0",))}
+    assert states == {"x": st(mode=Mode.OBSERVE, clean_streak=1, clean_rounds=("r0",), streak_at=T0)}
 
 
 def test_naive_round_time_is_refused() -> None:
@@ -177,7 +177,8 @@ def test_no_expiry_before_until() -> None:
 def test_expiry_then_one_fail_does_not_resuspend() -> None:
     states, decisions = run({"x": "F", "b": "C", "c": "C"}, states={"x": suspended_x()})
     assert actions(decisions) == [("x", "expire")]
-    assert states["x"] == st(fail_streak=1, fail_rounds=("r0",), ladder_step=1, last_suspension_end=T0)
+    assert states["x"] == st(fail_streak=1, fail_rounds=("r0",), ladder_step=1, last_suspension_end=T0,
+                             streak_at=T0)
 
 
 @pytest.mark.parametrize("during", ["FFT", "FF.", "FTF", "TFF"], ids=str)
@@ -254,7 +255,8 @@ def test_two_clean_rounds_restore_early() -> None:
     restore = decisions[1]
     assert restore.evidence_round_ids == ("r2", "r4") and restore.until == T0 + STEP + DAY
     assert states["x"] == st(
-        clean_streak=2, clean_rounds=("r2", "r4"), ladder_step=1, last_suspension_end=T0 + 4 * STEP
+        clean_streak=2, clean_rounds=("r2", "r4"), ladder_step=1, last_suspension_end=T0 + 4 * STEP,
+        streak_at=T0 + 4 * STEP,
     )
 
 
@@ -298,7 +300,7 @@ def test_floor(fleet: dict[str, str], expected: str) -> None:
     assert actions(decisions) == [("x", expected)]
     if expected == "floor_blocked":
         assert decisions[0].evidence_round_ids == ("r0", "r1") and decisions[0].until is None
-        assert states["x"] == st(fail_streak=2, fail_rounds=("r0", "r1"), floor_blocked=True)
+        assert states["x"] == st(fail_streak=2, fail_rounds=("r0", "r1"), floor_blocked=True, streak_at=T0 + STEP)
 
 
 @pytest.mark.parametrize("layer", [Layer.BUILTIN, Layer.OPERATIONAL])
@@ -313,7 +315,7 @@ def test_floor_blocked_once_per_episode_and_streak_kept() -> None:
         (Action.FLOOR_BLOCKED, "r1"),
         (Action.FLOOR_BLOCKED, "r7"),
     ]
-    assert states["x"] == st(fail_streak=2, fail_rounds=("r6", "r7"), floor_blocked=True)
+    assert states["x"] == st(fail_streak=2, fail_rounds=("r6", "r7"), floor_blocked=True, streak_at=T0 + 7 * STEP)
 
 
 def test_suspended_as_soon_as_the_floor_allows() -> None:

@@ -2,7 +2,7 @@
 
 A history is a list of rounds; each round gives every tag one of F C T I (a status), "." (discovered, no
 status) or "-" (not discovered); rounds are separated by random gaps so that suspensions run out and the
-ladder decays.
+ladder decays, and some are closer than the policy's `round_spacing` (confirm_after_min), so they do not count.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ CODES = {
     "I": RoundStatus.INCONCLUSIVE,
 }
 GAPS = [timedelta(minutes=30), timedelta(hours=6), timedelta(days=1), timedelta(days=3), timedelta(days=15)]
+#: Gaps around the default round spacing (5 min): too close to count, and exactly far enough.
+CLOSE_GAPS = [timedelta(seconds=30), timedelta(minutes=4), timedelta(minutes=5)]
+SPACINGS = [timedelta(0), timedelta(minutes=5)]
 SUSPEND = {Action.SUSPEND, Action.WOULD_SUSPEND}
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -77,7 +80,7 @@ def histories(draw: st.DrawFn, mode: Mode | None = None, max_rounds: int = 40) -
     rounds = draw(st.lists(column, min_size=1, max_size=max_rounds))
     ts, times = T0, []
     for _ in rounds:
-        ts += draw(st.sampled_from(GAPS))
+        ts += draw(st.sampled_from(GAPS + CLOSE_GAPS))
         times.append(ts)
     excluded = {t: Layer.BUILTIN for t in draw(st.sets(st.sampled_from(tags), max_size=2))}
     cfg = PolicyConfig(
@@ -85,6 +88,7 @@ def histories(draw: st.DrawFn, mode: Mode | None = None, max_rounds: int = 40) -
         restore_rounds=draw(st.integers(1, 3)),
         min_hosts=draw(st.integers(0, 3)),
         mode=mode or draw(st.sampled_from(list(Mode))),
+        round_spacing=draw(st.sampled_from(SPACINGS)),
     )
     return History(tuple(tags), tuple(rounds), tuple(times), excluded, cfg)
 
@@ -179,6 +183,45 @@ def test_persistent_fault_suspended_in_exactly_fail_rounds_rounds(
             assert len(made[0].evidence_round_ids) == fail_rounds
             return
     raise AssertionError("never suspended")
+
+
+@FAST
+@given(histories())
+def test_a_round_too_soon_after_its_streak_grew_moves_no_streak(h: History) -> None:
+    for rnd, before, after, made in fold(h):
+        suspended_now = {d.tag for d in made if d.action in SUSPEND}
+        for tag, old in before.items():
+            status = rnd.statuses.get(tag)
+            running = {RoundStatus.FAIL: old.fail_streak, RoundStatus.CLEAN: old.clean_streak}.get(status, 0)
+            if running and old.streak_at is not None and rnd.round_ts - old.streak_at < h.cfg.round_spacing:
+                if tag not in suspended_now:
+                    assert (after[tag].fail_streak, after[tag].clean_streak) == (old.fail_streak, old.clean_streak)
+                    assert after[tag].streak_at == old.streak_at
+
+
+@FAST
+@given(histories())
+def test_the_rounds_a_decision_rests_on_are_apart(h: History) -> None:
+    at = {rnd.round_id: rnd.round_ts for rnd in h.inputs()}
+    for *_, made in fold(h):
+        for d in made:
+            times = [at[r] for r in d.evidence_round_ids]
+            assert all(b - a >= h.cfg.round_spacing for a, b in zip(times, times[1:], strict=False)), d
+
+
+@FAST
+@given(histories())
+def test_without_spacing_every_fail_or_clean_round_moves_its_streak(h: History) -> None:
+    h = replace(h, cfg=replace(h.cfg, round_spacing=timedelta(0)))
+    for rnd, before, after, made in fold(h):
+        suspended_now = {d.tag for d in made if d.action in SUSPEND}
+        for tag, old in before.items():
+            if tag in suspended_now:
+                continue
+            if rnd.statuses.get(tag) is RoundStatus.FAIL:
+                assert after[tag].fail_streak == old.fail_streak + 1
+            elif rnd.statuses.get(tag) is RoundStatus.CLEAN:
+                assert after[tag].clean_streak == old.clean_streak + 1
 
 
 @settings(max_examples=60, deadline=None)

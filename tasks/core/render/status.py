@@ -8,6 +8,7 @@ what the JSON does not. Order (issue 30: observe mode read like enforcement):
     shadow decisions (observe mode: not in traffic):          "would suspend until ...", never "suspended"
     canary spend: today ...; last 7 days ...; projected ...   one line (per day and per model: --json)
     round ... / alerts ...                                     the recent rounds and the outbox's troubles
+    alerts: WARNING: Slack is not configured ...               when this environment has no Slack settings
     the endpoint table, then its legend
 """
 
@@ -125,5 +126,6 @@ def status_lines(report: Mapping[str, Any], models: Sequence[str], *, round_line
         *shadow_lines(report["endpoints"]),
         spend_line(report["spend"]),
         *round_lines,
+        *([f"alerts: WARNING: {report['slack_warning']}"] if report.get("slack_warning") else []),
         *table_lines(report["endpoints"]),
     ]

@@ -1,7 +1,8 @@
 """Text hygiene for everything we render: secrets redacted, invisible characters shown, lengths capped.
 
 Every piece of outside text (reply excerpts, reasons, evidence, provider names) goes through `clean()`;
-mrkdwn additionally escapes Slack's three control characters (& < >), Markdown table cells escape `|`.
+mrkdwn additionally escapes Slack's three control characters (& < >; `unmrkdwn` undoes it for a log line),
+Markdown table cells escape `|`.
 
 A provider's tag or name (and a model id, an alert key: anything an upstream or an admin can make hostile) is
 shown through ONE helper, `name(text, target)`, for each target: a Slack code span, a Markdown code span, a
@@ -12,6 +13,7 @@ A command built from such a name is shown by `command_span`, which never cuts a 
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime
 from typing import Literal
@@ -52,6 +54,16 @@ def cap_text(text: str, cap: int) -> str:
 def mrkdwn(text: str) -> str:
     """Escape Slack's control characters (its mrkdwn treats &, < and > specially)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_MRKDWN_ENTITIES = re.compile(r"&(amp|lt|gt);")
+_UNESCAPED = {"amp": "&", "lt": "<", "gt": ">"}
+
+
+def unmrkdwn(text: str) -> str:
+    """Slack's three escapes undone (`mrkdwn`'s inverse), in one pass: an alert's text as a log line shows it
+    (`45%) >= 25%`, not `45%) &gt;= 25%`); what goes to Slack keeps them."""
+    return _MRKDWN_ENTITIES.sub(lambda m: _UNESCAPED[m.group(1)], text)
 
 
 def code(text: str, cap: int = EXCERPT_CAP) -> str:
