@@ -253,7 +253,7 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
             assert not (Path(host.path(f"{STATE}/prefect-server", services["prefect-server"])) / "prefect.db").exists()
             rounds = postgres.query(database, "SELECT count(*) FROM flow_run r JOIN flow f ON f.id = r.flow_id "
                                     "WHERE f.name = 'canary-round' AND r.state_type = 'COMPLETED'")
-            assert rounds == [(2,)], rounds  # both cycles' rounds, in PostgreSQL
+            assert rounds == [(3,)], rounds  # the start-up cycle's, the operator's and the confirmation: in PostgreSQL
 
             start("canary-router")
             start("canary-metrics")
