@@ -128,7 +128,7 @@ def parse_diff(diff: str) -> tuple[int, str, str]:
 
 
 def load_equivalents(text: str, table: str = "equivalent", required: tuple[str, ...] = (
-        "file", "function", "before", "after", "why")) -> list[Equivalent]:
+        "file", "function", "before", "why")) -> list[Equivalent]:
     """The `[[<table>]]` entries of mutation/equivalents.toml (`equivalent`, each with its reason) or of
     mutation/survivors.toml (`survivor`, no reason: a test is owed); ValueError names a bad one."""
     entries = tomllib.loads(text).get(table, [])
@@ -217,7 +217,7 @@ def table(verdict: Verdict) -> str:
                      for r in rows)
 
 
-def _toml_string(s: str) -> str:
+def toml_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -235,8 +235,8 @@ def failure_message(verdict: Verdict) -> str:
             "`scripts/mutation FILE` runs one module again). Only when no test can ever tell the two apart, add "
             "to mutation/equivalents.toml, with the reason:")
         for m in verdict.survivors[:3]:
-            out.append(f"  [[equivalent]]\n  file = {_toml_string(m.file)}\n  function = {_toml_string(m.function)}"
-                       f"\n  before = {_toml_string(m.before)}\n  after = {_toml_string(m.after)}\n"
+            out.append(f"  [[equivalent]]\n  file = {toml_string(m.file)}\n  function = {toml_string(m.function)}"
+                       f"\n  before = {toml_string(m.before)}\n  after = {toml_string(m.after)}\n"
                        '  why = "<why no test can tell them apart>"')
     if verdict.unmatched:
         out.append(f"{len(verdict.unmatched)} entry(ies) of mutation/equivalents.toml or survivors.toml name no "

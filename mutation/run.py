@@ -3,6 +3,7 @@
     scripts/mutation [PATH...]            run the modules given (default: every module of mutation/modules.toml)
     scripts/mutation --gate [PATH...]     only the modules whose record is stale (CI); nothing to run is a pass
     scripts/mutation --record [PATH...]   run, and write each module that passed into mutation/record.json
+    scripts/mutation --record --owe ...   the same, the run's survivors written into mutation/survivors.toml
 
 mutmut works in a scratch copy of the repository (a temporary folder: the work tree is never touched), with
 the test files that import the modules run (mutation/modules.toml `test_dirs`). Exit 0: every mutant caught
@@ -41,6 +42,7 @@ from mutation.gate import (
     parse_diff,
     stale,
     table,
+    toml_string,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,12 +253,28 @@ def write_record(record: dict[str, object], verdict: Verdict, covered: dict[str,
     return written
 
 
+def owe(known: list[Equivalent], verdict: Verdict, files: list[str]) -> list[Equivalent]:
+    """mutation/survivors.toml rewritten: the entries of the modules run are now exactly their survivors."""
+    kept = [e for e in known if e.file not in files]
+    owed = {(m.file, m.function, m.before, m.after): m for m in [*verdict.known, *verdict.survivors]}
+    entries = kept + [Equivalent(f, fn, b, a, "") for (f, fn, b, a) in sorted(owed)]
+    head = [ln for ln in KNOWN.read_text(encoding="utf-8").splitlines() if ln.startswith("#")] if KNOWN.exists() \
+        else []
+    body = [f"[[survivor]]\nfile = {toml_string(e.file)}\nfunction = {toml_string(e.function)}\n"
+            f"before = {toml_string(e.before)}\nafter = {toml_string(e.after)}\n" for e in entries]
+    KNOWN.write_text("\n".join(head) + "\n\n" + "\n".join(body), encoding="utf-8")
+    print(f"mutation: {len(owed)} survivor(s) of {len(files)} module(s) written into {KNOWN.relative_to(ROOT)}")
+    return entries
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/mutation", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", help="decision modules (files or folders); default: all of them")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
     mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
+    parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
+                        "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy (to `mutmut show` there)")
     args = parser.parse_args(argv)
@@ -287,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table(verdict))
     print(f"mutation: {len(found)} mutants in {took:.0f} s (load {os.getloadavg()[0]:.1f})")
+    if args.record and args.owe:
+        known = owe(known, verdict, files)
+        verdict = judge(found, equivalents, files, known)
     if args.record:
         written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
         print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
