@@ -217,7 +217,7 @@ def file_digest(rel: str) -> str | None:
 
 
 def stale_files(files: list[str], record: Mapping[str, object], equivalents: list[Equivalent]) -> dict[str, str]:
-    if record.get("tool") != tool():
+    if record.get("tool") not in (tool(), None):
         return dict.fromkeys(files, f"recorded with {record.get('tool')}, this is {tool()}")
     modules = record.get("modules")
     entries = modules if isinstance(modules, Mapping) else {}
@@ -287,12 +287,18 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
         if args.gate:
             why = stale_files(files, record, [*equivalents, *known])
+            unrecorded = [f for f, reason in why.items()
+                          if reason == "never recorded" or reason.startswith("recorded with")]
+            if unrecorded:  # a module enters the gate with its first record (docs/mutation.md)
+                print(f"mutation gate: not gated until recorded (`scripts/mutation --record PATH`): "
+                      f"{', '.join(unrecorded)}")
             for f, reason in why.items():
-                print(f"mutation: {f}: {reason}")
-            if not why:
-                print(f"mutation gate: all {len(files)} decision modules are as recorded; nothing to run")
+                if f not in unrecorded:
+                    print(f"mutation: {f}: {reason}")
+            files = [f for f in files if f in why and f not in unrecorded]
+            if not files:
+                print("mutation gate: every recorded decision module is as recorded; nothing to run")
                 return 0
-            files = [f for f in files if f in why]
         tests = test_files(files, list(cfg["test_dirs"]), record.get("modules") or {})  # type: ignore[call-overload]
         print(f"mutation: {len(files)} module(s), {len(tests)} test file(s), {args.jobs} at once ({tool()})",
               flush=True)
