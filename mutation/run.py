@@ -311,10 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table(verdict))
     print(f"mutation: {len(found)} mutants in {took:.0f} s (load {os.getloadavg()[0]:.1f})")
-    if args.record and args.owe:
-        known = owe(known, verdict, files)
+    if args.record and args.owe:  # read again: another run may have written since this one started
+        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
         verdict = judge(found, equivalents, files, known)
     if args.record:
+        record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
         written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
         print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
     elif args.gate and verdict.passed:
