@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +50,16 @@ class StreamedAnswer:
 
 
 class Judge:
-    def __init__(self, observer: AttemptObserver, metrics: RouterMetrics, queue_size: int) -> None:
+    def __init__(self, observer: AttemptObserver, metrics: RouterMetrics, queue_size: int,
+                 cpu_clock: Callable[[], float] = time.thread_time) -> None:
         self.observer = observer
         self.metrics = metrics
         self.queue: asyncio.Queue[StreamedAnswer] = asyncio.Queue(maxsize=queue_size)
         self.judged = 0
         self.dropped = 0
         self.errors = 0
-        self.cpu_s = 0.0  # CPU the judge spent (its thread's time, measured around its own work)
+        self.cpu_s = 0.0  # CPU the judge spent (its thread's time, `cpu_clock`, measured around its own work)
+        self._clock = cpu_clock
         self._schemas: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
 
     def intern(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -76,7 +78,7 @@ class Judge:
 
     def verdicts(self, attempt: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
         """The answer's verdicts; none (counted as an error) when a check raises."""
-        started = time.thread_time()
+        started = self._clock()
         try:
             found = check(attempt, expected)
         except Exception as exc:  # a client's schema jsonschema cannot use, a $ref it cannot resolve, ...
@@ -85,7 +87,7 @@ class Judge:
             log.info("an answer was not judged: %s", type(exc).__name__)
             return ()
         finally:
-            self.cpu_s += time.thread_time() - started
+            self.cpu_s += self._clock() - started
         self.judged += 1
         return found
 
@@ -108,11 +110,11 @@ class Judge:
         reader.cut = answer.cut
         raw = answer.raw
         for start in range(0, len(raw), SLICE_BYTES):
-            started = time.thread_time()
+            started = self._clock()
             reader.feed(raw[start : start + SLICE_BYTES])
-            self.cpu_s += time.thread_time() - started
+            self.cpu_s += self._clock() - started
             await asyncio.sleep(0)
-        started = time.thread_time()
+        started = self._clock()
         if not answer.cut:
             reader.close()
         try:
@@ -120,7 +122,7 @@ class Judge:
         except (ValueError, TypeError, RecursionError):
             expected = Expectations()
         attempt = reader.attempt()
-        self.cpu_s += time.thread_time() - started
+        self.cpu_s += self._clock() - started
         self.record(answer.route, answer.tier_no, reader.provider, self.verdicts(attempt, expected))
 
     async def run(self) -> None:

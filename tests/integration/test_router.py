@@ -18,13 +18,12 @@ import httpx
 import openai
 import pytest
 
+import simulator.fleet as simulator_fleet
+import simulator.server as simulator_server
 from router.events import read_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tasks.core.plan import model_slug
-
-simulator_server = pytest.importorskip("simulator.server")
-simulator_fleet = pytest.importorskip("simulator.fleet")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

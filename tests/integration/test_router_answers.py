@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import openai
 import pytest
@@ -21,8 +22,6 @@ from router.events import read_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
-
-duckdb = pytest.importorskip("duckdb")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

@@ -7,15 +7,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
+import tasks.store as store
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
-
-duckdb = pytest.importorskip("duckdb")
-store = pytest.importorskip("tasks.store")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

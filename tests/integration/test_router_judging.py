@@ -15,18 +15,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import openai
 import pytest
 
+import simulator.fleet as simulator_fleet
+import simulator.server as simulator_server
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.read_db import query
-
-simulator_server = pytest.importorskip("simulator.server")
-simulator_fleet = pytest.importorskip("simulator.fleet")
-duckdb = pytest.importorskip("duckdb")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -9,13 +9,12 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.router_proc import router_process
-
-duckdb = pytest.importorskip("duckdb")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

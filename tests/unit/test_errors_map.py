@@ -27,9 +27,17 @@ pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 1, 10, 0, 0, tzinfo=UTC)
 
 
-def test_every_error_class_has_an_outcome_rule() -> None:
+@pytest.mark.parametrize("ec", list(ErrorClass))
+def test_every_error_class_is_judged_as_its_outcome_rule_says(ec: ErrorClass) -> None:
+    """`ERROR_OUTCOMES` is what `exchange_judgement` does with each wire fault: a fixed outcome, or (None) one
+    the code decides, a code to try again being transport and any other inconclusive."""
     assert set(ERROR_OUTCOMES) == set(ErrorClass)
-    assert ERROR_OUTCOMES[ErrorClass.PROTOCOL] is Outcome.FAIL
+    rule = ERROR_OUTCOMES[ec]
+    for code in (503, 400):
+        judged = exchange_judgement(_attempt(error_class=ec, error_code=code, http_status=200))
+        assert judged is not None
+        expected = rule or (Outcome.TRANSPORT if code == 503 else Outcome.INCONCLUSIVE)
+        assert judged.outcome is expected, (ec, code)
 
 
 def _attempt(**kw: object) -> Attempt:

@@ -132,6 +132,7 @@ def test_verdict_json_shape() -> None:
 def test_a_reply_judged_twice_is_detected_once() -> None:
     """A first language reply is judged in its probe task and again when the round settles: once is enough."""
     text = " ".join(PT) + " (verdict cache)"
+    L._judge_with_default.cache_clear()  # the same test run again in one process (mutation testing) starts cold
     before = L._judge_with_default.cache_info()
     first = L.judge_text(text, "pt")
     second = L.judge_text(text, "pt")

@@ -130,8 +130,15 @@ def test_a_stream_with_a_frame_that_does_not_decode_after_its_first_content_fail
 
 
 def test_a_structured_reply_is_not_judged_on_its_opening() -> None:
-    assert verdicts(answer('{"name": "Ana", "age": 40}'), response_format=JSON_SCHEMA)["encoding"] == "ok"
-    assert verdicts(answer('[1, 2]'), response_format={"type": "json_object"})["encoding"] == "ok"
+    """JSON opens with what free text must not (a quote then stray punctuation): only free text is judged on
+    its opening. Each reply below would fail `corrupted_opening` as free text."""
+    quoted = {"type": "json_schema", "json_schema": {"name": "line", "schema": {"type": "string"}}}
+    assert verdicts(answer('".She smiles."'), response_format=quoted) == {"empty": "ok", "structured": "ok",
+                                                                          "encoding": "ok"}
+    assert verdicts(answer('",*x"'), response_format={"type": "json_object"})["encoding"] == "ok"
+    beside_a_call = answer(". Checking.", "tool_calls", [("get_weather", '{"city": "Paris"}')])
+    assert verdicts(beside_a_call, TOOLS)["encoding"] == "ok"  # text beside a tool call is no free reply
+    assert verdicts(answer('".She smiles."'))["encoding"] == "corrupted_opening"  # as free text it fails
 
 
 @pytest.mark.parametrize(("doc", "reason"), [
@@ -204,21 +211,6 @@ def test_the_real_text_stream_is_a_clean_answer_and_the_masked_stream_none() -> 
 def test_the_retry_decision(verdicts_: tuple[a.Verdict, ...], retried: str | None) -> None:
     failed = a.failed_check(verdicts_)
     assert (failed.reason if failed else None) == retried
-
-
-def test_schemas_are_interned_so_a_validator_is_compiled_once_per_distinct_schema() -> None:
-    from tasks.core.contracts import structured
-
-    seen: dict[str, Any] = {}
-
-    def intern(schema: Any) -> Any:
-        return seen.setdefault(json.dumps(schema, sort_keys=True), schema)
-
-    first = a.expectations(json.loads(json.dumps(TOOLS)), None, intern)
-    second = a.expectations(json.loads(json.dumps(TOOLS)), None, intern)
-    assert first.tools is not None and second.tools is not None
-    assert first.tools["get_weather"] is second.tools["get_weather"]
-    assert structured._validator(first.tools["get_weather"]) is structured._validator(second.tools["get_weather"])
 
 
 def test_a_remote_ref_in_a_clients_schema_is_never_fetched() -> None:

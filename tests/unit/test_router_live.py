@@ -83,8 +83,11 @@ def test_a_masked_upstream_failure_is_an_upstream_error_live() -> None:
                  {"id": "g", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop",
                                           "native_finish_reason": "stop"}]})
     assert stream_outcome(fine, None) is LiveOutcome.OK and fine.provider == "Chutes"
-    cut = gate_fsm.eof(late)[1]
-    assert stream_outcome(fine, cut[0].reason if isinstance(cut[0], gate_fsm.Abort) else None) is LiveOutcome.OK
+    closed, actions = gate_fsm.eof(late)  # it finished: the upstream's end, not a cut, and its word stands
+    assert actions == [gate_fsm.Finish()] and stream_outcome(closed, None) is LiveOutcome.UPSTREAM_ERROR
+    started = _feed({"id": "g", "provider": "Chutes", "choices": [{"index": 0, "delta": {"content": "Hi"}}]})
+    [cut] = gate_fsm.eof(started)[1]  # no finish, no [DONE]: cut midway, counted against the endpoint
+    assert isinstance(cut, gate_fsm.Abort) and stream_outcome(started, cut.reason) is LiveOutcome.CUT_STREAM
 
 
 CAPTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"

@@ -163,15 +163,29 @@ def test_a_suspicion_never_suspends_by_itself(state: EndpointState, probed: Roun
                                               raw: list[tuple[LiveOutcome, int, int]]) -> None:
     """Whatever live traffic says, the only thing a suspicion adds is a partial round; unless its pinned
     probes fail the endpoint, that round suspends nothing (and the suspicion is not confirmed)."""
-    found = run([count(o, n, ago_s=a) for o, n, a in raw], endpoints=[Endpoint(M, "alpha", "Alpha")],
-                states={"alpha": state})
+    suspends_nothing_by_itself(state, probed, [count(o, n, ago_s=a) for o, n, a in raw])
+
+
+def suspends_nothing_by_itself(state: EndpointState, probed: RoundStatus | None,
+                               counts: list[LiveCount]) -> list[Suspicion]:
+    found = run(counts, endpoints=[Endpoint(M, "alpha", "Alpha")], states={"alpha": state})
     if state.fail_streak >= 2 or state.is_suspended:  # the policy acts on its own streak, suspicion or not
-        return
+        return found
     rnd = RoundInput("confirm", NOW, M, {"alpha": probed} if probed else {},
                      discovered=("alpha", "b", "c", "d"))
     _, decisions = decide({"alpha": state}, rnd, PolicyConfig(mode=Mode.ENFORCE))
     assert not [d for d in decisions if d.action in SUSPEND]
     assert all(resolution(probed) is not SuspicionStatus.CONFIRMED for _ in found)
+    return found
+
+
+@pytest.mark.parametrize("probed_as", [RoundStatus.CLEAN, RoundStatus.TRANSPORT, RoundStatus.INCONCLUSIVE, None])
+@pytest.mark.parametrize("fail_streak", [0, 1])
+def test_a_raised_suspicion_suspends_nothing_by_itself(probed_as: RoundStatus | None, fail_streak: int) -> None:
+    """The property's case that matters, for certain: a suspicion is raised, and still nothing is suspended."""
+    state = EndpointState(M, "alpha", Mode.ENFORCE, fail_streak=fail_streak)
+    found = suspends_nothing_by_itself(state, probed_as, [count(LiveOutcome.CUT_STREAM, 30)])
+    assert [(s.tag, s.signal) for s in found] == [("alpha", Signal.LIVE_FAILURE_RATE)]
 
 
 def test_tally_spends_evidence_from_before_a_previous_suspicion() -> None:
@@ -215,8 +229,8 @@ def quality_run(counts: list[LiveCount], endpoints: list[Endpoint] = PEERS, **kw
                  [], id="not-clearly-above-the-peers"),
     pytest.param(judged(Q.TOOLS, "alpha", 1, 18) + judged(Q.TOOLS, "beta", 20, 0), [], id="below-min-judged"),
     pytest.param(judged(Q.TOOLS, "alpha", 0, 25), [("alpha", Q.TOOLS)], id="no-peer-evidence-tier-1-alone"),
-    pytest.param(judged(Q.TOOLS, "alpha", 0, 25) + judged(Q.TOOLS, "beta", 10, 0), [("alpha", Q.TOOLS)],
-                 id="too-few-peer-answers-are-no-evidence"),
+    pytest.param(judged(Q.TOOLS, "alpha", 0, 25) + judged(Q.TOOLS, "beta", 0, 10), [("alpha", Q.TOOLS)],
+                 id="too-few-peer-answers-are-no-evidence"),  # 10 failing peers would excuse alpha: too few
     pytest.param(judged(Q.EMPTY, "alpha", 5, 20, "empty_reply") + judged(Q.ENCODING, "alpha", 5, 20, "mojibake")
                  + judged(Q.EMPTY, "beta", 30, 0) + judged(Q.ENCODING, "beta", 30, 0),
                  [("alpha", Q.EMPTY), ("alpha", Q.ENCODING)], id="two-classes-two-suspicions"),
@@ -345,13 +359,29 @@ def test_a_quality_suspicion_never_changes_a_state(quality: LiveQuality, splits:
     """A quality suspicion is only a request for probes: the states it is given are left as they were, and
     a confirmation round whose pinned probes do not fail the endpoint decides nothing about it."""
     counts = [c for t, (ok, bad) in zip(TAGS, splits, strict=True) for c in judged(quality, t, ok, bad)]
+    quality_suspicion_changes_nothing(state, probed_as, counts)
+
+
+def quality_suspicion_changes_nothing(state: EndpointState, probed_as: RoundStatus | None,
+                                      counts: list[LiveCount]) -> list[Suspicion]:
     states = {"alpha": state}
     found = run(counts, PEERS, states=states)
     assert states == {"alpha": state} and all(s.signal is Signal.LIVE_QUALITY for s in found)
     if state.fail_streak >= 2 or state.is_suspended:
-        return
+        return found
     request = confirmation_request(M, found, TAGS, [], NOW) if found else None
     rnd = RoundInput("confirm", NOW, M, {t: probed_as for t in (request.contracts if request else ())
                                          if probed_as is not None}, discovered=TAGS)
     _, decisions = decide(states, rnd, PolicyConfig(mode=Mode.ENFORCE))
     assert not [d for d in decisions if d.action in SUSPEND]
+    return found
+
+
+@pytest.mark.parametrize("probed_as", [RoundStatus.CLEAN, RoundStatus.TRANSPORT, RoundStatus.INCONCLUSIVE, None])
+@pytest.mark.parametrize("quality", list(LiveQuality))
+def test_a_raised_quality_suspicion_changes_no_state(quality: LiveQuality, probed_as: RoundStatus | None) -> None:
+    """The property's case that matters, for certain: alpha is suspected, and nothing is decided about it."""
+    state = EndpointState(M, "alpha", Mode.ENFORCE, fail_streak=1)
+    counts = judged(quality, "alpha", 0, 30) + [c for t in TAGS[1:] for c in judged(quality, t, 30, 0)]
+    found = quality_suspicion_changes_nothing(state, probed_as, counts)
+    assert [(s.tag, s.quality) for s in found] == [("alpha", quality)]

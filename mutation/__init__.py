@@ -1,0 +1,1 @@
+"""Mutation testing of the decision code: scripts/mutation (docs/mutation.md)."""
