@@ -129,6 +129,7 @@ def usage_tokens(doc: Mapping[str, Any] | None) -> tuple[int | None, int | None]
     return (prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
             completion if isinstance(completion, int) and not isinstance(completion, bool) else None)
 
+
 def last_boundary(buffer: bytes) -> int:
     """Index just past the last complete event in `buffer` (0 if none)."""
     lf, crlf = buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r\n")

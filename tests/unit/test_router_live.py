@@ -84,7 +84,9 @@ def test_a_masked_upstream_failure_is_an_upstream_error_live() -> None:
                                           "native_finish_reason": "stop"}]})
     assert stream_outcome(fine, None) is LiveOutcome.OK and fine.provider == "Chutes"
     closed, actions = gate_fsm.eof(late)  # it finished: the upstream's end, not a cut, and its word stands
-    assert actions == [gate_fsm.Finish()] and stream_outcome(closed, None) is LiveOutcome.UPSTREAM_ERROR
+    # (the [DONE] the upstream did not send is sent for it: the client's stream ends cleanly)
+    assert actions == [gate_fsm.Send(b"data: [DONE]\n\n"), gate_fsm.Finish()]
+    assert stream_outcome(closed, None) is LiveOutcome.UPSTREAM_ERROR
     started = _feed({"id": "g", "provider": "Chutes", "choices": [{"index": 0, "delta": {"content": "Hi"}}]})
     [cut] = gate_fsm.eof(started)[1]  # no finish, no [DONE]: cut midway, counted against the endpoint
     assert isinstance(cut, gate_fsm.Abort) and stream_outcome(started, cut.reason) is LiveOutcome.CUT_STREAM

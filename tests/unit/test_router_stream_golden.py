@@ -12,7 +12,7 @@ import pytest
 
 from router import reasons
 from router import stream as g
-from router.stream_events import Kind, classify, event_data, finish_reason, last_boundary, usage_prompt_tokens
+from router.stream_events import Kind, classify, event_data, finish_reason, last_boundary, usage_tokens
 
 pytestmark = pytest.mark.unit
 
@@ -48,20 +48,24 @@ def error_of(action: g.Action) -> dict[str, Any]:
 
 # -- the error chunk -------------------------------------------------------------------------------------------
 def test_the_error_chunk_is_openrouters_mid_stream_error_shape_byte_for_byte() -> None:
+    """OpenRouter's mid-stream error chunk (its id, model, provider, finish_reason "error") whose `error` is in
+    OpenAI's shape: a string `code`, `type`, `param`, and OpenRouter's numeric code under `metadata`."""
     gate, _ = run(choice({"role": "assistant"}, **META), HI)
     _, [abort] = g.broken(gate, "reset", now_s=5)
     expected = {"id": "gen-A", "object": "chat.completion.chunk", "created": 1_700_000_001, "model": "acme/m",
                 "provider": "Alpha", "error": {
-                    "code": 502, "message": "upstream stream failed after the reply began "
+                    "message": "upstream stream failed after the reply began "
                     "(stream_error_after_commit); the reply is incomplete",
-                    "metadata": {"error_type": "provider_unavailable", "router_reason": "stream_error_after_commit"}},
+                    "type": "server_error", "code": "upstream_stream_failed", "param": None,
+                    "metadata": {"code": 502, "error_type": "provider_unavailable",
+                                 "router_reason": "stream_error_after_commit"}},
                 "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error",
                              "native_finish_reason": "error"}]}
     assert isinstance(abort, g.Abort)
     assert abort.data == b"data: " + json.dumps(expected, separators=(",", ":")).encode() + b"\n\n"
     _, [idle] = g.timed_out(gate, now_s=5)
     err = error_of(idle)["error"]
-    assert (err["code"], err["metadata"]["error_type"]) == (504, "timeout")
+    assert (err["code"], err["metadata"]["code"], err["metadata"]["error_type"]) == ("upstream_timeout", 504, "timeout")
 
 
 def test_without_metadata_the_error_chunk_is_stamped_with_now_and_blank_names() -> None:
@@ -78,7 +82,7 @@ def test_metadata_comes_from_the_held_chunks_and_bad_values_never_replace_good_o
     finished, _ = run(choice({}, "length", **META))  # an explained empty finish is the commit point
     assert (finished.phase, finished.held, finished.finished, finished.model) == (
         g.Phase.COMMITTED, b"", True, "acme/m")
-    assert g.eof(finished)[1] == [g.Finish()]
+    assert g.eof(finished)[1] == [g.Send(b"data: [DONE]\n\n"), g.Finish()]  # the lost [DONE], sent for it
 
 
 def test_a_masked_failure_in_the_committing_chunk_is_kept() -> None:
@@ -179,7 +183,7 @@ def _fields(gate: g.Gate) -> dict[str, Any]:
 def test_a_last_event_without_its_blank_line_is_forwarded_at_the_end() -> None:
     last = choice({"content": "!"}, "stop").rstrip(b"\n")
     gate, actions = g.eof(g.feed(run(HI)[0], last)[0])
-    assert actions == [g.Send(last + b"\n\n"), g.Finish()] and gate.pending == b""
+    assert actions == [g.Send(last + b"\n\n"), g.Send(b"data: [DONE]\n\n"), g.Finish()] and gate.pending == b""
     gate, actions = g.eof(g.feed(run(HI)[0], b"  \n")[0])
     assert gate.pending == b"" and gate.phase is g.Phase.CLOSED
 
@@ -220,9 +224,10 @@ def test_the_end_of_the_last_complete_event(buffer: bytes, end: int) -> None:
 def test_a_finish_reason_and_the_usage_are_read_only_when_well_formed() -> None:
     assert finish_reason({"choices": [{"finish_reason": ""}, {"finish_reason": "stop"}]}) == "stop"
     assert finish_reason({"choices": ["x", {"finish_reason": None}]}) is None
-    assert usage_prompt_tokens({"usage": {"prompt_tokens": 7}}) == 7
-    assert [usage_prompt_tokens(c) for c in ({"usage": {"prompt_tokens": True}}, {"usage": {"prompt_tokens": "7"}},
-                                             None)] == [None, None, None]
+    assert usage_tokens({"usage": {"prompt_tokens": 7, "completion_tokens": 3}}) == (7, 3)
+    assert usage_tokens({"usage": {"prompt_tokens": 7}}) == (7, None)
+    assert [usage_tokens(c) for c in ({"usage": {"prompt_tokens": True, "completion_tokens": "3"}},
+                                      {"usage": {"prompt_tokens": "7"}}, {"usage": [1]}, None)] == [(None, None)] * 4
 
 
 def test_an_upstreams_word_is_made_fit_for_a_label() -> None:
