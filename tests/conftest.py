@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,9 +31,14 @@ for _var in ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WE
 _PREFECT_HOME = tempfile.mkdtemp(prefix=f"canary-tests-prefect-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
-# The user's cache stays the user's: the private server's database template (tasks/prefect_api/db_template.py)
-# is built once per worker, here, and every later private server of the worker starts from it.
-os.environ["XDG_CACHE_HOME"] = os.path.join(_PREFECT_HOME, "cache")
+# The user's cache stays the user's: the Prefect database template (tasks/prefect_api/db_template.py) lives in one
+# cache directory per test run (scripts/test makes one for both of its pytest runs; else the first process makes
+# it and its xdist workers inherit it), built once, and every later Prefect server of the run starts from a copy
+# (tests/support/prefect_db.py).
+if not os.environ.get("CANARY_TEST_CACHE"):
+    os.environ["CANARY_TEST_CACHE"] = tempfile.mkdtemp(prefix="canary-tests-cache-")
+    atexit.register(shutil.rmtree, os.environ["CANARY_TEST_CACHE"], ignore_errors=True)
+os.environ["XDG_CACHE_HOME"] = os.environ["CANARY_TEST_CACHE"]
 for _var in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_var, None)
 
@@ -47,11 +54,32 @@ def redaction_hooks() -> None:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """One temporary Prefect API for the whole session (~8 s to start), shared by every e2e test."""
-    from prefect.testing.utilities import prefect_test_harness
+    """One temporary Prefect API for the whole session, shared by every e2e test. Its database starts as a copy
+    of the run's migrated one (tests/support/prefect_db.py: ~3 s of CPU to answer instead of ~8); when the run
+    has none yet, the harness's own, just migrated, becomes it."""
+    from prefect.testing import utilities
 
-    with prefect_test_harness(server_startup_timeout=90):
+    from tasks.prefect_api import db_template
+    from tests.support.prefect_db import seeding_mkdtemp
+
+    made: list[Path] = []
+
+    def mkdtemp() -> str:
+        made.append(Path(tempfile.mkdtemp()))
+        return str(made[-1])
+
+    with ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:  # the harness's database file is `prefect-test.db` in a mkdtemp()
+            patch.setattr(utilities, "mkdtemp", seeding_mkdtemp(mkdtemp, HARNESS_DB))
+            stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=90))
+        template = db_template.template_path()
+        if template is not None and not template.is_file() and made and (made[0] / HARNESS_DB).is_file():
+            db_template.save_template(made[0] / HARNESS_DB, template)
         yield
+
+
+#: The file name of prefect_test_harness's SQLite database (prefect/testing/utilities.py).
+HARNESS_DB = "prefect-test.db"
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
+from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import Prometheus, free_port, prometheus
 
@@ -159,7 +160,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         prom = stack.enter_context(prometheus(
             tmp / "prom", [f"127.0.0.1:{p}" for p in router_ports], job="router",
             rules=["canary-rules.yml", "canary-live-rules.yml"], more_jobs={"canary": [f"127.0.0.1:{exporter_port}"]}))
-        server_env = served_env(tmp / "server-home")
+        server_env = served_env(seed_prefect_home(tmp / "server-home"))
         server_env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = "2"
         procs.append(start_logged([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port",
                                    str(api_port)], server_env, logs[0], REPO))

@@ -31,6 +31,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
+from tests.support.prefect_db import seed_prefect_home
 from tests.support.prefect_runs import read_events
 from tests.support.processes import start_logged, stop_group
 from tests.support.prometheus import Prometheus, free_port, prometheus, require_binary
@@ -113,7 +114,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     api = f"http://127.0.0.1:{port}/api"
     server_log = tmp / "prefect-server.log"
     server = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                    _env(tmp / "server-home"), server_log)
+                    _env(seed_prefect_home(tmp / "server-home")), server_log)
     try:
         with start_simulator(FLEET, time_scale=0.1) as sim, SlackServer(token=TOKEN) as slack:
             db = tmp / "canary.duckdb"

@@ -23,6 +23,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.alert_route import NO_SLACK
+from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
 from tests.support.run_config import write_run_config
 
@@ -90,7 +91,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
         'languages = ["en"]\nttft_s = 30\nfail_rounds = 1\n',  # SLOW's 5 s only keeps rounds long: never a verdict
         encoding="utf-8",
     )
-    server_env = _base_env(tmp_path / "prefect-server")
+    server_env = _base_env(seed_prefect_home(tmp_path / "prefect-server"))
     server_env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = "2"
     serve_env = _base_env(tmp_path / "prefect-client")
     serve_env.update(
@@ -177,7 +178,7 @@ def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: Simul
                      CANARY_SERVE_INTERVAL_S="3600")
     logs = [tmp_path / "server.log", tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
     procs = [_start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                    _base_env(tmp_path / "prefect-server"), logs[0])]
+                    _base_env(seed_prefect_home(tmp_path / "prefect-server")), logs[0])]
     try:
         with httpx.Client(base_url=api, timeout=5) as client:
             _poll("the Prefect server", lambda: client.get("/health").status_code == 200, 180, procs, logs)

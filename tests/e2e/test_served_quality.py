@@ -50,6 +50,7 @@ import pytest
 
 from tasks import store
 from tasks.core.plan import model_slug
+from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
 
@@ -223,7 +224,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         return start_logged([str(BIN / "canary"), "simulator", "--port", str(sim_port), "--fleet", str(fleet),
                              "--time-scale", "0.05"], env, logs[1], REPO)
 
-    server_env = _env(tmp / "server-home")
+    server_env = _env(seed_prefect_home(tmp / "server-home"))
     server_env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = "2"
     procs = [start_logged([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                           server_env, logs[0], REPO), simulator()]

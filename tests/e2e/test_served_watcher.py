@@ -36,6 +36,7 @@ from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tasks.store.live import append_live_counts
+from tests.support.prefect_db import seed_prefect_home
 from tests.support.prefect_runs import read_events
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
@@ -94,7 +95,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     log = tmp / "prefect-server.log"
-    server_env = _env(tmp / "server-home")
+    server_env = _env(seed_prefect_home(tmp / "server-home"))
     server_env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = "2"
     server = start_logged([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                           server_env, log, REPO)

@@ -29,6 +29,7 @@ from tasks import store
 from tasks.core.plan import model_slug
 from tasks.store.catalog import open_catalog
 from tests.e2e.test_serve import BIN, REPO, _base_env, _free_port, _poll, _start, _stop
+from tests.support.prefect_db import seed_prefect_home
 
 pytestmark = pytest.mark.e2e
 
@@ -129,7 +130,7 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
     )
     spec = tmp_path / "prefect.yaml"
     spec.write_text(yaml.safe_dump(shard_prefect_yaml(config, tmp_path), sort_keys=False), encoding="utf-8")
-    server_env = {**_base_env(tmp_path / "prefect-server"), "PREFECT_SERVER_LOGGING_LEVEL": "INFO"}
+    server_env = {**_base_env(seed_prefect_home(tmp_path / "prefect-server")), "PREFECT_SERVER_LOGGING_LEVEL": "INFO"}
     client_env = {**_base_env(tmp_path / "prefect-client"), "PREFECT_API_URL": api, "CANARY_HOME": str(REPO)}
     worker_env = {**client_env, "OPENROUTER_API_KEY": sim.api_key, "PREFECT_WORKER_QUERY_SECONDS": "1",
                   "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"}
