@@ -66,6 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
 from catalog_figures import TreeSampler, cpu_seconds, run_figures  # noqa: E402
+from fault_fleet import fleet_toml, quarter_models  # noqa: E402
+from round_starts import round_start_figures  # noqa: E402
 from ttft_floor import first_text_s  # noqa: E402
 
 from simulator.catalog import (  # noqa: E402
@@ -237,8 +239,9 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
         tail = (work / f"out-{cycle}.log").read_text()[-1500:]
         print(f"{name} ({tree}): exit code {res['exit_code']} (log {work}/out-{cycle}.log)\n{tail}", file=sys.stderr)
     if name != "warm-up" and Path(db).exists():
-        res.update(run_figures(db, plan[0], plan[1], work / "published",
-                               since_epoch=res["started_epoch"] if cycle > 1 else None))
+        since = res["started_epoch"] if cycle > 1 else None
+        res.update(run_figures(db, plan[0], plan[1], work / "published", since_epoch=since))
+        res.update(round_start_figures(db, models, args.models_in_flight or 32, work / "published", since))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None
         endpoint_rounds = len(models) * args.endpoints_n
@@ -279,12 +282,24 @@ ROWS: list[tuple[str, str, str]] = [  # label, key, format
     ("start to first probe s", "start_to_first_probe_s", "{:.1f}"),
     ("last probe to exit s", "last_probe_to_exit_s", "{:.1f}"),
     ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
+    ("rounds probing at once, mean", "rounds_probing_mean", "{:.1f}"),
+    ("rounds probing at once, max", "rounds_probing_max", "{:.0f}"),
 ]
 
 
 def _ttft(r: dict[str, Any]) -> str:
     t = r.get("ttft_error_ms") or {}
     return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
+
+
+def _starts(r: dict[str, Any]) -> str:
+    t = r.get("round_start_latency_ms") or {}
+    return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p90", "max"))
+
+
+def _from_start(r: dict[str, Any]) -> str:
+    t = r.get("first_probe_from_cycle_start_s") or {}
+    return "/".join(_f(t.get(k), "{:.1f}") for k in ("p10", "p50", "p90", "last"))
 
 
 def _load(r: dict[str, Any]) -> str:
@@ -308,6 +323,8 @@ def table(size: int, runs: dict[str, dict[str, Any]], cycle: str = "") -> str:
 
     extra = [
         ("load average before/after", _load),
+        ("round start latency ms p50/p90/max", _starts),
+        ("first probe from cycle start s p10/50/90/last", _from_start),
         ("TTFT error ms p50/p95/p99/max", _ttft),
         ("healthy failing ttft / any", pair("healthy_failing_ttft", "healthy_failing_any")),
         ("slow starts failing ttft", pair("slow_starts_failing_ttft", "slow_starts")),
@@ -342,6 +359,12 @@ def main() -> None:
                     help="private: each canary run starts its own Prefect server (in the tree); server: one "
                          "`prefect server start` outside the measured trees")
     ap.add_argument("--ttft-integrity", action="store_true", help="all endpoints healthy (no faults, no slow starts)")
+    ap.add_argument("--fleet", choices=("catalog", "quarters"), default="catalog",
+                    help="catalog: the generated catalog's fault mix (--faulty-share, --slow-start-share); quarters: "
+                         "issue 45's, a quarter of the models each with a 12 s slow start, corrupted openings, "
+                         "invalid JSON or a 429 with Retry-After: 5 on --quarter-endpoints of their endpoints "
+                         "(benchmarks/fault_fleet.py)")
+    ap.add_argument("--quarter-endpoints", type=int, default=5, help="with --fleet quarters (default 5)")
     ap.add_argument("--faulty-share", type=float, default=0.05)
     ap.add_argument("--slow-start-share", type=float, default=0.067)
     ap.add_argument("--slow-start-s", type=float, default=12.0)
@@ -370,7 +393,7 @@ def main() -> None:
     results: dict[int, dict[str, dict[str, Any]]] = {}
     floor: list[dict[str, Any]] = []
     print(f"catalog bench: sizes {sizes} x {args.endpoints_n} endpoints, trees {', '.join(map(str, trees.values()))}, "
-          f"api {args.api}, seed {args.seed}, languages {args.languages}; {os.cpu_count()} cores, "
+          f"api {args.api}, fleet {args.fleet}, seed {args.seed}, languages {args.languages}; {os.cpu_count()} cores, "
           f"load {os.getloadavg()}", flush=True)
     try:
         with contextlib_api(args) as api_url:
@@ -382,7 +405,8 @@ def main() -> None:
                                    slow_start_share=0.0 if args.ttft_integrity else args.slow_start_share,
                                    slow_start_s=args.slow_start_s, base_delay_s=args.base_delay_s, seed=args.seed)
                 fleet_file = args.work / f"fleet-{size}.toml"
-                fleet_file.write_text(catalog_toml(spec))
+                fleet_file.write_text(catalog_toml(spec) if args.fleet == "catalog"
+                                      else fleet_toml(quarter_models(spec, args.quarter_endpoints)))
                 fleet = load_fleet(fleet_file)
                 plan = (roles(fleet), {(m.id, e.tag): planned_first_token_s(e) * 1000
                                        for m in fleet.models for e in m.endpoints})
