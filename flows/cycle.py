@@ -224,9 +224,11 @@ def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any)
     from tasks import store, variable_sync
     from tasks.concurrency import cycle_round_slots
     from tasks.secrets import blocks_read_once, preload_secrets
+    from tasks.store.rows import warm_up
 
     with store.kept_open(db_path), blocks_read_once():
         preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
+        warm_up()  # not in the first round's write window, with every other round waiting for it
         try:
             if not variable_sync.sync(db_path, now):
                 logger.debug("operational exclusions: no Prefect Variable to sync this cycle")
@@ -242,16 +244,21 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back), each a
     subflow run of this cycle; a model whose round failed is reported, never allowed to cost the other models
     theirs. A round the Prefect API refused to start is run again (`ROUND_RETRY_DELAYS_S`)."""
-    from flows.round import canary_round
+    from flows.round import canary_round, round_run_name
     from tasks.http_errors import is_orchestrator_blip
+    from tasks.prefect_api.subflow_runs import SubflowRuns
     from tasks.round.steps import with_retries
+
+    runs = SubflowRuns(canary_round)  # each round a subflow run of this cycle, started in its own thread
 
     def model_round(model: str) -> dict[str, Any]:
         # Each round keeps its own flow-run heartbeats when served (up to 1 s at its end, the engine joins the
         # heartbeat thread): turning them off for the subflow made a served cycle's second model wait for the
         # first one's probes (tests/e2e/test_serve.py caught it).
+        name = round_run_name(model, round_ts, confirmation.get("confirms"))
         return with_retries(
-            lambda: canary_round(model=model, round_ts=round_ts, refresh_snapshot=False, **config, **confirmation),
+            lambda: runs.run(model_slug(model), name, model=model, round_ts=round_ts, refresh_snapshot=False,
+                             **config, **confirmation),
             is_orchestrator_blip, ROUND_RETRY_DELAYS_S, f"the round of {model}")
 
     progress = _Progress(len(models), logger)
