@@ -126,6 +126,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
     _check_reachable(api)
+    _zombie_runs()
     cfg_path = str(Path(config).resolve()) if config else None
     if metrics_port:  # the same collector as `canary metrics`, in this process (a daemon thread)
         from tasks.metrics import serve_metrics
@@ -135,6 +136,22 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     _first_cycle(cfg, cycle, every or timedelta(minutes=cfg.interval_min))
     serve_watcher(cfg_path, CYCLE_DEPLOYMENT)  # a daemon thread: it ends with this process
     serve(cycle, deadman_deployment(cfg_path))
+
+
+def _zombie_runs() -> None:
+    """Prefect's zombie-run automation on the server (tasks/zombie_runs.py), for this process's heartbeat; one line."""
+    import typer
+
+    from tasks.zombie_runs import NAME, current_heartbeat_s, ensure_zombie_automation, window_s
+
+    try:
+        ensure_zombie_automation()
+    except Exception as exc:  # an API without automations: runs of a killed process stay Running, said once
+        typer.echo(f"serve: the zombie-run automation {NAME} could not be created ({type(exc).__name__}: "
+                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); a killed run stays Running", err=True)
+        return
+    typer.echo(f"serve: automation {NAME}: a flow run without a heartbeat for {window_s(current_heartbeat_s())} s "
+               "is marked Crashed", err=True)
 
 
 def _first_cycle(cfg: CanaryConfig, cycle: Any, every: timedelta) -> None:

@@ -20,8 +20,9 @@ waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason (and `canar
 (`round_ts`, the round ids) is read once the lock and the slot are held, so two cycles that waited for each other never
 share it; a cycle passes its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run
 holds (tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by the next one at
-once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs one cycle;
-`canary serve` and the work-pool deployment schedule one every `interval_min`.
+once: the leases of its slot and of its rounds' slots released (tasks/concurrency.py); its flow runs are marked
+Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/zombie_runs.py). `canary run` runs one
+cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
 `db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run
@@ -179,7 +180,7 @@ def canary_cycle(
     try:
         with cycle_lock(cfg.db_path, CYCLE_WAIT_S, on_wait=_waiting(cfg.db_path, logger)) as lock:
             waited_lock_s = time.monotonic() - t_lock
-            if lock.previous is not None:  # a cycle died holding it: its runs Crashed, its slot freed now
+            if lock.previous is not None:  # a cycle died holding it: its slots' leases released now
                 heal_dead_cycle(lock.previous, logger)
             lock.record(flow_run_id=flow_run_id())
             with _cycle_slot(slot, CYCLE_WAIT_S, on_lease=lambda lease: lock.record(lease_id=lease)) as waited_s:
@@ -192,7 +193,8 @@ def canary_cycle(
                 round_ts = cycle_ts or utcnow()
                 warm_up()  # one probe worker for every model
                 t0 = time.monotonic()
-                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger):
+                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger,
+                                     on_lease=lambda lease: lock.record(round_lease_id=lease)):
                     summaries = _run_models(chosen, {**config, "run_id": flow_run_id(), "in_cycle": True},
                                             round_ts, cfg.models_in_flight, confirmation, logger)
                 refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
@@ -218,9 +220,11 @@ def _waiting(db_path: str, logger: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any) -> Iterator[None]:
+def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any,
+                    on_lease: Callable[[str], None] | None = None) -> Iterator[None]:
     """What each round would ask for, done once for the cycle's rounds (module docstring): the store kept open,
-    the Secret blocks read once, the operational Variable synced, every free round slot held."""
+    the Secret blocks read once, the operational Variable synced, every free round slot held (`on_lease` learns
+    the slots' lease: the cycle lock records it)."""
     from tasks import store, variable_sync
     from tasks.concurrency import cycle_round_slots
     from tasks.secrets import blocks_read_once, preload_secrets
@@ -235,7 +239,7 @@ def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any)
         except Exception as exc:  # the store's problem is each round's to report (its first window)
             logger.warning("operational exclusions not synced with the Prefect Variable this cycle: %s: %s",
                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
-        with cycle_round_slots(models, logger, db_path):
+        with cycle_round_slots(models, logger, db_path, on_lease):
             yield
 
 

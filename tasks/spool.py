@@ -122,22 +122,25 @@ class Journal:
     info: RoundInfo
     started_at: datetime
     flow_run_id: str | None = None  # the Prefect flow run holding the model's round slot
+    lease_id: str | None = None  # the Prefect lease the slot is held under (freed by the next round if we die)
     step_name: str = "start"
     db_path: str = ""
     fault: SpoolError | None = None
     error: str | None = None  # why the round failed (`fail`)
 
     @classmethod
-    def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None) -> Journal:
+    def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None,
+              lease_id: str | None = None) -> Journal:
         journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id,
-                      db_path=db_path)
+                      lease_id, db_path=db_path)
         journal.step("start")
         return journal
 
     def step(self, name: str) -> None:
         self.step_name = name
         payload = {**_info_json(self.info), **ProcessId.current().as_json(), "flow_run_id": self.flow_run_id,
-                   "step": name, "started_at": self.started_at.isoformat(), "error": self.error}
+                   "lease_id": self.lease_id, "step": name, "started_at": self.started_at.isoformat(),
+                   "error": self.error}
         try:
             kept = write_kept(self.db_path, self.path.name, payload)
         except SpoolError as exc:
@@ -170,6 +173,7 @@ class DeadRound:
     flow_run_id: str | None = None
     alive: bool = False  # its process is still running (or runs on another host: it cannot be told)
     error: str | None = None  # the round raised and said why (`Journal.fail`): failed, not crashed
+    lease_id: str | None = None  # the Prefect lease its round slot was held under
 
 
 def round_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
@@ -195,7 +199,7 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
             else:
                 alive = (not own_process) if owner.is_me() else not owner.is_gone()
             out.append(DeadRound(info, str(obj.get("step", "unknown")), started_at, path, obj.get("flow_run_id"),
-                                 alive, obj.get("error")))
+                                 alive, obj.get("error"), obj.get("lease_id")))
     return sorted(out, key=lambda d: d.info.round_ts)
 
 

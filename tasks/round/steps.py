@@ -60,13 +60,14 @@ def with_retries(call: Callable[[], T], retry_if: Callable[[BaseException], bool
 
 
 @contextlib.contextmanager
-def round_guard(model: str, logger: Any, db_path: str) -> Iterator[None]:
-    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model (a slot
-    left by a dead process heals at once: tasks/concurrency.py)."""
+def round_guard(model: str, logger: Any, db_path: str) -> Iterator[str | None]:
+    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model, held under a
+    lease (yielded: the round's journal records it, so the next round frees the slot of a dead holder at once:
+    tasks/concurrency.py)."""
     from tasks.concurrency import round_slot
 
-    with round_slot(model, logger, db_path=db_path):
-        yield
+    with round_slot(model, logger, db_path=db_path) as lease_id:
+        yield lease_id
 
 
 def flow_run_id() -> str | None:
