@@ -86,7 +86,7 @@ class SubflowRuns:
         flow_run.parameters = parameters
         return flow_run
 
-    def run(self, key: str, name: str, **kwargs: Any) -> Any:
+    def run(self, key: str, name: str, /, **kwargs: Any) -> Any:
         """Run the flow with `kwargs` as the subflow run `name` (tracking task `<flow>-<key>`); its result, or
         its exception, as a subflow call gives them."""
         from prefect.flow_engine import run_flow_sync

@@ -79,3 +79,17 @@ def test_parked_or_not_at_most_the_factor_times_the_bound_run_at_once(
     assert running[:PARKED_FACTOR] == list(range(1, PARKED_FACTOR + 1)), spans
     assert max(running) == PARKED_FACTOR, spans
     assert spans[PARKED_FACTOR][0] >= spans[0][1] - 0.2, spans
+
+
+def test_an_endpoint_that_parked_has_its_other_calls_started_at_once_parked(
+    sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One slot: the first call to a slow endpoint parks after PARK_AFTER_S; the endpoint's other calls then start
+    at once, parked (tasks/probe_queue.py), instead of each holding the slot PARK_AFTER_S in turn, and the fast
+    calls behind them start as soon as the first one parked."""
+    t0, done = attempts(sim, monkeypatch, ["slow0", "slow0", "slow0", "fast0", "fast1"], concurrency=1)
+    slow = sorted(_start_s(t0, a) for a in done if a.tag == "slow0")
+    fast = sorted(_start_s(t0, a) for a in done if a.tag.startswith("fast"))
+    released = [slow[1], slow[2], fast[0]]  # all at the moment the first one parked (one after another: 2 s apart)
+    assert max(released) - min(released) < 1.0, (slow, fast)
+    assert fast[0] - slow[0] < PARK_AFTER_S + 1.5, (slow, fast)  # not behind the slow ones' PARK_AFTER_S each
