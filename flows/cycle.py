@@ -122,6 +122,11 @@ def _cycle_slot(name: str, wait_s: float, on_lease: Any = None) -> Any:
     from prefect.concurrency.sync import concurrency
     from prefect.exceptions import ObjectNotFound
 
+    from tasks.prefect_api.server import is_private_api
+
+    if is_private_api():  # a server of this process only: the cycle lock is the one that holds
+        yield 0.0
+        return
     with get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)

@@ -138,7 +138,13 @@ def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = 
     Slots held by dead rounds are released first (as a round would); a model whose slot stays taken is left to its
     round (`round_slot`: wait, or skip). A failed batch costs nothing but the batch: every round then takes its
     own slot."""
+    from tasks.prefect_api.server import is_private_api
+
     by_name = {limit_name(m): m for m in dict.fromkeys(models)}
+    if is_private_api():  # a server of this process only: its slots guard nothing (no ~2 API calls per model)
+        with _cycle_held(dict.fromkeys(by_name, "")):
+            yield list(by_name.values())
+        return
     try:
         taken = _limits_taken(list(by_name))
         for name, model in by_name.items():
@@ -155,14 +161,21 @@ def cycle_round_slots(models: Sequence[str], logger: Any, db_path: str | None = 
     with stack:
         if lease_id is not None and on_lease is not None:
             on_lease(lease_id)
-        with _CYCLE_HELD_LOCK:
-            _CYCLE_HELD.update(dict.fromkeys(free, lease_id or ""))
-        try:
+        with _cycle_held(dict.fromkeys(free, lease_id or "")):
             yield [by_name[name] for name in free]
-        finally:
-            with _CYCLE_HELD_LOCK:
-                for name in free:
-                    _CYCLE_HELD.pop(name, None)
+
+
+@contextlib.contextmanager
+def _cycle_held(held: dict[str, str]) -> Iterator[None]:
+    """Round slots (limit name -> lease id) this process's cycle holds for its rounds, for the block."""
+    with _CYCLE_HELD_LOCK:
+        _CYCLE_HELD.update(held)
+    try:
+        yield
+    finally:
+        with _CYCLE_HELD_LOCK:
+            for name in held:
+                _CYCLE_HELD.pop(name, None)
 
 
 @contextlib.contextmanager

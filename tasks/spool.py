@@ -18,6 +18,7 @@ kept anywhere raises SpoolError.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -184,7 +185,8 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
     for directory in spool_dirs(db_path):
         if not directory.is_dir():
             continue
-        for path in directory.glob("*" + JOURNAL_SUFFIX):
+        # the model's own files only (`_stem`): a cycle's other rounds in flight each keep a journal here too
+        for path in directory.glob(glob.escape(model_slug(model)) + "@*" + JOURNAL_SUFFIX):
             try:
                 obj = json.loads(path.read_text(encoding="utf-8"))
                 info = _info(obj)
