@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
 from catalog_figures import TreeSampler, cpu_seconds, run_figures  # noqa: E402
+from catalog_table import fmt as _f  # noqa: E402
+from catalog_table import load as _load  # noqa: E402
+from catalog_table import per_extra_model, table  # noqa: E402
 from fault_fleet import fleet_toml, quarter_models  # noqa: E402
 from round_starts import round_start_figures  # noqa: E402
+from serve_phase import SERVE_ENV, until_served_cycle_ends  # noqa: E402
 from ttft_floor import first_text_s  # noqa: E402
 
 from simulator.catalog import (  # noqa: E402
@@ -187,14 +191,18 @@ def write_config(path: Path, models: Sequence[str], base_url: str, work: Path, a
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
-                 log: str = "out.log") -> dict[str, Any]:
-    """Run the command; its wall, CPU, peak tree RSS (in all and per process) and exit code."""
+                 log: str = "out.log", until: Callable[[subprocess.Popen[str], float], None] | None = None
+                 ) -> dict[str, Any]:
+    """Run the command (`until(proc, timeout_s)`: what ends it, else its own exit); its wall, CPU, peak tree RSS (in
+    all and per process) and exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, started = time.monotonic(), time.time()
     with open(cwd / log, "w") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         with TreeSampler(proc.pid) as sampler:
             try:
+                if until is not None:
+                    until(proc, timeout_s)
                 code = proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -228,11 +236,15 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
             env.pop("PREFECT_API_URL", None)
         db = str(work / "canary.duckdb")
         argv = [*canary_argv(tree), "run", "--config", str(cfg), "--db", db]
+        until = None
         if name == "warm-up":
             argv += ["--model", models[0]]
+        elif args.serve:  # serve's start-up cycle (benchmarks/serve_phase.py)
+            argv, until = [*canary_argv(tree), "serve", "--config", str(cfg)], until_served_cycle_ends(args.api_url)
+            env.update(SERVE_ENV)
         sim_cpu0 = cpu_seconds(sim.pid)
         load0 = os.getloadavg()
-        res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log")
+        res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log", until)
         res["simulator_cpu_s"] = cpu_seconds(sim.pid) - sim_cpu0
         res["load_before"], res["load_after"] = load0, os.getloadavg()
     if res["exit_code"] != 0:
@@ -264,91 +276,6 @@ def ttft_floor(fleet_file: Path, work: Path, requests: int, in_flight: int) -> l
     return found
 
 
-def _f(value: Any, fmt: str = "{:.2f}") -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def _ratio(a: Any, b: Any) -> str:
-    return f"{a / b:.2f}x" if isinstance(a, int | float) and isinstance(b, int | float) and b else "-"
-
-
-ROWS: list[tuple[str, str, str]] = [  # label, key, format
-    ("wall s", "wall_s", "{:.1f}"),
-    ("peak RSS MB, process tree", "peak_rss_mb", "{:.0f}"),
-    ("CPU s, canary tree", "cpu_s", "{:.1f}"),
-    ("CPU ms per endpoint-round", "cpu_ms_per_endpoint_round", "{:.1f}"),
-    ("slowest single chain s", "slowest_chain_s", "{:.1f}"),
-    ("simulator CPU share while probing", "simulator_cpu_share", "{:.2f}"),
-    ("start to first probe s", "start_to_first_probe_s", "{:.1f}"),
-    ("last probe to exit s", "last_probe_to_exit_s", "{:.1f}"),
-    ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
-    ("rounds probing at once, mean", "rounds_probing_mean", "{:.1f}"),
-    ("rounds probing at once, max", "rounds_probing_max", "{:.0f}"),
-]
-
-
-def _ttft(r: dict[str, Any]) -> str:
-    t = r.get("ttft_error_ms") or {}
-    return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
-
-
-def _starts(r: dict[str, Any]) -> str:
-    t = r.get("round_start_latency_ms") or {}
-    return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p90", "max"))
-
-
-def _from_start(r: dict[str, Any]) -> str:
-    t = r.get("first_probe_from_cycle_start_s") or {}
-    return "/".join(_f(t.get(k), "{:.1f}") for k in ("p10", "p50", "p90", "last"))
-
-
-def _load(r: dict[str, Any]) -> str:
-    return "/".join(f"{x:.1f}" for x in (r["load_before"][0], r["load_after"][0]))
-
-
-def table(size: int, runs: dict[str, dict[str, Any]], cycle: str = "") -> str:
-    """One size's figures (of one cycle): this tree, the baseline tree, their ratio."""
-    names = list(runs)
-    title = f"{size} models, {cycle}:" if cycle else f"{size} models:"
-    head = f"{title:<42}" + "".join(f"{n:>30}" for n in names) + ("   ratio" if len(names) == 2 else "")
-    lines = [head]
-    for label, key, fmt in ROWS:
-        values = [runs[n].get(key) for n in names]
-        row = f"{label:<42}" + "".join(f"{_f(v, fmt):>30}" for v in values)
-        if len(names) == 2:
-            row += f"   {_ratio(values[0], values[1])}"
-        lines.append(row)
-    def pair(a: str, b: str) -> Any:
-        return lambda r: f"{r.get(a, '-')}/{r.get(b, '-')}"
-
-    extra = [
-        ("load average before/after", _load),
-        ("round start latency ms p50/p90/max", _starts),
-        ("first probe from cycle start s p10/50/90/last", _from_start),
-        ("TTFT error ms p50/p95/p99/max", _ttft),
-        ("healthy failing ttft / any", pair("healthy_failing_ttft", "healthy_failing_any")),
-        ("slow starts failing ttft", pair("slow_starts_failing_ttft", "slow_starts")),
-        ("faulty endpoints caught", pair("faulty_caught", "faulty")),
-        ("rounds complete / attempts", pair("rounds_complete", "attempts")),
-        ("processes at once / exit code", pair("peak_processes", "exit_code")),
-    ]
-    for label, get in extra:
-        lines.append(f"{label:<42}" + "".join(f"{get(runs[n]):>30}" for n in names))
-    for n in names:
-        by = runs[n].get("peak_rss_by_process_mb") or {}
-        lines.append(f"  peak RSS by process, {n}: " + ", ".join(f"{k} {v} MB" for k, v in by.items()))
-    return "\n".join(lines)
-
-
-def per_extra_model(results: dict[int, dict[str, dict[str, Any]]], name: str) -> float | None:
-    """(peak RSS at the largest size - at the smallest) / the models between them, MB."""
-    sizes = sorted(s for s in results if name in results[s])
-    if len(sizes) < 2:
-        return None
-    lo, hi = results[sizes[0]][name], results[sizes[-1]][name]
-    return float((hi["peak_rss_mb"] - lo["peak_rss_mb"]) / (sizes[-1] - sizes[0]))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="100,300", help="catalog sizes, comma-separated (default 100,300)")
@@ -358,6 +285,9 @@ def main() -> None:
     ap.add_argument("--api", choices=("private", "server"), default="private",
                     help="private: each canary run starts its own Prefect server (in the tree); server: one "
                          "`prefect server start` outside the measured trees")
+    ap.add_argument("--serve", action="store_true",
+                    help="measure `canary serve`'s start-up cycle instead of `canary run` (needs --api server or "
+                         "PREFECT_API_URL; benchmarks/serve_phase.py)")
     ap.add_argument("--ttft-integrity", action="store_true", help="all endpoints healthy (no faults, no slow starts)")
     ap.add_argument("--fleet", choices=("catalog", "quarters"), default="catalog",
                     help="catalog: the generated catalog's fault mix (--faulty-share, --slow-start-share); quarters: "
@@ -382,6 +312,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per canary process")
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, removed)")
     args = ap.parse_args()
+    if args.serve and args.api != "server" and not os.environ.get("PREFECT_API_URL"):
+        ap.error("--serve needs a Prefect server: --api server, or PREFECT_API_URL")
     sizes = [3] if args.quick else [int(x) for x in str(args.models).split(",") if x.strip()]
     args.endpoints_n = 5 if args.quick else args.endpoints
     trees = {"this tree": ROOT}
@@ -393,8 +325,8 @@ def main() -> None:
     results: dict[int, dict[str, dict[str, Any]]] = {}
     floor: list[dict[str, Any]] = []
     print(f"catalog bench: sizes {sizes} x {args.endpoints_n} endpoints, trees {', '.join(map(str, trees.values()))}, "
-          f"api {args.api}, fleet {args.fleet}, seed {args.seed}, languages {args.languages}; {os.cpu_count()} cores, "
-          f"load {os.getloadavg()}", flush=True)
+          f"api {args.api}{' (canary serve)' if args.serve else ''}, fleet {args.fleet}, seed {args.seed}, "
+          f"languages {args.languages}; {os.cpu_count()} cores, load {os.getloadavg()}", flush=True)
     try:
         with contextlib_api(args) as api_url:
             args.api_url = api_url
