@@ -6,7 +6,8 @@ the store's lock, each window's handful of queries waiting for the interpreter a
 at 32 rounds starting at once the last waited seconds for its first probe (issue 45, benchmarks/
 profile_round_start.py). Here the first round to get the turn opens one window and does the work of every round
 that is waiting meanwhile, one after another, with the same queries and the same per-round results; the others wait
-for their result instead of for the lock. A round alone gets its own window, as before.
+for their result instead of for the lock, and each goes on as soon as its own part is done. A round alone gets its
+own window, as before.
 
 A round's own failure (RoundIdTaken: another run's round holds its id) is its own; a store that cannot be had or
 read (StoreError) is every waiting round's, as it would have been for each.
@@ -40,7 +41,11 @@ class FirstWindow:
     leftovers: list[str] = field(default_factory=list)  # one line per thing landed or marked (the round logs them)
     prior: Prior | None = None
     error: BaseException | None = None
-    done: bool = False
+    answered: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def done(self) -> bool:
+        return self.answered.is_set()
 
 
 class _Turns:
@@ -52,6 +57,8 @@ class _Turns:
         self.turn = threading.Lock()
 
 
+#: How often a round waiting for its answer looks whether the turn is free (a turn that ended without it), seconds.
+TURN_POLL_S = 0.02
 _TURNS: dict[str, _Turns] = {}
 _TURNS_LOCK = threading.Lock()
 
@@ -68,9 +75,15 @@ def first_window(ask: FirstWindow, lock_timeout_s: float) -> FirstWindow:
     turns = _turns(ask.cfg.db_path)
     with turns.waiting_lock:
         turns.waiting.append(ask)
-    with turns.turn:
-        if not ask.done:
-            _answer(turns, ask.cfg.db_path, lock_timeout_s)
+    while not ask.done:  # answered by the round whose turn it is, as soon as its part is done; else take the turn
+        if turns.turn.acquire(blocking=False):
+            try:
+                if not ask.done:
+                    _answer(turns, ask.cfg.db_path, lock_timeout_s)
+            finally:
+                turns.turn.release()
+        else:
+            ask.answered.wait(TURN_POLL_S)
     if ask.error is not None:
         raise ask.error
     return ask
@@ -103,7 +116,7 @@ def _answer(turns: _Turns, db_path: str, lock_timeout_s: float) -> None:
                                  started_at=utcnow())
                 except RoundIdTaken as exc:  # this round's, not the others'
                     ask.error = exc
-                ask.done = True
+                ask.answered.set()  # it goes on at once, while the window answers the next
     except StoreError as exc:  # the file's: every round not answered yet
         batch = batch or _take(turns)
         for ask in batch:
@@ -114,4 +127,4 @@ def _answer(turns: _Turns, db_path: str, lock_timeout_s: float) -> None:
         for ask in batch:
             if not ask.done and ask.error is None:  # something else went wrong in the window: each round says so
                 ask.error = StoreError(f"store: {ask.round_id}'s first window was not answered")
-            ask.done = True
+            ask.answered.set()
