@@ -9,9 +9,9 @@ A slow start announces itself only by holding a counted slot for `PARK_AFTER_S` 
 starts slowly does so for every contract: its other calls would each hold a slot as long again, and wait their turn
 in the queue first, so the cycle's tail was its last rounds' slow chains started last (issue 45). So an endpoint
 whose request parked is known slow (`parked`): its waiting calls, and the ones that come later, go to a lane of
-their own that starts at once, parked from their start (never counted), within the worker's cap on requests in
-flight. The first text of a call to it within `PARK_AFTER_S` makes it an endpoint like the others again
-(`answered_fast`).
+their own that starts at once, parked from their start (not counted until their first text), within the worker's
+cap on requests in flight and at most `concurrency` of them at once. The first text of a call to it within
+`PARK_AFTER_S` makes it an endpoint like the others again (`answered_fast`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ class ProbeQueue:
         else:
             heapq.heappush(self._heap, (priority, next(self._order), endpoint, item))
 
-    def next(self, counted: int, running: int, limit: int, cap: int) -> tuple[Any, bool] | None:
+    def next(self, counted: int, running: int, limit: int, cap: int, laned: int = 0) -> tuple[Any, bool] | None:
         """The call to start now, and whether it starts parked; None when none may (`counted`: requests running
-        that count toward `limit`; `running`: every request running, at most `cap`)."""
+        that count toward `limit`; `running`: every request running, at most `cap`; `laned`: those started from
+        the lane, at most `limit`, so that their first texts, arriving together, never start more than `limit`
+        streams at once)."""
         if running >= cap:
             return None
-        if self._lane:
+        if self._lane and laned < limit:
             return self._lane.popleft()[1], True
         if self._heap and counted < limit:
             return heapq.heappop(self._heap)[3], False

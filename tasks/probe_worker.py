@@ -183,6 +183,7 @@ class LoopRunner:
         self._queue = ProbeQueue()  # (rid, call, armed) by priority, and the lane of known slow endpoints
         self._running: set[asyncio.Task[None]] = set()
         self._parked: set[asyncio.Task[None]] = set()  # running, no first text after PARK_AFTER_S: not counted
+        self._laned: set[asyncio.Task[None]] = set()  # started from the lane of known slow endpoints
         self._limit = 1
         self._beating = False
 
@@ -199,7 +200,7 @@ class LoopRunner:
 
     def _start(self) -> None:
         while (found := self._queue.next(len(self._running) - len(self._parked), len(self._running), self._limit,
-                                         self._limit * PARKED_FACTOR)) is not None:
+                                         self._limit * PARKED_FACTOR, len(self._laned))) is not None:
             (rid, call, armed), parked = found
             texted: list[bool] = []  # set once the reply's first text arrived
             key = _endpoint_key(call)
@@ -208,6 +209,7 @@ class LoopRunner:
             task.add_done_callback(self._ended)
             if parked:  # an endpoint known slow (tasks/probe_queue.py): parked from its start
                 self._parked.add(task)
+                self._laned.add(task)
             else:
                 self.loop.call_later(PARK_AFTER_S, self._park, task, texted, key)
 
@@ -228,6 +230,7 @@ class LoopRunner:
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
         self._parked.discard(task)
+        self._laned.discard(task)
         self._start()
 
     def _beat(self) -> None:

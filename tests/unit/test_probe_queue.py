@@ -60,3 +60,12 @@ def test_a_fast_first_text_makes_the_endpoint_ordinary_again() -> None:
     q.answered_fast("ep")
     q.push(1, "ep", "x")
     assert drain(q) == [("x", False)]
+
+
+def test_at_most_the_bound_of_calls_run_from_the_lane_at_once() -> None:
+    q = ProbeQueue()
+    q.parked("slow")
+    for i in range(5):
+        q.push(i, "slow", i)
+    assert q.next(counted=0, running=10, limit=3, cap=40, laned=3) is None  # three already run from the lane
+    assert q.next(counted=0, running=10, limit=3, cap=40, laned=2) == (0, True)
