@@ -236,15 +236,17 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
             env.pop("PREFECT_API_URL", None)
         db = str(work / "canary.duckdb")
         argv = [*canary_argv(tree), "run", "--config", str(cfg), "--db", db]
-        until = None
         if name == "warm-up":
             argv += ["--model", models[0]]
-        elif args.serve:  # serve's start-up cycle (benchmarks/serve_phase.py)
-            argv, until = [*canary_argv(tree), "serve", "--config", str(cfg)], until_served_cycle_ends(args.api_url)
-            env.update(SERVE_ENV)
         sim_cpu0 = cpu_seconds(sim.pid)
         load0 = os.getloadavg()
-        res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log", until)
+        if name != "warm-up" and args.serve:  # serve's start-up cycle, on a server of its own (serve_phase.py)
+            with prefect_server(work / f"prefect-server-{cycle}.log") as api_url:
+                env.update(SERVE_ENV, PREFECT_API_URL=api_url)
+                argv = [*canary_argv(tree), "serve", "--config", str(cfg)]
+                res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log", until_served_cycle_ends(api_url))
+        else:
+            res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log")
         res["simulator_cpu_s"] = cpu_seconds(sim.pid) - sim_cpu0
         res["load_before"], res["load_after"] = load0, os.getloadavg()
     if res["exit_code"] != 0:
@@ -286,8 +288,9 @@ def main() -> None:
                     help="private: each canary run starts its own Prefect server (in the tree); server: one "
                          "`prefect server start` outside the measured trees")
     ap.add_argument("--serve", action="store_true",
-                    help="measure `canary serve`'s start-up cycle instead of `canary run` (needs --api server or "
-                         "PREFECT_API_URL; benchmarks/serve_phase.py)")
+                    help="measure `canary serve`'s start-up cycle instead of `canary run`, each on a `prefect server "
+                         "start` of its own (a served deployment's scheduled runs must not reach the other tree's "
+                         "serve; benchmarks/serve_phase.py)")
     ap.add_argument("--ttft-integrity", action="store_true", help="all endpoints healthy (no faults, no slow starts)")
     ap.add_argument("--fleet", choices=("catalog", "quarters"), default="catalog",
                     help="catalog: the generated catalog's fault mix (--faulty-share, --slow-start-share); quarters: "
@@ -312,8 +315,6 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per canary process")
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, removed)")
     args = ap.parse_args()
-    if args.serve and args.api != "server" and not os.environ.get("PREFECT_API_URL"):
-        ap.error("--serve needs a Prefect server: --api server, or PREFECT_API_URL")
     sizes = [3] if args.quick else [int(x) for x in str(args.models).split(",") if x.strip()]
     args.endpoints_n = 5 if args.quick else args.endpoints
     trees = {"this tree": ROOT}

@@ -1,8 +1,9 @@
-"""`canary serve` as a phase of benchmarks/bench_catalog.py (`--serve`): serve's own start-up cycle (a fresh
-database has no round yet, so it runs one at once; `CANARY_SERVE_INTERVAL_S` keeps the schedule's next one a day
-away) is the cycle measured. The phase ends when the Prefect API says that cycle's flow run is final: then serve
-gets Ctrl-C, as an operator stops it, and its whole process tree (serve, the runner's flow-run process, the probe
-worker) has been sampled like a `canary run`'s."""
+"""`canary serve` as a phase of benchmarks/bench_catalog.py (`--serve`): serve's own start-up cycle (a fresh database
+has no round yet, so it runs one at once; `CANARY_SERVE_INTERVAL_S` keeps the schedule's next one a day away) is the
+cycle measured, against a `prefect server start` of the phase's own (a served deployment leaves scheduled
+confirmation runs behind, which the next tree's serve of the same deployment would run first). The phase ends when
+the Prefect API says that cycle's flow run is final: then serve gets Ctrl-C, as an operator stops it, and its whole
+process tree (serve, the runner's flow-run process, the probe worker) has been sampled like a `canary run`'s."""
 
 from __future__ import annotations
 
