@@ -261,9 +261,6 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
     runs = SubflowRuns(canary_round)  # each round a subflow run of this cycle, started in its own thread
 
     def model_round(model: str) -> dict[str, Any]:
-        # Each round keeps its own flow-run heartbeats when served (up to 1 s at its end, the engine joins the
-        # heartbeat thread): turning them off for the subflow made a served cycle's second model wait for the
-        # first one's probes (tests/e2e/test_serve.py caught it).
         name = round_run_name(model, round_ts, confirmation.get("confirms"))
         return with_retries(
             lambda: runs.run(model_slug(model), name, model=model, round_ts=round_ts, refresh_snapshot=False,
@@ -271,8 +268,9 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
             is_orchestrator_blip, ROUND_RETRY_DELAYS_S, f"the round of {model}")
 
     progress = _Progress(len(models), logger)
+    # one thread sends every round's heartbeat (each round's own would cost it up to 1 s at its end)
     with ThreadPoolExecutor(max_workers=max(1, min(in_flight, len(models))), thread_name_prefix="round") as pool, \
-            progress.reporting():
+            progress.reporting(), runs.heartbeats():
         # each round in a copy of this flow run's context: its flow run is a subflow of the cycle's
         futures = [(m, pool.submit(contextvars.copy_context().run, progress.counted(model_round), m))
                    for m in models]

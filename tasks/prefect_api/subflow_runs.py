@@ -11,14 +11,24 @@ once that line took 6-12 s (benchmarks/profile_round_start.py; docs/operations.m
 `SubflowRuns(flow)`, one per parent flow run: the flow's id is read once; each `run(key, name, **parameters)` creates
 the tracking task run (`<flow name>-<key>`, in the parent run) and the named flow run under it with the caller's own
 client, then hands that run to Prefect's engine (`run_flow_sync`), which proposes Running, reads the run, runs the
-function (logs, artifacts, heartbeats, crash handling as for any flow run) and proposes the final state. Five
-requests before the function runs, in the caller's thread. The operator sees the same: the run under the parent in the
-UI, its name, its tracking task, its parameters, its state, logs and artifacts.
+function (logs, artifacts, crash handling as for any flow run) and proposes the final state. Five requests before the
+function runs, in the caller's thread. The operator sees the same: the run under the parent in the UI, its name, its
+tracking task, its parameters, its state, logs and artifacts.
+
+Heartbeats (`with runs.heartbeats():`, when Prefect's settings have them on): the engine would give each run a thread
+that sends `prefect.flow-run.heartbeat` and sleeps in 1 s steps, and join it when the run ends (up to 1 s more per run,
+before its thread takes the next one). Instead one thread sends the same event for every run in progress: when the
+run starts, then every heartbeat interval, and stops at once when the block ends. The zombie-run automation
+(tasks/zombie_runs.py) reads them as it reads the engine's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -38,6 +48,8 @@ class SubflowRuns:
         self._flow_id: UUID | None = None
         self._lock = threading.Lock()
         self._keys: dict[str, int] = {}
+        self._beating: dict[UUID, str] | None = None  # runs in progress, when `heartbeats` sends them
+        self._beat = threading.Event()
 
     def _key(self, key: str) -> str:
         """`key`, then `key-2`, `key-3`... (a run started again gets a tracking task run of its own)."""
@@ -92,6 +104,62 @@ class SubflowRuns:
         from prefect.flow_engine import run_flow_sync
         from prefect.utilities.callables import get_call_parameters
 
+        from tasks.prefect_api.server import settings_for_flow_runs
+
         parameters = get_call_parameters(self.flow.fn, (), kwargs)
         flow_run = self.create(key, name, parameters)
-        return run_flow_sync(self._unnamed, flow_run=flow_run, parameters=parameters)
+        if self._beating is None:
+            return run_flow_sync(self._unnamed, flow_run=flow_run, parameters=parameters)
+        with self._lock:
+            self._beating[flow_run.id] = name
+        self._beat.set()  # its first heartbeat now: the zombie-run automation watches it from its start
+        try:
+            with settings_for_flow_runs(heartbeats=False):  # this object's thread sends them
+                return run_flow_sync(self._unnamed, flow_run=flow_run, parameters=parameters)
+        finally:
+            with self._lock:
+                self._beating.pop(flow_run.id, None)
+
+    @contextlib.contextmanager
+    def heartbeats(self) -> Iterator[None]:
+        """While the block runs, one thread sends the heartbeat of every run in progress (module docstring); nothing
+        when Prefect's flow-run heartbeats are off."""
+        from prefect.settings import get_current_settings
+
+        every = get_current_settings().flows.heartbeat_frequency
+        if every is None:
+            yield
+            return
+        stop = threading.Event()
+        self._beating = {}
+        period = max(30, every)  # as the engine's: Prefect's minimum
+
+        def beat() -> None:
+            from prefect.events import emit_event
+
+            sent: set[UUID] = set()  # the runs that had their first heartbeat
+            next_all = time.monotonic()
+            while not stop.is_set():
+                self._beat.clear()
+                with self._lock:
+                    runs = dict(self._beating or {})
+                if time.monotonic() >= next_all:  # every run's next heartbeat
+                    due, next_all = runs, time.monotonic() + period
+                else:  # a run that started since: its first
+                    due = {k: v for k, v in runs.items() if k not in sent}
+                for run_id, name in due.items():
+                    with contextlib.suppress(Exception):  # a heartbeat lost is the next one's to make up
+                        emit_event(event="prefect.flow-run.heartbeat", resource={
+                            "prefect.resource.id": f"prefect.flow-run.{run_id}", "prefect.resource.name": name})
+                sent = (sent | set(due)) & set(runs)
+                self._beat.wait(max(0.0, next_all - time.monotonic()))
+
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(beat,), name="subflow-heartbeats",
+                                  daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            self._beat.set()
+            self._beating = None

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 from prefect import flow, get_run_logger
 
+from tasks.prefect_api.server import settings_for_flow_runs
 from tasks.prefect_api.subflow_runs import SubflowRuns
 
 pytestmark = pytest.mark.e2e
@@ -54,7 +56,7 @@ def outer(keys: list[str], fail: str = "", threads: int = 4) -> dict[str, Any]:
         except ValueError as exc:
             return f"raised {exc}"
 
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="round") as pool:
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="round") as pool, runs.heartbeats():
         futures = [pool.submit(copy_context().run, one, k) for k in keys]  # the flow run's context, as a cycle's
         results = [f.result() for f in futures]
     ctx = FlowRunContext.get()
@@ -144,3 +146,27 @@ def test_a_run_started_again_gets_a_tracking_task_run_of_its_own(prefect_harness
     with get_client(sync_client=True) as client:
         names = sorted(client.read_task_run(r.parent_task_run_id).name for r in runs)
     assert names == ["subflow-runs-inner-x", "subflow-runs-inner-x-2"]
+
+
+def test_one_thread_sends_each_runs_heartbeats(prefect_harness: None) -> None:
+    """With heartbeats on, each run's first heartbeat is sent when it starts, by the runner's one thread (the
+    engine's own per-run thread is off: it cost each run up to 1 s at its end)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.settings import PREFECT_API_URL
+
+    from tests.support.prefect_runs import read_events
+
+    since = datetime.now(UTC)
+    with settings_for_flow_runs(heartbeats=True):
+        out = outer(["h1", "h2"])
+    EventsWorker.drain_all(timeout=10)
+    runs = {str(r.id): r.name for r in _runs_under(out["id"])}
+    beats: list[dict[str, Any]] = []
+    for _ in range(20):  # the server persists events in the background
+        beats = [e for e in read_events(str(PREFECT_API_URL.value()), "prefect.flow-run.heartbeat", since)
+                 if e["resource"]["prefect.resource.id"].removeprefix("prefect.flow-run.") in runs]
+        if len(beats) >= 2:
+            break
+        time.sleep(0.5)
+    beat_runs = sorted(e["resource"]["prefect.resource.id"].removeprefix("prefect.flow-run.") for e in beats)
+    assert beat_runs == sorted(runs), (beats, runs)  # one each: they ended within the interval
