@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
 from catalog_figures import TreeSampler, cpu_seconds, run_figures  # noqa: E402
+from catalog_table import fmt as _f  # noqa: E402
+from catalog_table import load as _load  # noqa: E402
+from catalog_table import per_extra_model, table  # noqa: E402
+from fault_fleet import fleet_toml, quarter_models  # noqa: E402
+from round_starts import round_start_figures  # noqa: E402
+from serve_phase import SERVE_ENV, until_served_cycle_ends  # noqa: E402
 from ttft_floor import first_text_s  # noqa: E402
 
 from simulator.catalog import (  # noqa: E402
@@ -185,14 +191,18 @@ def write_config(path: Path, models: Sequence[str], base_url: str, work: Path, a
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
-                 log: str = "out.log") -> dict[str, Any]:
-    """Run the command; its wall, CPU, peak tree RSS (in all and per process) and exit code."""
+                 log: str = "out.log", until: Callable[[subprocess.Popen[str], float], None] | None = None
+                 ) -> dict[str, Any]:
+    """Run the command (`until(proc, timeout_s)`: what ends it, else its own exit); its wall, CPU, peak tree RSS (in
+    all and per process) and exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, started = time.monotonic(), time.time()
     with open(cwd / log, "w") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         with TreeSampler(proc.pid) as sampler:
             try:
+                if until is not None:
+                    until(proc, timeout_s)
                 code = proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -230,15 +240,22 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
             argv += ["--model", models[0]]
         sim_cpu0 = cpu_seconds(sim.pid)
         load0 = os.getloadavg()
-        res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log")
+        if name != "warm-up" and args.serve:  # serve's start-up cycle, on a server of its own (serve_phase.py)
+            with prefect_server(work / f"prefect-server-{cycle}.log") as api_url:
+                env.update(SERVE_ENV, PREFECT_API_URL=api_url)
+                argv = [*canary_argv(tree), "serve", "--config", str(cfg)]
+                res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log", until_served_cycle_ends(api_url))
+        else:
+            res = run_measured(argv, work, env, args.timeout, f"out-{cycle}.log")
         res["simulator_cpu_s"] = cpu_seconds(sim.pid) - sim_cpu0
         res["load_before"], res["load_after"] = load0, os.getloadavg()
     if res["exit_code"] != 0:
         tail = (work / f"out-{cycle}.log").read_text()[-1500:]
         print(f"{name} ({tree}): exit code {res['exit_code']} (log {work}/out-{cycle}.log)\n{tail}", file=sys.stderr)
     if name != "warm-up" and Path(db).exists():
-        res.update(run_figures(db, plan[0], plan[1], work / "published",
-                               since_epoch=res["started_epoch"] if cycle > 1 else None))
+        since = res["started_epoch"] if cycle > 1 else None
+        res.update(run_figures(db, plan[0], plan[1], work / "published", since_epoch=since))
+        res.update(round_start_figures(db, models, args.models_in_flight or 32, work / "published", since))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None
         endpoint_rounds = len(models) * args.endpoints_n
@@ -261,77 +278,6 @@ def ttft_floor(fleet_file: Path, work: Path, requests: int, in_flight: int) -> l
     return found
 
 
-def _f(value: Any, fmt: str = "{:.2f}") -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def _ratio(a: Any, b: Any) -> str:
-    return f"{a / b:.2f}x" if isinstance(a, int | float) and isinstance(b, int | float) and b else "-"
-
-
-ROWS: list[tuple[str, str, str]] = [  # label, key, format
-    ("wall s", "wall_s", "{:.1f}"),
-    ("peak RSS MB, process tree", "peak_rss_mb", "{:.0f}"),
-    ("CPU s, canary tree", "cpu_s", "{:.1f}"),
-    ("CPU ms per endpoint-round", "cpu_ms_per_endpoint_round", "{:.1f}"),
-    ("slowest single chain s", "slowest_chain_s", "{:.1f}"),
-    ("simulator CPU share while probing", "simulator_cpu_share", "{:.2f}"),
-    ("start to first probe s", "start_to_first_probe_s", "{:.1f}"),
-    ("last probe to exit s", "last_probe_to_exit_s", "{:.1f}"),
-    ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
-]
-
-
-def _ttft(r: dict[str, Any]) -> str:
-    t = r.get("ttft_error_ms") or {}
-    return "/".join(_f(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
-
-
-def _load(r: dict[str, Any]) -> str:
-    return "/".join(f"{x:.1f}" for x in (r["load_before"][0], r["load_after"][0]))
-
-
-def table(size: int, runs: dict[str, dict[str, Any]], cycle: str = "") -> str:
-    """One size's figures (of one cycle): this tree, the baseline tree, their ratio."""
-    names = list(runs)
-    title = f"{size} models, {cycle}:" if cycle else f"{size} models:"
-    head = f"{title:<42}" + "".join(f"{n:>30}" for n in names) + ("   ratio" if len(names) == 2 else "")
-    lines = [head]
-    for label, key, fmt in ROWS:
-        values = [runs[n].get(key) for n in names]
-        row = f"{label:<42}" + "".join(f"{_f(v, fmt):>30}" for v in values)
-        if len(names) == 2:
-            row += f"   {_ratio(values[0], values[1])}"
-        lines.append(row)
-    def pair(a: str, b: str) -> Any:
-        return lambda r: f"{r.get(a, '-')}/{r.get(b, '-')}"
-
-    extra = [
-        ("load average before/after", _load),
-        ("TTFT error ms p50/p95/p99/max", _ttft),
-        ("healthy failing ttft / any", pair("healthy_failing_ttft", "healthy_failing_any")),
-        ("slow starts failing ttft", pair("slow_starts_failing_ttft", "slow_starts")),
-        ("faulty endpoints caught", pair("faulty_caught", "faulty")),
-        ("rounds complete / attempts", pair("rounds_complete", "attempts")),
-        ("processes at once / exit code", pair("peak_processes", "exit_code")),
-    ]
-    for label, get in extra:
-        lines.append(f"{label:<42}" + "".join(f"{get(runs[n]):>30}" for n in names))
-    for n in names:
-        by = runs[n].get("peak_rss_by_process_mb") or {}
-        lines.append(f"  peak RSS by process, {n}: " + ", ".join(f"{k} {v} MB" for k, v in by.items()))
-    return "\n".join(lines)
-
-
-def per_extra_model(results: dict[int, dict[str, dict[str, Any]]], name: str) -> float | None:
-    """(peak RSS at the largest size - at the smallest) / the models between them, MB."""
-    sizes = sorted(s for s in results if name in results[s])
-    if len(sizes) < 2:
-        return None
-    lo, hi = results[sizes[0]][name], results[sizes[-1]][name]
-    return float((hi["peak_rss_mb"] - lo["peak_rss_mb"]) / (sizes[-1] - sizes[0]))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="100,300", help="catalog sizes, comma-separated (default 100,300)")
@@ -341,7 +287,17 @@ def main() -> None:
     ap.add_argument("--api", choices=("private", "server"), default="private",
                     help="private: each canary run starts its own Prefect server (in the tree); server: one "
                          "`prefect server start` outside the measured trees")
+    ap.add_argument("--serve", action="store_true",
+                    help="measure `canary serve`'s start-up cycle instead of `canary run`, each on a `prefect server "
+                         "start` of its own (a served deployment's scheduled runs must not reach the other tree's "
+                         "serve; benchmarks/serve_phase.py)")
     ap.add_argument("--ttft-integrity", action="store_true", help="all endpoints healthy (no faults, no slow starts)")
+    ap.add_argument("--fleet", choices=("catalog", "quarters"), default="catalog",
+                    help="catalog: the generated catalog's fault mix (--faulty-share, --slow-start-share); quarters: "
+                         "issue 45's, a quarter of the models each with a 12 s slow start, corrupted openings, "
+                         "invalid JSON or a 429 with Retry-After: 5 on --quarter-endpoints of their endpoints "
+                         "(benchmarks/fault_fleet.py)")
+    ap.add_argument("--quarter-endpoints", type=int, default=5, help="with --fleet quarters (default 5)")
     ap.add_argument("--faulty-share", type=float, default=0.05)
     ap.add_argument("--slow-start-share", type=float, default=0.067)
     ap.add_argument("--slow-start-s", type=float, default=12.0)
@@ -370,8 +326,8 @@ def main() -> None:
     results: dict[int, dict[str, dict[str, Any]]] = {}
     floor: list[dict[str, Any]] = []
     print(f"catalog bench: sizes {sizes} x {args.endpoints_n} endpoints, trees {', '.join(map(str, trees.values()))}, "
-          f"api {args.api}, seed {args.seed}, languages {args.languages}; {os.cpu_count()} cores, "
-          f"load {os.getloadavg()}", flush=True)
+          f"api {args.api}{' (canary serve)' if args.serve else ''}, fleet {args.fleet}, seed {args.seed}, "
+          f"languages {args.languages}; {os.cpu_count()} cores, load {os.getloadavg()}", flush=True)
     try:
         with contextlib_api(args) as api_url:
             args.api_url = api_url
@@ -382,7 +338,8 @@ def main() -> None:
                                    slow_start_share=0.0 if args.ttft_integrity else args.slow_start_share,
                                    slow_start_s=args.slow_start_s, base_delay_s=args.base_delay_s, seed=args.seed)
                 fleet_file = args.work / f"fleet-{size}.toml"
-                fleet_file.write_text(catalog_toml(spec))
+                fleet_file.write_text(catalog_toml(spec) if args.fleet == "catalog"
+                                      else fleet_toml(quarter_models(spec, args.quarter_endpoints)))
                 fleet = load_fleet(fleet_file)
                 plan = (roles(fleet), {(m.id, e.tag): planned_first_token_s(e) * 1000
                                        for m in fleet.models for e in m.endpoints})

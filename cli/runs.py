@@ -143,10 +143,12 @@ def cycle_problems(cycle: dict[str, object]) -> list[str]:
 def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mode: str | None) -> int:
     """One cycle (every model concurrently), against the Prefect API `run_once` provides."""
     from flows.cycle import canary_cycle
-    from tasks.prefect_api.server import settings_for_flow_runs
+    from tasks.prefect_api.server import is_private_api, settings_for_flow_runs
 
-    # One cycle, then exit: no heartbeats (joining their threads cost a run ~1.7 s at its end).
-    with settings_for_flow_runs(heartbeats=False):
+    # Heartbeats only for an existing server: its zombie-run automation marks a killed run Crashed when they stop
+    # (tasks/zombie_runs.py); a private server dies with this process (and the cycle's heartbeat thread costs it up
+    # to 1 s at its end; its rounds share one thread: tasks/prefect_api/subflow_runs.py).
+    with settings_for_flow_runs(heartbeats=not is_private_api()):
         cycle = canary_cycle(
             models=models,
             mode=mode,

@@ -136,6 +136,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     if warning := slack_warning():
         typer.echo(f"serve: WARNING: {warning}", err=True)
     # the slow imports (Prefect, the flows: seconds) only once every refusal above had its chance to be quick
+    _zombie_runs()
     from prefect import serve
 
     from cli.deadman_cmd import apply_for
@@ -156,6 +157,22 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     # Prefect's serve() catches the Ctrl-C (SIGINT, what systemd and compose send; or SIGTERM) that stops its runner,
     # pauses the deployments and returns: it returns only so. Exit as an interrupted command does (README).
     raise typer.Exit(INTERRUPTED_EXIT)
+
+
+def _zombie_runs() -> None:
+    """Prefect's zombie-run automation on the server (tasks/zombie_runs.py), for this process's heartbeat; one line."""
+    import typer
+
+    from tasks.zombie_runs import NAME, current_heartbeat_s, ensure_zombie_automation, window_s
+
+    try:
+        ensure_zombie_automation()
+    except Exception as exc:  # an API without automations: runs of a killed process stay Running, said once
+        typer.echo(f"serve: the zombie-run automation {NAME} could not be created ({type(exc).__name__}: "
+                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); a killed run stays Running", err=True)
+        return
+    typer.echo(f"serve: automation {NAME}: a flow run without a heartbeat for {window_s(current_heartbeat_s())} s "
+               "is marked Crashed", err=True)
 
 
 def _first_cycle(cfg: CanaryConfig, cycle: Any, every: timedelta) -> None:

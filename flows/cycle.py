@@ -20,8 +20,9 @@ waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason (and `canar
 (`round_ts`, the round ids) is read once the lock and the slot are held, so two cycles that waited for each other never
 share it; a cycle passes its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run
 holds (tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by the next one at
-once: its flow runs marked Crashed, its slot's lease released (tasks/concurrency.py). `canary run` runs one cycle;
-`canary serve` and the work-pool deployment schedule one every `interval_min`.
+once: the leases of its slot and of its rounds' slots released (tasks/concurrency.py); its flow runs are marked
+Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/zombie_runs.py). `canary run` runs one
+cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
 `db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run
@@ -121,6 +122,11 @@ def _cycle_slot(name: str, wait_s: float, on_lease: Any = None) -> Any:
     from prefect.concurrency.sync import concurrency
     from prefect.exceptions import ObjectNotFound
 
+    from tasks.prefect_api.server import is_private_api
+
+    if is_private_api():  # a server of this process only: the cycle lock is the one that holds
+        yield 0.0
+        return
     with get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)
@@ -179,7 +185,7 @@ def canary_cycle(
     try:
         with cycle_lock(cfg.db_path, CYCLE_WAIT_S, on_wait=_waiting(cfg.db_path, logger)) as lock:
             waited_lock_s = time.monotonic() - t_lock
-            if lock.previous is not None:  # a cycle died holding it: its runs Crashed, its slot freed now
+            if lock.previous is not None:  # a cycle died holding it: its slots' leases released now
                 heal_dead_cycle(lock.previous, logger)
             lock.record(flow_run_id=flow_run_id())
             with _cycle_slot(slot, CYCLE_WAIT_S, on_lease=lambda lease: lock.record(lease_id=lease)) as waited_s:
@@ -192,7 +198,8 @@ def canary_cycle(
                 round_ts = cycle_ts or utcnow()
                 warm_up()  # one probe worker for every model
                 t0 = time.monotonic()
-                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger):
+                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger,
+                                     on_lease=lambda lease: lock.record(round_lease_id=lease)):
                     summaries = _run_models(chosen, {**config, "run_id": flow_run_id(), "in_cycle": True},
                                             round_ts, cfg.models_in_flight, confirmation, logger)
                 refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
@@ -218,22 +225,26 @@ def _waiting(db_path: str, logger: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any) -> Iterator[None]:
+def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any,
+                    on_lease: Callable[[str], None] | None = None) -> Iterator[None]:
     """What each round would ask for, done once for the cycle's rounds (module docstring): the store kept open,
-    the Secret blocks read once, the operational Variable synced, every free round slot held."""
+    the Secret blocks read once, the operational Variable synced, every free round slot held (`on_lease` learns
+    the slots' lease: the cycle lock records it)."""
     from tasks import store, variable_sync
     from tasks.concurrency import cycle_round_slots
     from tasks.secrets import blocks_read_once, preload_secrets
+    from tasks.store.rows import warm_up
 
     with store.kept_open(db_path), blocks_read_once():
         preload_secrets()  # Secret-block values are known to the redactor before any reply is recorded
+        warm_up()  # not in the first round's write window, with every other round waiting for it
         try:
             if not variable_sync.sync(db_path, now):
                 logger.debug("operational exclusions: no Prefect Variable to sync this cycle")
         except Exception as exc:  # the store's problem is each round's to report (its first window)
             logger.warning("operational exclusions not synced with the Prefect Variable this cycle: %s: %s",
                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
-        with cycle_round_slots(models, logger, db_path):
+        with cycle_round_slots(models, logger, db_path, on_lease):
             yield
 
 
@@ -242,21 +253,24 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
     """Every model's round, at most `in_flight` at once (a slow model does not hold the others back), each a
     subflow run of this cycle; a model whose round failed is reported, never allowed to cost the other models
     theirs. A round the Prefect API refused to start is run again (`ROUND_RETRY_DELAYS_S`)."""
-    from flows.round import canary_round
+    from flows.round import canary_round, round_run_name
     from tasks.http_errors import is_orchestrator_blip
+    from tasks.prefect_api.subflow_runs import SubflowRuns
     from tasks.round.steps import with_retries
 
+    runs = SubflowRuns(canary_round)  # each round a subflow run of this cycle, started in its own thread
+
     def model_round(model: str) -> dict[str, Any]:
-        # Each round keeps its own flow-run heartbeats when served (up to 1 s at its end, the engine joins the
-        # heartbeat thread): turning them off for the subflow made a served cycle's second model wait for the
-        # first one's probes (tests/e2e/test_serve.py caught it).
+        name = round_run_name(model, round_ts, confirmation.get("confirms"))
         return with_retries(
-            lambda: canary_round(model=model, round_ts=round_ts, refresh_snapshot=False, **config, **confirmation),
+            lambda: runs.run(model_slug(model), name, model=model, round_ts=round_ts, refresh_snapshot=False,
+                             **config, **confirmation),
             is_orchestrator_blip, ROUND_RETRY_DELAYS_S, f"the round of {model}")
 
     progress = _Progress(len(models), logger)
+    # one thread sends every round's heartbeat (each round's own would cost it up to 1 s at its end)
     with ThreadPoolExecutor(max_workers=max(1, min(in_flight, len(models))), thread_name_prefix="round") as pool, \
-            progress.reporting():
+            progress.reporting(), runs.heartbeats():
         # each round in a copy of this flow run's context: its flow run is a subflow of the cycle's
         futures = [(m, pool.submit(contextvars.copy_context().run, progress.counted(model_round), m))
                    for m in models]

@@ -31,15 +31,18 @@ from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
 from tasks.secrets import preload_secrets
 
 
+def round_run_name(model: str | None, round_ts: datetime | None, confirms: str | None = None) -> str:
+    """`canary-round-<model>-<round time>`, or `canary-confirm-...` for a confirmation round
+    (tasks/round/confirmations.py): the round's flow run in the UI."""
+    stamp = (round_ts if isinstance(round_ts, datetime) else utcnow()).strftime("%Y-%m-%dT%H%M")
+    return f"canary-{'confirm' if confirms else 'round'}-{model or 'default'}-{stamp}"
+
+
 def _flow_run_name() -> str:
     from prefect.runtime import flow_run
 
     params = flow_run.parameters or {}
-    model = params.get("model") or "default"
-    ts = params.get("round_ts")
-    stamp = ts.strftime("%Y-%m-%dT%H%M") if isinstance(ts, datetime) else utcnow().strftime("%Y-%m-%dT%H%M")
-    kind = "confirm" if params.get("confirms") else "round"  # a confirmation round (tasks/round/confirmations.py)
-    return f"canary-{kind}-{model}-{stamp}"
+    return round_run_name(params.get("model"), params.get("round_ts"), params.get("confirms"))
 
 
 @flow(name="canary-round", flow_run_name=_flow_run_name)

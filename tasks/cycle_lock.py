@@ -2,15 +2,15 @@
 
     with cycle_lock(db_path, wait_s, on_wait=log) as lock:   # `<db>.cycle.lock`, flock(2), held by the cycle
         lock.previous          # the record a cycle left when it died holding the lock (None after a clean end)
-        lock.record(flow_run_id=..., lease_id=...)
+        lock.record(flow_run_id=..., lease_id=..., round_lease_id=...)
 
 Two `canary run` without PREFECT_API_URL each start a private Prefect server, so the Prefect slot of the cycle
 (flows/cycle.py) is not shared between them; the kernel's lock is. The lock goes with its process (SIGKILL
 included), so it can never be stale. A second cycle waits for it, as long as it would wait for the Prefect slot,
 then gives up with one line naming the holder (`CycleLockTimeout`). While it holds the lock a cycle records who
-it is (pid, host, process start, its flow run and its slot's lease) in the file, and empties the file when it
-ends: a record found by the next holder names a cycle that died holding the lock, whose flow runs and slot the
-next cycle frees at once (tasks/concurrency.py `heal_dead_cycle`).
+it is (pid, host, process start, its flow run, its slot's lease and its rounds' slots' lease) in the file, and empties
+the file when it ends: a record found by the next holder names a cycle that died holding the lock, whose leases the
+next cycle releases at once (tasks/concurrency.py `heal_dead_cycle`).
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ class Holder:
 
     process: ProcessId
     flow_run_id: str | None = None
-    lease_id: str | None = None
+    lease_id: str | None = None  # the cycle slot's lease
     started_at: str | None = None
+    round_lease_id: str | None = None  # the lease of its rounds' slots (tasks/concurrency.py `cycle_round_slots`)
 
     def describe(self) -> str:
         since = f" since {self.started_at}" if self.started_at else ""
@@ -91,7 +92,8 @@ def _read_holder(fd: int) -> Holder | None:
         return None
     if not isinstance(obj, dict):
         return None
-    return Holder(ProcessId.from_json(obj), obj.get("flow_run_id"), obj.get("lease_id"), obj.get("started_at"))
+    return Holder(ProcessId.from_json(obj), obj.get("flow_run_id"), obj.get("lease_id"), obj.get("started_at"),
+                  obj.get("round_lease_id"))
 
 
 @contextlib.contextmanager

@@ -17,8 +17,10 @@ SSE parser, the clock), each block of a body stamped as the loop reads it from t
   waiting for the busy caller to take an answer and send more.
 - A request still waiting for its reply's first text `PARK_AFTER_S` after it started is parked: it stops counting
   toward the bound (a slow start holds a socket for seconds but costs the loop nothing, so it does not make the
-  other requests' clocks late), and counts again once its first text arrives. At most `PARKED_FACTOR` x
-  `concurrency` requests run at once, parked or not.
+  other requests' clocks late), and counts again once its first text arrives. Its endpoint is then known slow: its
+  other calls start at once, parked from their start, instead of each holding a slot for `PARK_AFTER_S` after
+  waiting its turn (tasks/probe_queue.py). At most `PARKED_FACTOR` x `concurrency` requests run at once, parked or
+  not.
 - Requests are spread over several httpx clients (`CLIENT_STREAMS` each): httpcore's pool scans all of its
   connections for every request it starts or ends, which at 256 in flight on one client cost more CPU than the
   requests' own bytes.
@@ -37,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
 import itertools
 import os
 import queue
@@ -63,6 +64,7 @@ from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Endpoint
 from tasks.failpoints import ENV as FAILPOINTS_ENV
 from tasks.failpoints import raise_point
+from tasks.probe_queue import ProbeQueue
 
 ENV = "CANARY_PROBE_PROCESS"
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +157,11 @@ async def run_call(clients: _Clients, call: ProbeCall, armed: str | None,
 Deliver = Callable[[int, bool, Any], None]
 
 
+def _endpoint_key(call: ProbeCall) -> tuple[str, str, str]:
+    """The endpoint a call goes to, as the queue tells slow ones apart."""
+    return call.base_url, call.endpoint.model, call.endpoint.tag
+
+
 def new_loop() -> asyncio.AbstractEventLoop:
     """uvloop's loop when installed (its I/O costs the worker about half of asyncio's), else asyncio's."""
     try:
@@ -173,10 +180,10 @@ class LoopRunner:
         self.loop = loop or new_loop()
         self._deliver = deliver
         self._clients: _Clients | None = None
-        self._queue: list[tuple[Any, int, int, ProbeCall, str | None]] = []
-        self._order = itertools.count()
+        self._queue = ProbeQueue()  # (rid, call, armed) by priority, and the lane of known slow endpoints
         self._running: set[asyncio.Task[None]] = set()
         self._parked: set[asyncio.Task[None]] = set()  # running, no first text after PARK_AFTER_S: not counted
+        self._laned: set[asyncio.Task[None]] = set()  # started from the lane of known slow endpoints
         self._limit = 1
         self._beating = False
 
@@ -184,7 +191,7 @@ class LoopRunner:
         self.loop.call_soon_threadsafe(self._queued, rid, priority, call, armed)
 
     def _queued(self, rid: int, priority: Any, call: ProbeCall, armed: str | None) -> None:
-        heapq.heappush(self._queue, (priority, next(self._order), rid, call, armed))
+        self._queue.push(priority, _endpoint_key(call), (rid, call, armed))
         self._limit = max(1, call.cfg.concurrency)
         self._start()
         if not self._beating:
@@ -192,22 +199,30 @@ class LoopRunner:
             self.loop.call_later(HEARTBEAT_S, self._beat)
 
     def _start(self) -> None:
-        while (self._queue and len(self._running) - len(self._parked) < self._limit
-               and len(self._running) < self._limit * PARKED_FACTOR):
-            _, _, rid, call, armed = heapq.heappop(self._queue)
+        while (found := self._queue.next(len(self._running) - len(self._parked), len(self._running), self._limit,
+                                         self._limit * PARKED_FACTOR, len(self._laned))) is not None:
+            (rid, call, armed), parked = found
             texted: list[bool] = []  # set once the reply's first text arrived
-            task = self.loop.create_task(self._run(rid, call, armed, texted))
+            key = _endpoint_key(call)
+            task = self.loop.create_task(self._run(rid, call, armed, texted, key))
             self._running.add(task)
             task.add_done_callback(self._ended)
-            self.loop.call_later(PARK_AFTER_S, self._park, task, texted)
+            if parked:  # an endpoint known slow (tasks/probe_queue.py): parked from its start
+                self._parked.add(task)
+                self._laned.add(task)
+            else:
+                self.loop.call_later(PARK_AFTER_S, self._park, task, texted, key)
 
-    def _park(self, task: asyncio.Task[None], texted: list[bool]) -> None:
+    def _park(self, task: asyncio.Task[None], texted: list[bool], key: Any) -> None:
         if not task.done() and not texted:
             self._parked.add(task)
+            self._queue.parked(key)  # its endpoint's other calls start at once, parked
             self._start()
 
-    def _first_text(self, texted: list[bool]) -> None:
+    def _first_text(self, texted: list[bool], key: Any, started: float) -> None:
         texted.append(True)
+        if self.loop.time() - started < PARK_AFTER_S:
+            self._queue.answered_fast(key)
         task = asyncio.current_task(self.loop)
         if task is not None:
             self._parked.discard(task)  # it counts again
@@ -215,6 +230,7 @@ class LoopRunner:
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
         self._parked.discard(task)
+        self._laned.discard(task)
         self._start()
 
     def _beat(self) -> None:
@@ -224,11 +240,12 @@ class LoopRunner:
         else:
             self._beating = False
 
-    async def _run(self, rid: int, call: ProbeCall, armed: str | None, texted: list[bool]) -> None:
+    async def _run(self, rid: int, call: ProbeCall, armed: str | None, texted: list[bool], key: Any) -> None:
         if self._clients is None:
             self._clients = _Clients()
         try:
-            attempt = await run_call(self._clients, call, armed, functools.partial(self._first_text, texted))
+            attempt = await run_call(self._clients, call, armed,
+                                     functools.partial(self._first_text, texted, key, self.loop.time()))
         except Exception as exc:  # a bug of ours: the caller records it, the other probes go on
             self._deliver(rid, False, f"{type(exc).__name__}: {exc}")
             return

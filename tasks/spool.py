@@ -20,6 +20,7 @@ kept anywhere raises SpoolError.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -134,6 +135,7 @@ class Journal:
     info: RoundInfo
     started_at: datetime
     flow_run_id: str | None = None  # the Prefect flow run holding the model's round slot
+    lease_id: str | None = None  # the Prefect lease the slot is held under (freed by the next round if we die)
     step_name: str = "start"
     db_path: str = ""
     fault: SpoolError | None = None
@@ -142,17 +144,17 @@ class Journal:
 
     @classmethod
     def start(cls, db_path: str, info: RoundInfo, started_at: datetime, flow_run_id: str | None = None,
-              mode_override: str | None = None) -> Journal:
+              mode_override: str | None = None, lease_id: str | None = None) -> Journal:
         journal = cls(spool_dir(db_path) / (_stem(info) + JOURNAL_SUFFIX), info, started_at, flow_run_id,
-                      db_path=db_path, mode_override=mode_override)
+                      lease_id, db_path=db_path, mode_override=mode_override)
         journal.step("start")
         return journal
 
     def step(self, name: str) -> None:
         self.step_name = name
         payload = {**_info_json(self.info), **ProcessId.current().as_json(), "flow_run_id": self.flow_run_id,
-                   "step": name, "started_at": self.started_at.isoformat(), "error": self.error,
-                   "mode_override": self.mode_override}
+                   "lease_id": self.lease_id, "step": name, "started_at": self.started_at.isoformat(),
+                   "error": self.error, "mode_override": self.mode_override}
         try:
             kept = write_kept(self.db_path, self.path.name, payload)
         except SpoolError as exc:
@@ -189,6 +191,7 @@ class DeadRound:
     alive: bool = False  # its process is still running (or runs on another host: it cannot be told)
     error: str | None = None  # the round raised and said why (`Journal.fail`): failed, not crashed
     mode_override: str | None = None  # the run's own `--mode`
+    lease_id: str | None = None  # the Prefect lease its round slot was held under
 
 
 def round_journals(db_path: str, model: str, *, besides: str, own_process: bool = True) -> list[DeadRound]:
@@ -199,7 +202,8 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
     for directory in spool_dirs(db_path):
         if not directory.is_dir():
             continue
-        for path in directory.glob("*" + JOURNAL_SUFFIX):
+        # the model's own files only (`_stem`): a cycle's other rounds in flight each keep a journal here too
+        for path in directory.glob(glob.escape(model_slug(model)) + "@*" + JOURNAL_SUFFIX):
             try:
                 obj = json.loads(path.read_text(encoding="utf-8"))
                 info = _info(obj)
@@ -214,7 +218,7 @@ def round_journals(db_path: str, model: str, *, besides: str, own_process: bool 
             else:
                 alive = (not own_process) if owner.is_me() else not owner.is_gone()
             out.append(DeadRound(info, str(obj.get("step", "unknown")), started_at, path, obj.get("flow_run_id"),
-                                 alive, obj.get("error"), obj.get("mode_override")))
+                                 alive, obj.get("error"), obj.get("mode_override"), obj.get("lease_id")))
     return sorted(out, key=lambda d: d.info.round_ts)
 
 

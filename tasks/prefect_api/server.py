@@ -18,6 +18,20 @@ from typing import Any
 from tasks.prefect_api.configured import check_configured_api, configured_api_url
 from tasks.prefect_api.private_server import PrivatePrefectServer, drain_prefect_workers
 
+#: The API URLs of the private servers this process runs (`prefect_api`).
+_PRIVATE_URLS: set[str] = set()
+
+
+def is_private_api(url: str | None = None) -> bool:
+    """True when `url` (default: the current Prefect API) is a private server of this process: nothing else talks
+    to it, so its concurrency slots guard nothing (the cycle's file lock does: tasks/cycle_lock.py) and its runs
+    die with it (no heartbeats needed)."""
+    if url is None:
+        from prefect.settings import get_current_settings
+
+        url = get_current_settings().api.url
+    return bool(url) and str(url).rstrip("/") in _PRIVATE_URLS
+
 
 class PrefectApi:
     """What `prefect_api()` yields: the API's URL, and `wait_ready()` to call just before the first flow."""
@@ -53,12 +67,14 @@ def prefect_api(*, private: bool = False) -> Iterator[PrefectApi]:
     drain_prefect_workers()  # services bound to an earlier API of this process must not serve this one
     try:
         server.start()
+        _PRIVATE_URLS.add(server.api_url.rstrip("/"))
         # No UI is served: no "View at http://127.0.0.1:<port>/runs/..." line pointing at it.
         env = {"PREFECT_API_URL": server.api_url, "PREFECT_UI_URL": saved["PREFECT_UI_URL"] or ""}
         os.environ.update(env)  # before Prefect is imported: its root settings read them
         with _prefect_settings(env):
             yield PrefectApi(server.api_url, server)
     finally:
+        _PRIVATE_URLS.discard(server.api_url.rstrip("/"))
         server.stop()
         for name, value in saved.items():
             if value is None:

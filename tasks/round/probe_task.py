@@ -9,7 +9,9 @@ answers' callbacks move on (a bug of ours in a chain ends it and fails the round
 requests run on the probe worker's event loop (tasks/probe_worker.py), which stamps the bytes where they arrive. The
 worker bounds the requests in flight (`concurrency`) and starts them in priority order: a chain's later attempts (a tool
 call's second turn, a language confirmation) before any first attempt, so a long chain does not wait behind the queue
-between its turns (its round's wall, and the cycle's tail, would carry it); then the earliest round's first. A probe
+between its turns (its round's wall, and the cycle's tail, would carry it); then the first contract of every endpoint
+of every round in flight, so every round starts probing as soon as it is planned and a slow endpoint shows itself
+early (the worker then starts its other calls at once: tasks/probe_queue.py); then the earliest round's others. A probe
 never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a probe
 becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed in the
 UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
@@ -57,7 +59,8 @@ def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig,
     `on_endpoint(endpoint, its attempts)` as soon as every probe of an endpoint ended (the round keeps them:
     tasks/probe_journal.py)."""
     probes = [p for plan in plans for p in plan.probes]
-    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent,
+    ranks = [(k, j) for j, plan in enumerate(plans) for k in range(len(plan.probes))]
+    chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent, ranks,
                   _endpoint_done(plans, on_endpoint) if on_endpoint is not None else None)
     attempts: list[Attempt] = []
     lines: list[str] = []
@@ -111,8 +114,8 @@ def _endpoint_done(plans: Sequence[EndpointPlan], tell: Callable[[Endpoint, list
 
 
 def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: Footprint, priority: Any,
-         sent: Callable[[], None] | None = None, ended: Callable[[int, list[list[Attempt]]], None] | None = None,
-         ) -> list[list[Attempt]]:
+         sent: Callable[[], None] | None = None, ranks: Sequence[Any] | None = None,
+         ended: Callable[[int, list[list[Attempt]]], None] | None = None) -> list[list[Attempt]]:
     """Each probe's attempts, its chain moved on by the answers; returns when every chain is done (`ended` is
     told of each chain's end, with every result so far)."""
     if not probes:
@@ -134,7 +137,9 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
             if left[0] == 0:
                 done.set()
 
-    chains = [_Chain(probe, round_id, cfg, footprint, key, (priority, i), functools.partial(finished, i))
+    order = ranks or [(0, i) for i in range(len(probes))]
+    chains = [_Chain(probe, round_id, cfg, footprint, key, _first_of_endpoint_first(order[i], priority),
+                     functools.partial(finished, i))
               for i, probe in enumerate(probes)]
     for chain in chains:
         chain.start()
@@ -145,6 +150,14 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
     if broken is not None:  # a bug of ours outside an attempt: the round fails with it (after every chain ended)
         raise broken
     return results
+
+
+def _first_of_endpoint_first(rank: tuple[int, int], priority: Any) -> tuple[Any, ...]:
+    """A chain's place among first attempts (module docstring): the first contract of every endpoint of every round
+    in flight before any other chain, rounds in their turn (`priority`); then round by round, contract by contract.
+    `rank`: (the contract's place in its endpoint's plan, the endpoint's place in the round)."""
+    contract, endpoint = rank
+    return (contract > 0, priority, contract, endpoint)
 
 
 class _Chain:

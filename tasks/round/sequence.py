@@ -100,7 +100,7 @@ class Engine:
     probe: Callable[[str, Prior, Footprint, ProbeJournal], RoundProbes]
     #: Publishing makes the Prefect artifacts and events too (False: the ignore list file only; no Prefect API).
     artifacts: bool = True
-    #: Two rounds of a model never overlap (the flow's round slot; it raises RoundSkipped when taken).
+    #: Two rounds of a model never overlap (the flow's round slot, yielding its lease; RoundSkipped when taken).
     guard: Callable[[], AbstractContextManager[Any]] = nullcontext
     #: Told the settlement as soon as it is settled (the pipeline sends the next rounds' language probes).
     settled: Callable[[Settlement], None] = _nothing_learned
@@ -130,9 +130,10 @@ def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime,
     info = RoundInfo(round_id, model, round_ts, resolve_mode(cfg.run_mode, None, cfg.mode), partial,
                      run_id or engine.flow_run_id or uuid.uuid4().hex)
     try:
-        with engine.guard():
+        with engine.guard() as lease_id:
             journal = Journal.start(cfg.db_path, info, utcnow(), engine.flow_run_id,
-                                    str(cfg.run_mode) if cfg.run_mode else None)
+                                    str(cfg.run_mode) if cfg.run_mode else None,
+                                    lease_id if isinstance(lease_id, str) else None)
             try:
                 settled, status, probed, delivered = _steps(engine, cfg, info, journal)
             except Exception as exc:

@@ -62,13 +62,14 @@ def with_retries(call: Callable[[], T], retry_if: Callable[[BaseException], bool
 
 
 @contextlib.contextmanager
-def round_guard(model: str, logger: Any, db_path: str) -> Iterator[None]:
-    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model (a slot
-    left by a dead process heals at once: tasks/concurrency.py)."""
+def round_guard(model: str, logger: Any, db_path: str) -> Iterator[str | None]:
+    """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model, held under a
+    lease (yielded: the round's journal records it, so the next round frees the slot of a dead holder at once:
+    tasks/concurrency.py)."""
     from tasks.concurrency import round_slot
 
-    with round_slot(model, logger, db_path=db_path):
-        yield
+    with round_slot(model, logger, db_path=db_path) as lease_id:
+        yield lease_id
 
 
 def flow_run_id() -> str | None:
@@ -85,34 +86,33 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     running. A busy store costs the round nothing but its rotation memory: it probes anyway and settles against
     the store inside its save window. A round id another run's round holds: RoundIdTaken, before anything is
     probed."""
-    from tasks import store, variable_sync
+    from tasks import variable_sync
     from tasks.core.events import crashed_round_events
     from tasks.events import emit_canary_events
-    from tasks.round.write_window import judge_spools, land_leftovers, read_prior
-    from tasks.store.settlement import mark_running
+    from tasks.round.first_window import FirstWindow, first_window
+    from tasks.round.write_window import judge_spools
 
     logger = _run_logger()
     # outside the window: Prefect may be slow (UNREACHABLE: nothing to reconcile, nothing written)
     ui_value = variable_sync.fetch_variable() if sync_variable else variable_sync.UNREACHABLE
     spools = judge_spools(cfg.db_path, cfg)
-    try:
-        with store.open_store(cfg.db_path, lock_timeout_s=PRIOR_LOCK_TIMEOUT_S, snapshot=False) as con:
-            variable_value = variable_sync.reconcile(con, round_ts, ui_value)
-            leftovers = land_leftovers(con, cfg, model, round_id, spools, utcnow())
-            for line in leftovers:
-                logger.warning("%s", line)
-            prior = read_prior(con, cfg, model, round_ts)
-            mark_running(con, RoundInfo(round_id, model, round_ts, prior.mode, run_id=run_id), started_at=utcnow())
+    try:  # one window, shared with the rounds of this process asking at the same moment (tasks/round/first_window.py)
+        answered = first_window(FirstWindow(cfg, model, round_id, round_ts, run_id, ui_value, spools),
+                                PRIOR_LOCK_TIMEOUT_S)
     except StoreError as exc:
         from tasks.store_alarm import alarm_unreadable_store
 
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
         logger.warning("Round %s probes without its history (the store cannot be used): %s", round_id, exc)
         return Prior(model=model, mode=resolve_mode(cfg.run_mode, None, cfg.mode), available=False), None
-    emit_canary_events(crashed_round_events(model, leftovers, utcnow()), logger)  # the marks are saved
+    for line in answered.leftovers:
+        logger.warning("%s", line)
+    emit_canary_events(crashed_round_events(model, answered.leftovers, utcnow()), logger)  # the marks are saved
+    variable_value = answered.variable_value
     if variable_value is not None and not variable_sync.write_variable(variable_value):
         variable_value = None
-    return prior, variable_value
+    assert answered.prior is not None
+    return answered.prior, variable_value
 
 
 def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:

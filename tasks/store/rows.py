@@ -49,6 +49,13 @@ def one_line(text: str | None, limit: int = 1000) -> str | None:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def warm_up() -> None:
+    """Make the first Arrow conversion of this process now: it imports pandas (pyarrow's lazy shim, ~370 modules,
+    0.5-1.7 s), which the first round's insert would otherwise do inside its write window, every other round of
+    the cycle waiting for the store's lock meanwhile (6 s at 32 rounds starting at once under load: issue 45)."""
+    pa.Table.from_pylist([{"warm": 1}])
+
+
 def insert_rows(
     con: Connection, table: str, rows: Sequence[Mapping[str, Any]], *, skip_existing: bool = False
 ) -> int:

@@ -2,13 +2,18 @@
 
 Real flow rounds against the simulator: round A is slow (an endpoint's first token takes 2 s); round B of the
 same model starts while A holds the slot. With a short wait B is skipped with a clear log line; with a long
-wait B runs after A, and its probes start only after A's last probe ended (attempt times in DuckDB). A stale
-slot (held while no round runs) is freed by the next round, which says so.
+wait B runs after A, and its probes start only after A's last probe ended (attempt times in DuckDB). A round killed
+(SIGKILL) while it holds the slot leaves its lease in its journal: the next round releases that lease at once,
+through Prefect (the lease is gone from the server), and runs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,14 +26,9 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.concurrency import (
-    STALE_RUN,
-    WAIT_S,
-    RoundSkipped,
-    limit_name,
-    live_holders,
-    wait_seconds,
-)
+from tasks.concurrency import WAIT_S, RoundSkipped, limit_name, wait_seconds
+from tasks.failpoints import ENV as FAILPOINTS_ENV
+from tasks.spool import JOURNAL_SUFFIX, spool_dir
 from tests.support.rounds import round_overrides
 
 MODEL = "acme/overlap-model"
@@ -69,23 +69,6 @@ def test_wait_seconds_reads_env_and_falls_back() -> None:
         assert wait_seconds({"CANARY_ROUND_WAIT_S": bad}) == WAIT_S
 
 
-@pytest.mark.unit
-def test_live_holders_ignore_self_other_models_and_zombies() -> None:
-    import uuid
-
-    me, other, any_model, zombie, other_model = (uuid.uuid4() for _ in range(5))
-    now = T0
-    runs = [
-        (me, MODEL, now),
-        (other, MODEL, now - timedelta(minutes=1)),
-        (any_model, None, now),
-        (zombie, MODEL, now - STALE_RUN - timedelta(seconds=1)),
-        (other_model, "acme/else", now),
-    ]
-    assert live_holders(runs, MODEL, me, now) == [other, any_model]
-    assert live_holders([(me, MODEL, now)], MODEL, me, now) == []
-
-
 # --- flows -------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimulatorHandle]:
@@ -104,16 +87,6 @@ def _active_slots(model: str) -> int:
 
     with get_client(sync_client=True) as client:
         return int(client.read_global_concurrency_limit_by_name(limit_name(model)).active_slots)
-
-
-def _set_active_slots(model: str, n: int) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
-
-    with get_client(sync_client=True) as client:
-        client.update_global_concurrency_limit(
-            limit_name(model), GlobalConcurrencyLimitUpdate(active_slots=n)
-        )
 
 
 class Runner(threading.Thread):
@@ -234,26 +207,58 @@ def test_second_round_waits_and_never_overlaps(
     assert _complete_round_times(env["db_path"]) == [ts_a, ts_b]
 
 
+def _journal_leases(db_path: str) -> list[str]:
+    """The slot leases the round journals beside `db_path` name."""
+    found = []
+    for path in spool_dir(db_path).glob("*" + JOURNAL_SUFFIX):
+        lease = json.loads(path.read_text()).get("lease_id")
+        if lease:
+            found.append(lease)
+    return found
+
+
+def _lease_lives(lease_id: str) -> bool:
+    """The server still holds the lease (renewing it works)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.renew_concurrency_lease(UUID(lease_id), 120)
+    except Exception:
+        return False
+    return True
+
+
 @pytest.mark.e2e
 @pytest.mark.timing  # a 0.5 s slot wait: a starved CPU turns it into a skip
-def test_a_stale_slot_is_freed_by_the_next_round(
+def test_a_killed_rounds_slot_comes_back_through_its_lease_at_once(
     prefect_harness: None,
     env: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A slot held with no round running (a server that lost its lease) must not skip rounds forever."""
+    """A round SIGKILLed while it holds its slot would keep it for its lease (120 s): the next round finds its
+    journal (pid gone), releases that lease through Prefect and runs; no limit's `active_slots` is written."""
+    from prefect.settings import PREFECT_API_URL
+
     from flows.round import canary_round
-    from tasks.concurrency import ensure_limit
+
+    killed_at, ts = T0 + timedelta(hours=3), T0 + timedelta(hours=3, minutes=30)
+    args = json.dumps({"model": MODEL, "round_ts": killed_at.isoformat(), "overrides": env})
+    child_env = {**os.environ, FAILPOINTS_ENV: "after-probe", "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    proc = subprocess.run([sys.executable, "-m", "tests.support.round_proc", args], cwd=Path(__file__).parents[2],
+                          env=child_env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode < 0, proc.stderr[-2000:]  # SIGKILLed holding its slot
+    (dead_lease,) = _journal_leases(env["db_path"])
+    assert _lease_lives(dead_lease) and _active_slots(MODEL) == 1
 
     monkeypatch.setenv("CANARY_ROUND_WAIT_S", "0.5")
-    ensure_limit(MODEL)
-    _set_active_slots(MODEL, 1)
-    ts = T0 + timedelta(hours=3)
     with caplog.at_level(logging.WARNING):
         summary = canary_round(model=MODEL, round_ts=ts, overrides=env)
-    assert not summary.get("skipped") and summary["endpoints"] == 2
-    assert _complete_round_times(env["db_path"]) == [ts]
-    seen = [r.getMessage() for r in caplog.records] + _api_logs("Freed a stale round slot")
-    assert any(f"Freed a stale round slot of {MODEL}" in m for m in seen), seen
+    assert not summary.get("skipped") and summary["endpoints"] == 2, summary
+    seen = [r.getMessage() for r in caplog.records] + _api_logs("Released the round slot")
+    assert any(f"Released the round slot of {MODEL}" in m and dead_lease in m for m in seen), seen
+    assert not _lease_lives(dead_lease)  # released on the server, not left to run out
     assert _active_slots(MODEL) == 0

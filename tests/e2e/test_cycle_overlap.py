@@ -6,8 +6,10 @@ runs it: the installed console script in subprocesses, the loopback simulator wi
   time is read once it has the lock (its own round id, after the first round ended), and neither round is marked
   `crashed` by the other.
 * With a real Prefect server, a `canary run` killed (SIGKILL, a failpoint) in the middle of its round leaves its
-  cycle slot under a 300 s lease: the next run frees it at once (the lock file names the dead cycle and its lease),
-  starts without waiting, and the dead cycle's and round's flow runs are marked Crashed instead of staying Running.
+  cycle slot under a 300 s lease and its rounds' slots under theirs: the next run releases them at once (the lock
+  file names the dead cycle and its leases) and starts without waiting; the dead cycle's and round's flow runs are
+  marked Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/zombie_runs.py), not by the
+  next run.
 """
 
 from __future__ import annotations
@@ -145,36 +147,75 @@ def child_runs(parent: str) -> dict[str, str]:
 
 
 def running_cycles_of(db: Path) -> list[str]:
-    from tasks.concurrency import running_flow_runs
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
 
-    return [str(r.id) for r in running_flow_runs("canary-cycle") if (r.parameters or {}).get("db_path") == str(db)]
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["canary-cycle"])),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.RUNNING]))), limit=200)
+    return [str(r.id) for r in runs if (r.parameters or {}).get("db_path") == str(db)]
 
 
-def test_a_killed_cycle_frees_its_slot_and_its_runs_at_once(
+def state_messages(ids: list[str]) -> dict[str, str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return {i: str(client.read_flow_run(uuid.UUID(i)).state.message or "") for i in ids}
+
+
+#: Heartbeats of the runs of this file's test server: Prefect's minimum; the zombie-run automation's window on it.
+HEARTBEAT_S, ZOMBIE_WINDOW_S = 30, 50
+
+
+@pytest.mark.timeout(600)
+def test_a_killed_cycle_frees_its_slots_at_once_and_prefect_marks_its_runs_crashed(
     prefect_harness: None, sim: SimulatorHandle, tmp_path: Path
 ) -> None:
+    from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL
+
+    from tasks.zombie_runs import MESSAGE, ensure_zombie_automation
 
     db = tmp_path / f"killed-{uuid.uuid4().hex[:8]}.duckdb"  # a slot of its own in the shared test server
     cfg = write_config(sim, tmp_path, db)
-    api = {"PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    api = {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}
+    automation = ensure_zombie_automation(HEARTBEAT_S, within_s=ZOMBIE_WINDOW_S)
+    try:
+        killed = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=240,
+                                cwd=tmp_path, env=env_for(sim, tmp_path, **api, **{ENV: "after-probe"}))
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+        [dead_cycle] = running_cycles_of(db)
+        [dead_round] = child_runs(dead_cycle)
+        assert child_runs(dead_cycle) == {dead_round: "RUNNING"}
 
-    killed = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=240,
-                            cwd=tmp_path, env=env_for(sim, tmp_path, **api, **{ENV: "after-probe"}))
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    [dead_cycle] = running_cycles_of(db)
-    assert set(child_runs(dead_cycle).values()) == {"RUNNING"}  # its round
+        t0 = time.monotonic()
+        nxt = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=150,
+                             cwd=tmp_path, env=env_for(sim, tmp_path, **api))
+        wall = time.monotonic() - t0
+        assert nxt.returncode == 0, nxt.stderr[-3000:]
+        assert "late" not in nxt.stderr and wall < 60, (wall, nxt.stderr[-3000:])  # not the 300 s lease
+        assert "died holding it" in nxt.stderr and "2 slot lease(s) released" in nxt.stderr, nxt.stderr[-3000:]
+        with store.open_store(db, read_only=True) as con:
+            statuses = [tuple(r) for r in con.execute(
+                "SELECT status, deferred FROM rounds ORDER BY round_ts").fetchall()]
+        # killed after probing: its probes, kept beside its journal, are landed by the next run (late), not lost
+        assert statuses == [("complete", True), ("complete", False)]
 
-    t0 = time.monotonic()
-    nxt = subprocess.run([CANARY, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=150,
-                         cwd=tmp_path, env=env_for(sim, tmp_path, **api))
-    wall = time.monotonic() - t0
-    assert nxt.returncode == 0, nxt.stderr[-3000:]
-    assert "late" not in nxt.stderr and wall < 60, (wall, nxt.stderr[-3000:])  # not the 300 s lease
-    assert "died holding it" in nxt.stderr
-    assert flow_run_states([dead_cycle]) == {dead_cycle: "CRASHED"}
-    assert set(child_runs(dead_cycle).values()) == {"CRASHED"}
-    with store.open_store(db, read_only=True) as con:
-        statuses = [tuple(r) for r in con.execute("SELECT status, deferred FROM rounds ORDER BY round_ts").fetchall()]
-    # killed after probing: its probes, kept beside its journal, are landed by the next run (late), not lost
-    assert statuses == [("complete", True), ("complete", False)]
+        # the server marks both Crashed once their heartbeats stopped for the window (the next run did not)
+        deadline = time.monotonic() + ZOMBIE_WINDOW_S + 90
+        while flow_run_states([dead_cycle, dead_round]) != {dead_cycle: "CRASHED", dead_round: "CRASHED"}:
+            assert time.monotonic() < deadline, flow_run_states([dead_cycle, dead_round])
+            time.sleep(2)
+        assert set(state_messages([dead_cycle, dead_round]).values()) == {MESSAGE}
+    finally:
+        with get_client(sync_client=True) as client:  # the session's other tests run longer rounds
+            client.delete_automation(uuid.UUID(automation))

@@ -117,6 +117,11 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
                 return found if {"canary-cycle", "canary-deadman"} <= set(found) else None
 
             deps = _poll("both deployments", deployments, 120, procs, logs)
+            # Prefect's zombie-run automation, for serve's heartbeat (Prefect's default 180 s: 3 beats)
+            automations = client.post("/automations/filter", json={}).json()
+            zombie = [a for a in automations if a["name"] == "canary-zombie-runs"]
+            assert [(a["trigger"]["posture"], a["trigger"]["after"], a["trigger"]["within"], a["actions"][0]["state"])
+                    for a in zombie] == [("Proactive", ["prefect.flow-run.heartbeat"], 540.0, "CRASHED")], zombie
             schedules = deps["canary-cycle"]["schedules"]
             assert [s["schedule"]["interval"] for s in schedules] == [15.0]
             assert deps["canary-deadman"]["schedules"][0]["schedule"]["interval"] == 900.0

@@ -28,6 +28,7 @@ def sim() -> Iterator[SimulatorHandle]:
     slow = {"kind": "slow_first_token", "delay_s": SLOW_S, "keepalive_s": 0.5}
     slower = {**slow, "delay_s": SLOWER_S}
     endpoints = [{"tag": f"slow{i}", "provider_name": f"Slow{i}", "faults": [slow]} for i in range(2)]
+    endpoints += [{"tag": "lagging", "provider_name": "Lagging", "faults": [slow]}]  # the lane's own: unknown yet
     endpoints += [{"tag": f"slower{i}", "provider_name": f"Slower{i}", "faults": [slower]} for i in range(5)]
     endpoints += [{"tag": f"fast{i}", "provider_name": f"Fast{i}"} for i in range(4)]
     with start_simulator(parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})) as handle:
@@ -79,3 +80,17 @@ def test_parked_or_not_at_most_the_factor_times_the_bound_run_at_once(
     assert running[:PARKED_FACTOR] == list(range(1, PARKED_FACTOR + 1)), spans
     assert max(running) == PARKED_FACTOR, spans
     assert spans[PARKED_FACTOR][0] >= spans[0][1] - 0.2, spans
+
+
+def test_an_endpoint_that_parked_has_its_other_calls_started_at_once_parked(
+    sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two slots, both taken by calls to a slow endpoint, which park after PARK_AFTER_S; the endpoint's other calls
+    then start at once, parked (tasks/probe_queue.py), instead of each taking a slot for PARK_AFTER_S in turn, and
+    the fast calls behind them start at the same moment."""
+    t0, done = attempts(sim, monkeypatch, ["lagging"] * 4 + ["fast0", "fast1"], concurrency=2)
+    slow = sorted(_start_s(t0, a) for a in done if a.tag == "lagging")
+    fast = sorted(_start_s(t0, a) for a in done if a.tag.startswith("fast"))
+    released = [*slow[2:], *fast]  # all when the first two parked (without the lane: the fast ones 2 s later)
+    assert max(released) - min(released) < 1.0, (slow, fast)
+    assert fast[0] - slow[0] < PARK_AFTER_S + 1.5, (slow, fast)

@@ -1,0 +1,84 @@
+"""How a cycle's rounds start and overlap (issue 45), from what the run left behind (its DuckDB file and published
+lists), like catalog_figures.py: any tree's rounds give the same figures.
+
+* round start latency: from the moment the cycle could start the round to its first probe sent (the probe worker's
+  `started_at` of the round's earliest attempt). The cycle runs its models in their configured order on a pool of
+  `models_in_flight` threads, so the first `models_in_flight` could start at the cycle's start (its `round_ts`, read
+  once the cycle holds its slot) and each later one when a round before it ended (its save, or its published list if
+  that came later): the k-th end admits round `models_in_flight + k`. What a round's start costs (Prefect, the
+  store, discovery) and what its probes wait for in the worker's queue are both in it.
+* first probe from the cycle's start: the same end point, from `round_ts` (issue 45's "the 10th model's first probe at
+  16 s"), at the 10th, 50th and 90th percentile of the rounds and the last;
+* rounds probing at once: a round probes from its first attempt's start to its last attempt's end; sampled every
+  0.25 s from the cycle's first probe to its last, the mean and the max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from catalog_figures import model_slug, percentile
+
+
+def admissions(order: Sequence[str], ends: Mapping[str, float], start: float, in_flight: int) -> dict[str, float]:
+    """When each model of `order` could start: `start` for the first `in_flight`, then the sorted `ends` in turn
+    (a FIFO pool of `in_flight` threads: each end frees a thread for the next model waiting)."""
+    freed = sorted(ends.values())
+    out: dict[str, float] = {}
+    for i, model in enumerate(order):
+        k = i - in_flight
+        out[model] = start if k < 0 else freed[min(k, len(freed) - 1)] if freed else start
+    return out
+
+
+def overlap(spans: Sequence[tuple[float, float]], step_s: float = 0.25) -> tuple[float, int]:
+    """Mean and max number of `spans` covering a moment, sampled every `step_s` from the first start to the last
+    end."""
+    if not spans:
+        return 0.0, 0
+    t, end = min(s for s, _ in spans), max(e for _, e in spans)
+    counts = []
+    while t < end:
+        counts.append(sum(1 for s, e in spans if s <= t < e))
+        t += step_s
+    return (sum(counts) / len(counts) if counts else 0.0), max(counts, default=0)
+
+
+def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_dir: Path,
+                        since_epoch: float | None = None) -> dict[str, Any]:
+    """The figures of the module docstring for the run in `db` (`since_epoch`: only rounds at or after it)."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        rounds = con.execute(
+            "SELECT r.model, epoch_us(r.round_ts) / 1e6, epoch_us(r.finished_at) / 1e6, "
+            "min(epoch_us(a.started_at)) / 1e6, max(epoch_us(a.started_at) / 1e6 + a.total_ms / 1000) "
+            "FROM rounds r JOIN attempts a USING (round_id) GROUP BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    rounds = [r for r in rounds if since_epoch is None or r[1] >= since_epoch]
+    if not rounds:
+        return {}
+    start = min(r[1] for r in rounds)
+    first = {r[0]: r[3] for r in rounds}
+    ends = {}
+    for model, _ts, finished, _first, last in rounds:
+        published = publish_dir / f"{model_slug(model)}.json"
+        mtime = published.stat().st_mtime if published.exists() else 0.0
+        ends[model] = max(finished or last, mtime if mtime >= start else 0.0)
+    admitted = admissions([m for m in order if m in first], ends, start, in_flight)
+    latency = [max(0.0, first[m] - admitted[m]) * 1000 for m in admitted]
+    from_start = sorted(first[m] - start for m in first)
+    mean, peak = overlap([(r[3], r[4]) for r in rounds])
+    return {
+        "round_start_latency_ms": {"n": len(latency), "p50": percentile(latency, 50),
+                                   "p90": percentile(latency, 90), "max": max(latency, default=None)},
+        "first_probe_from_cycle_start_s": {"p10": percentile(from_start, 10), "p50": percentile(from_start, 50),
+                                           "p90": percentile(from_start, 90), "last": from_start[-1]},
+        "rounds_probing_mean": mean,
+        "rounds_probing_max": peak,
+    }

@@ -1,0 +1,54 @@
+"""benchmarks/round_starts.py and fault_fleet.py (issue 45's figures and fleet): when a cycle's pool could start
+each round, how many rounds overlap, and the quarters fleet the simulator reads back with the faults it was given."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from fault_fleet import QUARTER_FAULTS, fleet_toml, quarter_models  # noqa: E402
+from round_starts import admissions, overlap  # noqa: E402
+
+from simulator.catalog import CatalogSpec, endpoint_role, planned_first_token_s  # noqa: E402
+from simulator.fleet_file import load_fleet  # noqa: E402
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_first_rounds_start_with_the_cycle_and_each_end_admits_the_next_in_order() -> None:
+    order = ["a", "b", "c", "d", "e"]
+    ends = {"a": 30.0, "b": 12.0, "c": 50.0, "d": 70.0, "e": 90.0}
+    got = admissions(order, ends, start=10.0, in_flight=2)
+    # a and b start with the cycle; b's end (12) frees a thread for c, a's (30) for d, c's (50) for e
+    assert got == {"a": 10.0, "b": 10.0, "c": 12.0, "d": 30.0, "e": 50.0}
+
+
+def test_all_rounds_in_flight_all_start_with_the_cycle() -> None:
+    assert set(admissions(["a", "b"], {"a": 5.0, "b": 6.0}, start=1.0, in_flight=32).values()) == {1.0}
+
+
+def test_overlap_counts_the_spans_covering_each_moment() -> None:
+    mean, peak = overlap([(0.0, 4.0), (1.0, 2.0), (1.0, 3.0)], step_s=1.0)
+    # moments 0, 1, 2, 3: 1, 3, 2, 1 spans
+    assert (mean, peak) == (7 / 4, 3)
+    assert overlap([]) == (0.0, 0)
+
+
+def test_a_quarter_of_the_models_carry_each_fault_on_their_first_endpoints(tmp_path: Path) -> None:
+    spec = CatalogSpec(models=8, endpoints=6, slow_start_s=12.0, seed=3)
+    path = tmp_path / "fleet.toml"
+    path.write_text(fleet_toml(quarter_models(spec, per_model=2)))
+    fleet = load_fleet(path)
+    assert [m.id for m in fleet.models][:2] == ["meta-llama/catalog-000", "mistralai/catalog-001"]
+    for m, model in enumerate(fleet.models):
+        kinds = [endpoint_role(e) for e in model.endpoints]
+        want = QUARTER_FAULTS[m % 4]["kind"]
+        assert kinds == ["slow_start" if want == "slow_first_token" else want] * 2 + ["healthy"] * 4, (m, kinds)
+    slow = fleet.models[0].endpoints[0]
+    assert planned_first_token_s(slow) == 12.0
+    limited = fleet.models[3].endpoints[0].faults[0]
+    assert (limited.params["status"], limited.params["retry_after_s"]) == (429, 5)
