@@ -101,7 +101,13 @@ def _scheduled(api: str, deployment_id: str, after: datetime | None = None) -> l
     runs = _post(api, "/flow_runs/filter", {"deployments": {"id": {"any_": [deployment_id]}},
                                             "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}, **since},
                                             "sort": "EXPECTED_START_TIME_ASC"})
-    return [r for r in runs if f" {schedule['id']} " in (r["idempotency_key"] or "")]
+    mine = [r for r in runs if f" {schedule['id']} " in (r["idempotency_key"] or "")]
+    # A scheduler pass that read the deployment just before a deploy replaced its interval can still insert runs
+    # on the old grid under the schedule's id (seen once at load: a 10 s grid's run after the 1800 s deploy).
+    # The runs of the schedule as it now stands are those on its own grid.
+    every, anchor = schedule["schedule"]["interval"], datetime.fromisoformat(schedule["schedule"]["anchor_date"])
+    return [r for r in mine
+            if (datetime.fromisoformat(r["expected_start_time"]) - anchor).total_seconds() % every == 0]
 
 
 def test_served_cycles_are_in_postgres_and_the_dead_man_fires_with_serve_stopped(pg_server: PgServer,
@@ -198,6 +204,8 @@ def test_prefect_deploy_applies_the_dead_man_and_a_redeploy_keeps_the_next_round
     first = poll_while_running("the scheduler's runs of canary-cycle", lambda: _scheduled(api, cycle, now), 120,
                                [pg_server.proc], [pg_server.log])
     next_round = datetime.fromisoformat(first[0]["expected_start_time"])
+    [schedule] = httpx.get(f"{api}/deployments/{cycle}", timeout=30).json()["schedules"]
+    assert schedule["schedule"]["interval"] == 1800, schedule  # prefect.yaml's 30 minutes, anchored at midnight:
     assert next_round.minute in (0, 30) and (next_round.second, next_round.microsecond) == (0, 0), next_round
 
     said = deploy()  # a redeploy: the schedule is replaced, its auto-scheduled runs are made again

@@ -198,7 +198,11 @@ def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: Simul
             procs.append(first)
             [done] = _poll("a completed cycle right after the start", lambda: cycles("COMPLETED"), 180, procs, logs)
             os.killpg(procs.pop().pid, signal.SIGINT)  # Ctrl-C, as systemd and compose stop it
-            assert first.wait(90) == 130, _tails(logs)  # the documented exit of an interrupted command
+            try:
+                code: int | None = first.wait(90)
+            except subprocess.TimeoutExpired:  # still running: what it was doing is in its log
+                code = None
+            assert code == 130, _tails(logs)  # the documented exit of an interrupted command
             said = logs[1].read_text()
             assert f"serve: no complete full round of {MODEL} yet: a cycle runs now (flow run {done['id']})" in said
             assert f"serve: WARNING: {NO_SLACK}" in said  # no SLACK_* here: alerts would only reach the log
