@@ -34,6 +34,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.types import Endpoint, Mode, RoundInfo
+from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tasks.store.live import append_live_counts
 from tests.support.prefect_runs import read_events
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
@@ -132,7 +133,8 @@ def test_canary_serve_watches_without_flow_runs_and_a_suspicion_is_exactly_its_c
     api = served.api
     logs = [served.tmp / "serve.log"]
     before = {r["id"] for r in _runs(api)}
-    env = {**served.env, "CANARY_SERVE_INTERVAL_S": "3600"}  # no scheduled cycle within the test
+    week = timedelta(days=7)  # no scheduled cycle within the test: the grid is Thursdays 00:00 UTC
+    env = {**served.env, "CANARY_SERVE_INTERVAL_S": str(int(week.total_seconds()))}
     serve = start_logged([str(BIN / "canary"), "serve", "--config", str(served.config)], env, logs[0], REPO)
     procs = [serve]
     try:
@@ -148,12 +150,13 @@ def test_canary_serve_watches_without_flow_runs_and_a_suspicion_is_exactly_its_c
         assert "canary-watch" not in flows.values()  # no watcher flow, no watcher deployment
         ran = [r["name"] for r in new if r["state_type"] != "SCHEDULED" and flows[r["flow_id"]] != "canary-deadman"]
         assert ran == [], f"flow runs while nothing was suspected: {ran}"
-        # no cycle within the test: the schedule's first tick is an interval (CANARY_SERVE_INTERVAL_S, an hour)
-        # after the start, and no start-up cycle is due (the model's round is fresh); 45 minutes tells the hour
-        # from the default 30-minute interval
-        early = [(r["name"], r["expected_start_time"]) for r in new if flows[r["flow_id"]] == "canary-cycle"
-                 and datetime.fromisoformat(r["expected_start_time"]) < quiet_from + timedelta(minutes=45)]
-        assert early == [], f"cycle runs due within the test: {early}"
+        # the schedule honours CANARY_SERVE_INTERVAL_S: its first tick is the next point of the weekly grid anchored at
+        # SCHEDULE_ANCHOR (the default 30 minutes would put one within half an hour), and no start-up cycle is due
+        # (the model's round is fresh)
+        ticks = sorted(datetime.fromisoformat(r["expected_start_time"]) for r in new
+                       if flows[r["flow_id"]] == "canary-cycle")
+        grid = SCHEDULE_ANCHOR + week * -((SCHEDULE_ANCHOR - quiet_from) // week)
+        assert ticks and ticks[0] == grid, f"cycle runs due: {ticks}, the weekly grid's next point: {grid}"
         cycles_before = {r["id"] for r in new}
 
         # the router's judged tool calls: alpha fails far more often than its peers

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from router import judging
-from tests.unit.test_router_judging import by_class, delta, judge, judged_all, sse, streamed, unjudged
+from tests.unit.test_router_judge import by_class, delta, judge, judged_all, sse, streamed, unjudged
 
 pytestmark = pytest.mark.unit
 
