@@ -15,7 +15,7 @@ from tasks.core.types import Attempt, ErrorClass, Judgement, Outcome, ToolCall, 
 
 pytestmark = pytest.mark.unit
 
-T, F, I = Outcome.TRANSPORT, Outcome.FAIL, Outcome.INCONCLUSIVE
+T, F, INC = Outcome.TRANSPORT, Outcome.FAIL, Outcome.INCONCLUSIVE
 
 
 def attempt(**kw: object) -> Attempt:
@@ -40,9 +40,9 @@ CASES: list[tuple[str, dict[str, object], Judgement | None]] = [
      Judgement(T, "midstream_502", "midstream error.code (502): upstream down")),
     ("a mid-stream 400 is inconclusive, its words kept",
      dict(error_class=ErrorClass.MIDSTREAM_ERROR, http_status=200, error_code=400, error_detail="bad input"),
-     Judgement(I, "midstream_error", "midstream error.code (400): bad input")),
+     Judgement(INC, "midstream_error", "midstream error.code (400): bad input")),
     ("a mid-stream error without words", dict(error_class=ErrorClass.MIDSTREAM_ERROR, http_status=200),
-     Judgement(I, "midstream_error", "midstream error.code (None)")),
+     Judgement(INC, "midstream_error", "midstream error.code (None)")),
     ("an HTTP prefix with nothing after it adds nothing",
      dict(error_class=ErrorClass.HTTP_STATUS, error_code=503, error_detail="HTTP 503"),
      Judgement(T, "http_503", "http_status (503)")),
@@ -50,7 +50,7 @@ CASES: list[tuple[str, dict[str, object], Judgement | None]] = [
      dict(error_class=ErrorClass.HTTP_STATUS, error_code=503, error_detail="HTTP 503 Service Unavailable: busy"),
      Judgement(T, "http_503", "http_status (503): busy")),
     ("an HTTP 401 is not transport", dict(error_class=ErrorClass.HTTP_STATUS, error_code=401, error_detail="no key"),
-     Judgement(I, "http_401", "http_status (401) not a transport code: no key")),
+     Judgement(INC, "http_401", "http_status (401) not a transport code: no key")),
     ("an HTTP error class without a code reads the response's status",
      dict(error_class=ErrorClass.HTTP_STATUS, http_status=429),
      Judgement(T, "http_429", "http_status (429)")),
@@ -61,10 +61,10 @@ CASES: list[tuple[str, dict[str, object], Judgement | None]] = [
      dict(http_status=200, finish_reason="error", error_code=502),
      Judgement(T, "midstream_502", "finish_reason (error) 502")),
     ("finish_reason error with another code", dict(http_status=200, finish_reason="error", error_code=400),
-     Judgement(I, "provider_error", "finish_reason (error) code (400)")),
+     Judgement(INC, "provider_error", "finish_reason (error) code (400)")),
     ("a model's own failure with finish_reason error",
      dict(http_status=200, finish_reason="error", native_finish_reason="MALFORMED_FUNCTION_CALL"),
-     Judgement(I, "provider_error", "finish_reason (error) code (None)")),
+     Judgement(INC, "provider_error", "finish_reason (error) code (None)")),
     ("a complete 200", dict(http_status=200, finish_reason="stop", text="hi"), None),
     ("a redirect names its Location", dict(error_class=ErrorClass.HTTP_STATUS, error_code=302,
                                            error_detail="HTTP 302 Found: Location: https://elsewhere.example/"),
