@@ -55,7 +55,7 @@ def test_the_commit_hands_the_preamble_over_and_holds_no_bytes(first: bytes) -> 
     assert gate.phase is g.Phase.COMMITTED and gate.held == b""
 
 
-@pytest.mark.parametrize("tail", [b"", b"  \n", b"\n"], ids=["none", "blanks", "newline"])
+@pytest.mark.parametrize("tail", [b"", b"  \n", b"\n", b"<html>no event"], ids=["none", "blanks", "newline", "junk"])
 def test_a_closed_stream_keeps_no_pending_bytes(tail: bytes) -> None:
     gate, _ = g.eof(run(choice({"content": "Hi"}, "stop"), tail))
     assert gate.phase is g.Phase.CLOSED and gate.pending == b""
