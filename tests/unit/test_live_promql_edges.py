@@ -62,9 +62,9 @@ def s(family_labels: dict[str, str], value: float) -> Sample:
 
 
 def test_each_endpoint_gets_its_own_reasons_and_other_models_are_left_out() -> None:
-    def ep(tag: str | None, provider: str, **more: str) -> dict[str, str]:
-        labels = {"model": M, "provider": provider, "quality": "tools", **more}
-        return labels | ({"tag": tag} if tag is not None else {})
+    def ep(tag: str | None, provider: str | None, **more: str) -> dict[str, str]:
+        labels = {"model": M, "quality": "tools", **more}
+        return labels | ({"tag": tag} if tag is not None else {}) | ({"provider": provider} if provider else {})
 
     found = {
         JUDGED: [s(ep("alpha", "Other", model=OTHER, outcome="quality_fail"), 9),  # another model first
@@ -72,20 +72,23 @@ def test_each_endpoint_gets_its_own_reasons_and_other_models_are_left_out() -> N
                  s(ep("alpha", "Alpha2", outcome="quality_fail"), 1),
                  s(ep(None, "Anon", outcome="quality_fail"), 1), s(ep("XXXX", "Anon", outcome="quality_fail"), 1),
                  s(ep("beta", "Beta", outcome="quality_fail"), 1),
+                 s(ep("gamma", None, outcome="quality_fail"), 1), s(ep("gamma", "XXXX", outcome="quality_fail"), 1),
                  s(ep("beta", "Beta", quality="bogus", outcome="ok"), 4),  # a class this code does not know
                  s(ep("beta", "Beta", outcome="ok"), 0)],
         QUALITY_FAILURES: [s(ep("alpha", "Alpha", reason="bad_json_args"), 2),
                            s(ep("alpha", "Alpha2", reason="no_call"), 1),
                            s(ep("alpha", "Alpha", model=OTHER, reason="unknown_tool"), 5),
-                           s(ep("XXXX", "Anon", reason="schema_mismatch"), 1)],
+                           s(ep("XXXX", "Anon", reason="schema_mismatch"), 1),
+                           s(ep("gamma", "XXXX", reason="no_call"), 1)],
     }
 
-    def row(tag: str | None, provider: str, n: int, reason: str | None) -> LiveCount:
+    def row(tag: str | None, provider: str | None, n: int, reason: str | None) -> LiveCount:
         return LiveCount(AT, M, "*", 0, tag, provider, FAIL, n, TOOLS, reason)
 
     assert live_counts(M, found, AT) == [
         row("alpha", "Alpha", 2, "bad_json_args"), row("alpha", "Alpha2", 1, "no_call"), row(None, "Anon", 1, None),
-        row("XXXX", "Anon", 1, "schema_mismatch"), row("beta", "Beta", 1, None)]
+        row("XXXX", "Anon", 1, "schema_mismatch"), row("beta", "Beta", 1, None), row("gamma", None, 1, None),
+        row("gamma", "XXXX", 1, "no_call")]
 
 
 def test_attempts_alone_are_records_too() -> None:

@@ -13,7 +13,7 @@ from tasks.core.redaction import derived_forms
 
 pytestmark = pytest.mark.unit
 KEY = "sk-or-v1-" + "3f9a0c7d5e1b2468" * 4
-B64 = base64.b64encode(KEY.encode()).decode()
+ALT = "gsk_Vq3x9LmT0-bZk2HwYp8Rt"  # another provider's key: url-safe characters, nothing repeated
 OTHER_RUN = "0000000000000000"  # characters of the key's forms, but no piece of one
 
 
@@ -23,13 +23,16 @@ def masked(mask: RelayMask, text: str) -> bytes:
     return mask(data)
 
 
-def test_every_form_and_every_12_character_end_is_masked_at_every_alignment() -> None:
-    mask = RelayMask([KEY])
-    b64 = B64.rstrip("=")
-    pieces = sorted(derived_forms(KEY)) + [KEY[:12], KEY[-12:], KEY[-13:], b64[:12], b64[-12:], b64[-13:]]
+@pytest.mark.parametrize("key", [KEY, ALT], ids=["openrouter", "urlsafe"])
+def test_every_form_and_every_12_character_end_is_masked_at_every_alignment(key: str) -> None:
+    mask = RelayMask([key])
+    b64 = base64.b64encode(key.encode()).decode().rstrip("=")
+    pieces = sorted(derived_forms(key)) + [key[:12], key[-12:], key[-13:], b64[:12], b64[-12:], b64[-13:]]
+    # the run of the forms' characters starts with the piece, or up to 5 of them before it: every block alignment
+    pads = ['"' * n for n in range(6)] + [key[0] * n for n in range(1, 6)]
     for piece in pieces:
-        for pad in range(6):
-            out = masked(mask, '"' * pad + piece + '"')
+        for pad in pads:
+            out = masked(mask, pad + piece + '"')
             assert piece.encode() not in out and b"***" in out, (piece, pad)
 
 
