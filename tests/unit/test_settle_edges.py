@@ -1,0 +1,77 @@
+"""Settling a round (tasks/core/settle.py) beyond what the confirmation tests read: the mode rule, a partial
+round's discovery, what a suspension's ignore-list entry says, what the settlement carries through to the save
+step (attempts, links, threads, the round's identity), and when the prior's fingerprint changes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from tasks.core.render.links import AlertLinks
+from tasks.core.settle import Prior, discovered_tags, relabel, resolve_mode, run_modes, settle_judged
+from tasks.core.types import Action, Contract, EndpointState, Mode, Outcome
+from tests.unit.test_confirm import CFG, MODEL, T0, endpoints, results
+
+pytestmark = pytest.mark.unit
+E, OBS = Mode.ENFORCE, Mode.OBSERVE
+LINKS = AlertLinks(flow_run_url="https://prefect.example/runs/1", grafana_url=None, runbook_base_url=None)
+
+
+def test_the_flag_then_the_admins_setting_then_the_config() -> None:
+    assert resolve_mode(None, None, OBS) is OBS and resolve_mode(None, "enforce", OBS) is E
+    assert resolve_mode("observe", "enforce", E) is OBS
+    assert run_modes(None, None, E) == (E, None) and run_modes(None, "observe", E) == (OBS, None)
+    assert run_modes("observe", None, E) == (OBS, E) and run_modes("enforce", None, E) == (E, None)
+
+
+def test_a_partial_round_discovers_the_last_full_rounds_endpoints_too() -> None:
+    prior = Prior(model=MODEL, mode=E, last_full_tags=("alpha", "beta"))
+    assert discovered_tags(prior, ["gamma"], True) == ["alpha", "beta", "gamma"]
+    assert discovered_tags(prior, ["gamma"], False) == ["gamma"]
+
+
+def test_relabel_keeps_a_state_already_in_the_mode() -> None:
+    kept, other = EndpointState(MODEL, "a", E), EndpointState(MODEL, "b", OBS)
+    out = relabel({"a": kept, "b": other}, E)
+    assert out["a"] is kept and out["b"] == replace(other, mode=E)
+
+
+def suspending_round(**kw: object) -> tuple[Prior, object]:
+    prior = Prior(model=MODEL, mode=E, states={
+        "beta": EndpointState(MODEL, "beta", E, fail_streak=1, fail_rounds=("r1@2026-11-02T09:30Z",))},
+        threads={"gamma": "suspend|gamma"}, **kw)  # type: ignore[arg-type]
+    outcomes = {t: {} for t in ("alpha", "beta", "gamma", "delta", "control")}
+    outcomes["beta"] = {Contract.STRUCTURED: Outcome.FAIL, Contract.LANGUAGE: Outcome.FAIL}
+    outcomes["alpha"] = {Contract.TTFT: Outcome.FAIL}
+    return prior, results(T0, outcomes)
+
+
+def test_the_settlement_carries_the_round_through_to_the_save() -> None:
+    prior, judgement = suspending_round()
+    attempts: list[object] = []
+    settled = settle_judged(prior, judgement, attempts, endpoints(), CFG, T0,  # type: ignore[arg-type]
+                            round_id="acme/model@r2", run_id="run-7", links=LINKS)
+    assert settled.attempts == () and isinstance(settled.attempts, tuple)
+    info = settled.info
+    assert (info.round_id, info.model, info.round_ts, info.mode, info.partial, info.run_id) == (
+        "acme/model@r2", MODEL, T0, E, False, "run-7")
+    assert settled.links == LINKS and settled.state_mode is E and settled.decided
+    assert [d.action for d in settled.decisions] == [Action.SUSPEND]
+    assert settled.alerts and all(LINKS.flow_run_url in a.text for a in settled.alerts)
+    entry = next(e for e in settled.ignore.entries if e.tag == "beta")
+    assert entry.reason == ("canary suspension (ladder step 1): failed language (x), structured (x) in rounds "
+                            "2026-11-02T09:30Z, r2")  # beta's failures only, not alpha's ttft
+
+
+def test_the_fingerprint_changes_with_what_the_policy_reads() -> None:
+    base = Prior(model=MODEL, mode=E)
+    changed = [replace(base, model="acme/other"), replace(base, mode=OBS),
+               replace(base, states={"a": EndpointState(MODEL, "a", E)}), replace(base, available=False),
+               replace(base, decided_until=T0), replace(base, last_complete_ts=T0), replace(base, stored_mode=OBS),
+               replace(base, last_full_tags=("a",)), replace(base, interval=timedelta(minutes=30))]
+    prints = [p.fingerprint() for p in changed]
+    assert len(base.fingerprint()) == 16 and base.fingerprint() == Prior(model=MODEL, mode=E).fingerprint()
+    assert prints[-1] == base.fingerprint()  # the default interval: nothing changed
+    assert len(set(prints[:-1]) | {base.fingerprint()}) == len(prints)
