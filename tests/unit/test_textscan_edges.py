@@ -60,7 +60,7 @@ def test_combining_marks_weigh_as_letters() -> None:
 
 @pytest.mark.parametrize(("text", "found"), [
     ("à€€ then Ã©tÃ© and Ã¨", Corruption(mojibake=3, replacement=0, c1_controls=0, sample="Ã©")),
-    ("»Straße« und »Straße«", Corruption(mojibake=0, replacement=0, c1_controls=0, sample="")),
+    ("»Fuß« und »Spaß«", Corruption(mojibake=0, replacement=0, c1_controls=0, sample="")),
     ("The MĠARR team said helloĠworldĠhowĊareĠyouĊĊfine and more text here",
      Corruption(0, 0, 0, "", bpe_space=3, bpe_newline=3, bpe_sample="id helloĠworldĠho")),
     ("aĠbĠcĠd", Corruption(0, 0, 0, "", bpe_space=3, bpe_newline=0, bpe_sample="aĠbĠcĠd")),
