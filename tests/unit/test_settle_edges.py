@@ -75,3 +75,45 @@ def test_the_fingerprint_changes_with_what_the_policy_reads() -> None:
     assert len(base.fingerprint()) == 16 and base.fingerprint() == Prior(model=MODEL, mode=E).fingerprint()
     assert prints[-1] == base.fingerprint()  # the default interval: nothing changed
     assert len(set(prints[:-1]) | {base.fingerprint()}) == len(prints)
+
+
+def test_the_round_that_ends_a_silence_and_one_whose_catalog_emptied_say_so() -> None:
+    from tasks.config import public_base_url
+    from tasks.core.render.links import with_links
+    from tasks.core.render.round_alerts import render_empty_catalog_alert, silence_alerts
+
+    prior, judgement = suspending_round(last_complete_ts=T0 - timedelta(hours=5), interval=timedelta(minutes=30))
+    settled = settle_judged(prior, judgement, [], endpoints(), CFG, T0, round_id="acme/model@r2")
+    silent = silence_alerts({MODEL: T0 - timedelta(hours=5)}, T0, timedelta(minutes=30),
+                            ignore_lists={MODEL: settled.ignore})
+    assert silent and [a for a in settled.alerts if a.kind == silent[0].kind] == [
+        with_links(a, AlertLinks()) for a in silent]
+    emptied = replace(prior, last_complete_ts=None, previous_results=judgement.results)
+    none_left = settle_judged(emptied, results(T0, {}), [], [], CFG, T0, round_id="acme/model@r3")
+    expected = render_empty_catalog_alert(MODEL, "acme/model@r3", T0, public_base_url(CFG), none_left.ignore)
+    assert [a for a in none_left.alerts if a.kind == "empty_catalog"] == [with_links(expected, AlertLinks())]
+    assert not [a for a in settled.alerts if a.kind == "empty_catalog"]
+
+
+def test_a_per_run_mode_decides_in_its_mode_and_saves_in_the_stored_one() -> None:
+    shadow = EndpointState(MODEL, "gamma", OBS, suspended_until=T0 + timedelta(days=1), suspended_at=T0,
+                           ladder_step=1)
+    prior, judgement = suspending_round()
+    prior = replace(prior, mode=OBS, stored_mode=E, states={**prior.states, "gamma": shadow})
+    settled = settle_judged(prior, judgement, [], endpoints(), CFG, T0, round_id="acme/model@r2")
+    assert [(d.tag, d.action, d.actor) for d in settled.decisions] == [
+        ("gamma", Action.WOULD_LIFT, "mode-switch"), ("beta", Action.WOULD_SUSPEND, "canary")]
+    assert settled.state_mode is E and {s.mode for s in settled.states.values()} == {E}
+    assert settled.states["beta"].is_suspended and not settled.states["gamma"].is_suspended
+
+
+def test_settle_round_names_its_round_and_passes_the_run_on() -> None:
+    from tasks.core.plan import make_round_id
+    from tasks.core.settle import settle_round
+
+    prior, _ = suspending_round()
+    settled = settle_round(prior, [], endpoints(), CFG, T0, run_id="run-9", links=LINKS)
+    assert settled.info.round_id == make_round_id(MODEL, T0) and settled.info.run_id == "run-9"
+    assert settled.info.partial is False and settled.links == LINKS
+    named = settle_round(prior, [], endpoints(), CFG, T0, round_id="acme/model@x", partial=True)
+    assert (named.info.round_id, named.info.partial) == ("acme/model@x", True)
