@@ -71,3 +71,17 @@ def test_a_naive_time_is_refused_in_one_line() -> None:
 def test_the_file_is_named_exclusions_toml_by_default() -> None:
     with pytest.raises(ConfigError, match=r"^exclusions: exclusions\.toml: exclusion\[0\] must be a table$"):
         parse_builtin("exclusion = [1]")
+
+
+def test_times_in_the_list_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    from datetime import timezone
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        tokyo = LATER.astimezone(timezone(timedelta(hours=9)))
+        got = merge_ignore_list(M, TAGS, [], [OperationalExclusion("novita", "r", "ana", NOW, until=tokyo)], [], NOW)
+        assert [(e.until, e.until.tzinfo) for e in got.entries] == [(LATER, UTC)]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
