@@ -117,3 +117,24 @@ def test_settle_round_names_its_round_and_passes_the_run_on() -> None:
     assert settled.info.partial is False and settled.links == LINKS
     named = settle_round(prior, [], endpoints(), CFG, T0, round_id="acme/model@x", partial=True)
     assert (named.info.round_id, named.info.partial) == ("acme/model@x", True)
+
+
+def test_only_a_newly_weak_probe_and_new_pin_mismatches_are_alerted() -> None:
+    from tasks.core.judge import RoundFindings, RoundJudgement
+    from tasks.core.types import ContractResult
+
+    rows = results(T0, {t: {} for t in ("alpha", "beta", "gamma", "delta", "control")}).results
+    judged = RoundJudgement(rows, RoundFindings(probe_weak=True, weak_controls=("control",),
+                                                pin_mismatches=("beta", "gamma"),
+                                                pin_evidence={"beta": "b", "gamma": "g"}))
+    pinned = ContractResult("acme/model@r1", MODEL, "beta", Contract.TTFT, Outcome.INCONCLUSIVE, "pin_mismatch", "b")
+    missed = ContractResult("acme/model@r1", MODEL, "control", Contract.REFUSAL, Outcome.INCONCLUSIVE,
+                            "control_missed", "")
+
+    def kinds(*previous: ContractResult) -> list[tuple[str, str | None]]:
+        prior = Prior(model=MODEL, mode=E, previous_results=previous)
+        settled = settle_judged(prior, judged, [], endpoints(), CFG, T0, round_id="acme/model@r2")
+        return [(a.kind, a.tag) for a in settled.alerts]
+
+    assert kinds(pinned) == [("probe_weak", None), ("pin_mismatch", "gamma")]
+    assert kinds(pinned, missed) == [("pin_mismatch", "gamma")]
