@@ -23,7 +23,11 @@ INC = Judgement(Outcome.INCONCLUSIVE, "few_words", "inc")
     ([WRONG, MIX, MIX], Judgement(Outcome.FAIL, "language_mix", "mix; 3/3 fail, 0/3 pass")),
     ([MIX, WRONG, WRONG, P1], Judgement(Outcome.FAIL, "wrong_language", "wrong; 3/4 fail, 1/4 pass")),
     ([P1, INC, MIX], Judgement(Outcome.INCONCLUSIVE, Reason.NO_MAJORITY, "1/3 fail, 1/3 pass")),
-], ids=["none", "one-pass", "one-fail", "two-pass", "tie", "most-common-reason", "three-of-four", "split"])
+    ([P1, INC], Judgement(Outcome.INCONCLUSIVE, Reason.NO_MAJORITY, "0/2 fail, 1/2 pass")),
+    ([INC, P1, INC], INC),
+    ([MIX, MIX], Judgement(Outcome.FAIL, "language_mix", "mix; 2/2 fail, 0/2 pass")),
+], ids=["none", "one-pass", "one-fail", "two-pass", "tie", "most-common-reason", "three-of-four", "split",
+        "half-inconclusive", "most-inconclusive", "two-fail"])
 def test_the_majority_whole(judgements: list[Judgement], expected: Judgement) -> None:
     assert majority(judgements) == expected
 

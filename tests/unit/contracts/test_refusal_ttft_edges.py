@@ -42,3 +42,9 @@ def test_no_text_within_exactly_the_ttft_limit_fails_and_below_it_says_what_it_s
         Outcome.FAIL, Reason.TTFT_EXCEEDED, "ttft_ms (none after 10000) > 10000; keepalives (0)")
     assert ttft.judge_attempt(attempt(Contract.TTFT, ttft_ms=None, total_ms=9999.4, text=""), 10) == Judgement(
         Outcome.INCONCLUSIVE, Reason.NO_TEXT, "ttft_ms (none), total_ms (9999), finish (stop)")
+
+
+def test_a_long_refusal_is_quoted_in_its_first_80_characters() -> None:
+    text = "Özür dilerim, fakat " + "x" * 60 + "yapamam."
+    assert refusal.judge_attempt(attempt(text=text)) == Judgement(
+        Outcome.FAIL, Reason.REFUSAL_PATTERN, f"refusal (tr) {text[:80]!r} in text_chars (88)")
