@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.core.live_records import LiveCount, LiveOutcome
-from tasks.core.suspicion import Signal, Suspicion, SuspicionRules, rules_of
+from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
+from tasks.core.suspicion import Signal, Suspicion, SuspicionRules, confirmation_request, rules_of
+from tasks.core.types import Endpoint
 from tests.unit.test_suspicion import EPS, NOW, RULES, M, count, run
 
 pytestmark = pytest.mark.unit
@@ -45,3 +46,33 @@ def test_the_rules_are_the_configs() -> None:
                        suspect_uptime_drop=15, suspect_cooldown_s=600, suspect_peer_margin=0.2)
     assert rules_of(cfg) == SuspicionRules(120, 7, 0.25, 15, 600, 0.2)
     assert RULES.cooldown_s == 900
+
+
+def test_an_endpoint_skipped_for_its_cooldown_does_not_stop_the_next() -> None:
+    bad = [count(LiveOutcome.CUT_STREAM, 40), count(LiveOutcome.CUT_STREAM, 40, tag="deepinfra/fp8")]
+    found = run(bad, last_suspected={"alpha": NOW - timedelta(seconds=60)})
+    assert [s.tag for s in found] == ["deepinfra/fp8"]
+
+
+def test_a_judged_row_first_does_not_stop_the_attempts_after_it() -> None:
+    judged = LiveCount(NOW - timedelta(minutes=1), M, "model:chat", 1, "alpha", None, LiveOutcome.OK, 5,
+                       LiveQuality.TOOLS, "ok")
+    old = count(LiveOutcome.CUT_STREAM, 40, ago_s=400)  # before the window: skipped
+    assert [s.tag for s in run([judged, old, count(LiveOutcome.CUT_STREAM, 40)])] == ["alpha"]
+
+
+def test_counts_of_a_minute_after_now_are_not_counted() -> None:
+    future = LiveCount(NOW.replace(second=0) + timedelta(minutes=1), M, "model:chat", 1, "alpha", None,
+                       LiveOutcome.CUT_STREAM, 40)
+    assert run([future]) == []
+
+
+def test_an_uptime_suspicion_from_suspect_is_stamped_now() -> None:
+    [s] = run([], endpoints=[Endpoint(M, "alpha", "Alpha", uptime_last_5m=50.0, uptime_last_1d=99.0)])
+    assert (s.signal, s.detected_at) == (Signal.UPTIME_DROP, NOW)
+
+
+def test_a_confirmation_request_is_the_models() -> None:
+    [s] = run([count(LiveOutcome.CUT_STREAM, 40)])
+    request = confirmation_request(M, [s], ["alpha"], [], NOW)
+    assert (request.model, request.confirms, request.due) == (M, "suspicion:alpha@2026-12-01T12:00:00Z", NOW)
