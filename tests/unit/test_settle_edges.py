@@ -138,3 +138,19 @@ def test_only_a_newly_weak_probe_and_new_pin_mismatches_are_alerted() -> None:
 
     assert kinds(pinned) == [("probe_weak", None), ("pin_mismatch", "gamma")]
     assert kinds(pinned, missed) == [("pin_mismatch", "gamma")]
+
+
+def test_a_partial_round_compares_only_its_probed_endpoints_with_the_last_round() -> None:
+    from tasks.core.render.markdown import describe_changes
+
+    prior, judgement = suspending_round()
+    before = results(T0 - timedelta(minutes=30), {t: {} for t in ("alpha", "beta", "gamma", "delta", "control")})
+    prior = replace(prior, previous_results=tuple(before.results))
+    full = settle_judged(prior, judgement, [], endpoints(), CFG, T0, round_id="acme/model@r2")
+    assert full.changes == tuple(describe_changes(before.results, judgement.results)) and full.changes
+    assert full.prior_fingerprint == prior.fingerprint()
+    probed_beta = results(T0, {"beta": {Contract.STRUCTURED: Outcome.FAIL}})
+    partial = settle_judged(prior, probed_beta, [], endpoints(("beta",)), CFG, T0, round_id="acme/model@r3",
+                            partial=True)
+    expected = describe_changes([r for r in before.results if r.tag == "beta"], probed_beta.results)
+    assert partial.changes == tuple(expected) and not any("not in this round" in c for c in partial.changes)
