@@ -56,3 +56,20 @@ def test_the_expected_tool_is_the_callers() -> None:
                     schemas=SCHEMAS, expected="lookup_rule")
     assert (j.outcome, j.reason) == (Outcome.PASS, "ok")
     assert judge() == Judgement(Outcome.INCONCLUSIVE, "no_call_turn", "call turn not sent")
+
+
+def test_a_gap_of_exactly_the_threshold_is_flagged_with_every_figure() -> None:
+    from test_tools import compare, endpoint
+
+    half = endpoint("c", True) + [turn(3, tag="c", tool_calls=(), finish_reason="stop", text="You rolled 4.")]
+    out = compare({"a": endpoint("a", True), "b": endpoint("b", True), "c": half})
+    assert out["c"].evidence.endswith(
+        "; trigger rate 1/2 vs peers' median 1.00 (2 peers); tool_call_f1 0.67 vs 1.00; schema accuracy 1.00 vs 1.00")
+
+
+def test_nobody_calling_is_the_prompts_fault_and_says_so() -> None:
+    from test_tools import compare, endpoint
+
+    out = compare({t: endpoint(t, False) for t in ("a", "b", "c")})
+    assert out["a"] == Judgement(Outcome.INCONCLUSIVE, "no_call_everywhere", judge(*endpoint("a", False)).evidence
+                                 + "; no endpoint of the model triggered (3 with evidence)")
