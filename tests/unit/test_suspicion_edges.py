@@ -76,3 +76,47 @@ def test_a_confirmation_request_is_the_models() -> None:
     [s] = run([count(LiveOutcome.CUT_STREAM, 40)])
     request = confirmation_request(M, [s], ["alpha"], [], NOW)
     assert (request.model, request.confirms, request.due) == (M, "suspicion:alpha@2026-12-01T12:00:00Z", NOW)
+
+
+def test_the_quality_tally_whole_own_and_peers() -> None:
+    from tasks.core.suspicion import QualityTally, quality_tally
+
+    def row(tag: str, outcome: LiveOutcome, n: int, reason: str | None = None, ago: float = 60,
+            quality: LiveQuality | None = LiveQuality.TOOLS) -> LiveCount:
+        return LiveCount((NOW - timedelta(seconds=ago)).replace(second=0), M, "model:chat", 1, tag, None, outcome,
+                         n, quality, reason)
+
+    counts = [row("alpha", LiveOutcome.CUT_STREAM, 9, quality=None),  # an attempt row first: skipped
+              row("alpha", LiveOutcome.HTTP_5XX, 7),  # a class with an outcome no judgement has: skipped
+              row("alpha", LiveOutcome.OK, 6), row("alpha", LiveOutcome.QUALITY_FAIL, 3, "schema_violation"),
+              row("alpha", LiveOutcome.QUALITY_FAIL, 1),  # no reason: counted as quality_fail
+              row("alpha", LiveOutcome.QUALITY_FAIL, 5, "x", ago=200),  # before alpha's since: a peer's only
+              row("alpha", LiveOutcome.QUALITY_FAIL, 4, "y", ago=-60),  # the minute after now: never
+              row("beta", LiveOutcome.OK, 2), row("beta", LiveOutcome.QUALITY_FAIL, 1, "a"),
+              row("beta", LiveOutcome.QUALITY_FAIL, 1, "b")]
+    eps = [Endpoint(M, "alpha", "Alpha"), Endpoint(M, "beta", "Beta")]
+    got = quality_tally(counts, eps, since={"alpha": NOW - timedelta(seconds=120)},
+                        window_start=NOW - timedelta(seconds=300), until=NOW + timedelta(minutes=1))
+    tools = LiveQuality.TOOLS
+    assert got == {
+        ("alpha", tools): QualityTally("alpha", tools, 10, 4, (("quality_fail", 1), ("schema_violation", 3)), 4, 2, 1),
+        ("beta", tools): QualityTally("beta", tools, 4, 2, (("a", 1), ("b", 1)), 15, 9, 1)}
+
+
+def test_quality_suspicions_at_their_thresholds_whole() -> None:
+    from tasks.core.suspicion import ClearedRate, QualityTally, quality_suspicion
+
+    tools = LiveQuality.TOOLS
+    at_rate = QualityTally("alpha", tools, 20, 10, (("schema_violation", 10),), 30, 0, 3)
+    assert quality_suspicion(M, at_rate, None, RULES, NOW) is not None  # 50 % is the threshold itself
+    one = SuspicionRules(window_s=300, min_requests=1, failure_rate=0.5, uptime_drop=20, cooldown_s=900)
+    assert quality_suspicion(M, QualityTally("alpha", tools, 1, 1, (("no_call", 1),), 0, 0, 0), None, one,
+                             NOW) is not None
+    thirds = QualityTally("alpha", tools, 3, 2, (("bad_json_args", 1), ("no_call", 1)), 3, 1, 1)
+    cleared = ClearedRate(NOW - timedelta(hours=2), 0.25)
+    assert quality_suspicion(M, thirds, cleared, one, NOW) == Suspicion(
+        M, "alpha", Signal.LIVE_QUALITY, NOW,
+        "live tools answers failed 2/3 (67%) >= suspect_failure_rate 50% and >= 33% + suspect_peer_margin 0.3 "
+        "(the peers' 33% (1/3 on 1 endpoints); the 25% the probes cleared at 2026-12-01T10:00:00Z) in 300 s "
+        "(bad_json_args 1, no_call 1)", requests=3, failures=2, failure_rate=0.6667, quality=tools,
+        reference_rate=0.3333)
