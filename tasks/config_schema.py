@@ -240,26 +240,43 @@ class CanaryFile(BaseModel):
 
 
 def _relations(f: CanaryFile, given_ladder: Any) -> None:
-    """The rules between keys (each message names the key to change and both values). `given_ladder`: the
-    ladder as the file wrote it (a step is shown as written), None when the default applies."""
-    budget = f.probe_budget_s
+    """The rules between keys, in this order (each message names the key to change and both values).
+    `given_ladder`: the ladder as the file wrote it (a step is shown as written), None for the default."""
+    fault = _confirm_fault(f) or _budget_fault(f) or _ladder_fault(f, given_ladder)
+    if fault:
+        raise ValueError(fault)
+
+
+def _confirm_fault(f: CanaryFile) -> str | None:
     if f.confirm_after_min and not f.confirm_after_min < f.interval_min:
-        raise ValueError(f"confirm_after_min ({f.confirm_after_min}) must be < interval_min ({f.interval_min}): "
-                         "a confirmation comes before the next round (0 turns confirmation rounds off)")
+        return (f"confirm_after_min ({f.confirm_after_min}) must be < interval_min ({f.interval_min}): "
+                "a confirmation comes before the next round (0 turns confirmation rounds off)")
+    return None
+
+
+def _budget_fault(f: CanaryFile) -> str | None:
+    """An attempt's limits fit in its budget, and its budget in a round interval."""
+    budget = f.probe_budget_s
     if not f.ttft_s < budget:
-        raise ValueError(f"ttft_s ({f.ttft_s:g}) must be < probe_budget_s ({budget:g})")
-    for key in ("connect_timeout_s", "read_timeout_s"):
-        if not getattr(f, key) <= budget:
-            raise ValueError(f"{key} ({getattr(f, key):g}) must be <= probe_budget_s ({budget:g})")
+        return f"ttft_s ({f.ttft_s:g}) must be < probe_budget_s ({budget:g})"
+    over = next((key for key in ("connect_timeout_s", "read_timeout_s") if not getattr(f, key) <= budget), None)
+    if over:
+        return f"{over} ({getattr(f, over):g}) must be <= probe_budget_s ({budget:g})"
+    if budget > f.interval_min * 60:
+        return (f"probe_budget_s ({budget:g}) must be <= interval_min ({f.interval_min} min = "
+                f"{f.interval_min * 60:g} s): an attempt must end before the next round starts")
+    return None
+
+
+def _ladder_fault(f: CanaryFile, given_ladder: Any) -> str | None:
+    """Every ladder step is at least one round interval."""
     interval = timedelta(minutes=f.interval_min)
-    if budget > interval.total_seconds():
-        raise ValueError(f"probe_budget_s ({budget:g}) must be <= interval_min ({f.interval_min} min = "
-                         f"{interval.total_seconds():g} s): an attempt must end before the next round starts")
     short = next((i for i, step in enumerate(f.ladder) if step < interval), None)
-    if short is not None:
-        shown = given_ladder[short] if given_ladder is not None else format_duration(f.ladder[short])
-        raise ValueError(f"ladder steps must be at least one round interval (interval_min = "
-                         f"{format_duration(interval)}) (got {shown!r})")
+    if short is None:
+        return None
+    shown = given_ladder[short] if given_ladder is not None else format_duration(f.ladder[short])
+    return (f"ladder steps must be at least one round interval (interval_min = {format_duration(interval)}) "
+            f"(got {shown!r})")
 
 
 def _int_bounds() -> dict[str, tuple[int, int]]:
