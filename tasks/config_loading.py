@@ -27,14 +27,13 @@ from tasks.config import FILE_KEYS, CanaryConfig
 from tasks.config_schema import INT_BOUNDS, CanaryFile, duration, format_duration, http_url
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
-from tasks.schema_lines import first_line, says
+from tasks.schema_lines import first_line
 
 if TYPE_CHECKING:
     from tasks.core.replay_summary import Variant
 
 __all__ = ["INT_BOUNDS", "apply_overrides", "config_from_mapping", "format_duration", "load_config",
            "parse_duration", "resolve_config", "variant"]
-_SAID = says(CanaryFile)
 
 
 def parse_duration(value: object, key: str) -> timedelta:
@@ -50,8 +49,11 @@ def config_from_mapping(raw: Mapping[str, Any]) -> CanaryConfig:
     try:
         return CanaryFile.model_validate(raw).config()
     except ValidationError as exc:
-        line = first_line(exc, raw, _SAID, lambda: ", ".join(sorted(FILE_KEYS)))
-        raise ConfigError(f"config: {line}") from None
+        raise ConfigError(f"config: {first_line(exc, raw, CanaryFile, _unknown)}") from None
+
+
+def _unknown(_table: tuple[int | str, ...], key: str) -> str:
+    return f"unknown key {key!r} (known: {', '.join(sorted(FILE_KEYS))})"
 
 
 def validate_base_url(url: str, key: str = "base_url") -> str:

@@ -162,8 +162,8 @@ def _steps(value: Any) -> Any:
 
 
 Strings = Annotated[tuple[str, ...], BeforeValidator(_strings)]
-PathKey = Annotated[str, Strict(), AfterValidator(_path), Say("", "a path")]
-Url = Annotated[str, Strict(), AfterValidator(http_url), Say("", "a URL")]
+PathKey = Annotated[str, Strict(), AfterValidator(_path), Say(what="a path")]
+Url = Annotated[str, Strict(), AfterValidator(http_url), Say(what="a URL")]
 Duration = Annotated[timedelta, BeforeValidator(duration)]
 Seconds = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False),
                     Say("must be a finite number of seconds > 0 (got {number})", "a number of seconds")]
@@ -188,14 +188,14 @@ class CanaryFile(BaseModel):
     mode: Annotated[Mode, Say("must be 'observe' or 'enforce' (got {value!r})")] = D.mode
     live_source: Annotated[Literal["db", "prometheus"],
                            Say('must be "db" or "prometheus" (got {value!r})')] = D.live_source  # type: ignore[assignment]
-    prometheus_url: Annotated[str, Strict(), AfterValidator(_prometheus_url), Say("", "a URL")] = D.prometheus_url
+    prometheus_url: Annotated[str, Strict(), AfterValidator(_prometheus_url), Say(what="a URL")] = D.prometheus_url
     base_url: Url = D.base_url
     db_path: PathKey = D.db_path
     publish_dir: Annotated[PathKey, AfterValidator(_own_dir)] = D.publish_dir
     exclusions_file: PathKey = D.exclusions_file
     runbook_base_url: Annotated[str, Strict(), AfterValidator(lambda u: _link(u, "/")),
-                                Say("", 'an http(s) URL or ""')] = D.runbook_base_url
-    grafana_url: Annotated[str, Strict(), AfterValidator(_link), Say("", 'an http(s) URL or ""')] = D.grafana_url
+                                Say(what='an http(s) URL or ""')] = D.runbook_base_url
+    grafana_url: Annotated[str, Strict(), AfterValidator(_link), Say(what='an http(s) URL or ""')] = D.grafana_url
     refusal_controls: Annotated[Strings, BeforeValidator(lambda v: v or [])] = D.refusal_controls
     languages: Annotated[Strings, AfterValidator(_languages)] = D.languages
     ttft_s: Seconds = D.ttft_s
