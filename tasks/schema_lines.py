@@ -105,12 +105,22 @@ def field_at(model: type[BaseModel], loc: Loc) -> tuple[FieldInfo | None, int]:
         if isinstance(part, str) and current is not None and part in current.model_fields:
             found = current.model_fields[part]
             current = _inner_model(found.annotation)
+            if current is found.annotation:
+                found = None  # a table of its own (`[router]`)
         elif isinstance(part, int) and current is not None and found is not None:
             found = None  # an item of a list of tables: the item's own table
         else:
             break
         depth += 1
     return found, depth
+
+
+def model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel]:
+    """The model of the table at `loc` (`model` itself at the file's top)."""
+    for part in loc:
+        if isinstance(part, str):
+            model = _inner_model(model.model_fields[part].annotation) or model
+    return model
 
 
 def _inner_model(annotation: Any) -> type[BaseModel] | None:
