@@ -44,8 +44,15 @@ class Say:
     def told(self, key: str, raw: Any, type_error: bool) -> str:
         if (type_error or not self.why) and self.what is not None:
             return f"{key} must be {self.what} (got {raw!r})"
+        return f"{key} {self.why_of(raw)}"
+
+    def why_of(self, raw: Any) -> str:
         number = float(raw) if isinstance(raw, int | float) else raw
-        return f"{key} {self.why.format(value=raw, number=number, **self.bounds)}"
+        return self.why.format(value=raw, number=number, **self.bounds)
+
+    def refuse(self, raw: Any) -> ValueError:
+        """The error a validator raises for a value its key's rule refuses: told in the `why` of the type errors."""
+        return ValueError(self.why_of(raw))
 
 
 #: pydantic error types that mean "not the kind of value this key holds" (the rest: a bound or an enum broken).
@@ -68,14 +75,16 @@ def dotted(loc: Loc) -> str:
 
 def first_line(
     err: ValidationError, raw: Any, model: type[BaseModel], unknown: Callable[[Loc, str], str],
-    where: Callable[[Loc], str] = dotted,
+    where: Callable[[Loc], str] = dotted, *, sorted_unknown: bool = True,
 ) -> str:
-    """The line telling `err`'s first error (an unknown key first) for `raw`, the mapping `model` validated."""
+    """The line telling `err`'s first error (an unknown key first: of its table's, the first by name, or as
+    written when not `sorted_unknown`) for `raw`, the mapping `model` validated."""
     errors = err.errors(include_url=False)
     extra = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
     if extra:
         table = extra[0][:-1]
-        return unknown(table, min(str(loc[-1]) for loc in extra if loc[:-1] == table))
+        keys = [str(loc[-1]) for loc in extra if loc[:-1] == table]
+        return unknown(table, min(keys) if sorted_unknown else keys[0])
     return _line(errors[0], raw, model, where)
 
 
