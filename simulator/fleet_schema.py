@@ -205,6 +205,11 @@ class EndpointTable(BaseModel):
                             faults=tuple(f.fault() for f in faults))
 
 
+def _first_twin(values: list[str]) -> str | None:
+    """The first by name of the values that are there twice."""
+    return min((v for v in values if values.count(v) > 1), default=None)
+
+
 class ModelTable(BaseModel):
     model_config = _TABLE
     id: Annotated[Text, AfterValidator(_author_slug)]
@@ -217,10 +222,8 @@ class ModelTable(BaseModel):
 
     @model_validator(mode="after")
     def _one_tag_each(self) -> ModelTable:
-        tags = [e.tag for e in self.endpoints]
-        dupes = sorted({t for t in tags if tags.count(t) > 1})
-        if dupes:
-            raise ValueError(f".endpoints: duplicate tag {dupes[0]!r}")
+        if (twice := _first_twin([e.tag for e in self.endpoints])) is not None:
+            raise ValueError(f".endpoints: duplicate tag {twice!r}")
         return self
 
     def model(self) -> ModelSpec:
@@ -237,10 +240,8 @@ class FleetFile(BaseModel):
 
     @model_validator(mode="after")
     def _one_id_and_name_each(self) -> FleetFile:
-        ids = [m.id for m in self.models]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"models: duplicate model id {dupes[0]!r}")
+        if (twice := _first_twin([m.id for m in self.models])) is not None:
+            raise ValueError(f"models: duplicate model id {twice!r}")
         names: dict[str, str] = {}
         for e in (e for m in self.models for e in m.endpoints):
             slug = e.tag.split("/", 1)[0]
