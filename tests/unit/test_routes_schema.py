@@ -78,3 +78,9 @@ def test_a_trailing_newline_no_longer_slips_past_a_dollar(raw: dict[str, Any], n
     """Python's `$` matched before a final newline: a client name `team-a\\n` reached metric labels and logs."""
     raw = {"route": [{"model": "c", "tier": [TIER]}], **raw}
     assert needle in told(raw)
+
+
+def test_a_nan_number_of_seconds_is_refused() -> None:
+    """`nan < 0.001` is false: the old check let a NaN budget or cooldown through to the router's timers."""
+    assert "router.cooldown_s must be a number >= 0.001 (got nan)" in told(
+        {"router": {"cooldown_s": float("nan")}, "route": [{"model": "c", "tier": [TIER]}]})
