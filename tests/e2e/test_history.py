@@ -24,8 +24,8 @@ from tasks import store
 from tasks.config_loading import load_config
 
 # A pipelined history takes both cores while it is built, and its verdicts rest on TTFT margins that a busy
-# machine would eat: scripts/test runs these tests alone, with the timing tests.
-pytestmark = [pytest.mark.e2e, pytest.mark.timing]
+# machine would eat: scripts/test runs these tests first, with nothing beside them (`alone`).
+pytestmark = [pytest.mark.e2e, pytest.mark.timing, pytest.mark.alone]
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 
 
