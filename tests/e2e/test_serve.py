@@ -171,7 +171,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
 
 
 def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: SimulatorHandle, tmp_path: Path) -> None:
-    """With an hour's interval: a fresh database gets its first cycle at once, not an hour later (and it says
+    """With a week's interval: a fresh database gets its first cycle at once, not a week later (and it says
     why, and that Slack is not configured); Ctrl-C stops it with exit 130; served again on that database, the
     cycle it just ran is recent, so the schedule's first one is awaited."""
     port = _free_port()
@@ -179,8 +179,9 @@ def test_canary_serve_runs_a_cycle_at_start_on_a_database_without_one(sim: Simul
     db = tmp_path / "canary.duckdb"
     config = write_run_config(sim, tmp_path, db, MODEL, ttft_s=30)
     serve_env = _base_env(tmp_path / "prefect-client")
+    # a week: schedules are anchored (an hour's would tick on :00 and add a round to a run that crosses it)
     serve_env.update(PREFECT_API_URL=api, PREFECT_RUNNER_POLL_FREQUENCY="2", OPENROUTER_API_KEY=sim.api_key,
-                     CANARY_SERVE_INTERVAL_S="3600")
+                     CANARY_SERVE_INTERVAL_S=str(7 * 24 * 3600))
     logs = [tmp_path / "server.log", tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
     procs = [_start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                     _base_env(seed_prefect_home(tmp_path / "prefect-server")), logs[0])]

@@ -2,7 +2,7 @@
 client sees a masked upstream failure (issue 29's acceptance, as an operator runs it).
 
 Every part is its own process on 127.0.0.1: `prefect server start`, the simulator (`canary simulator`, time scale
-0.05), `canary serve` (the next scheduled round SERVE_INTERVAL_S after its start, the watcher looking every 10 s),
+0.05), `canary serve` (its next scheduled round a week away on the anchored grid, the watcher looking every 10 s),
 and `canary router` writing its live counts into the canary's database (`events_db`). Three clients use the
 official `openai` client in threads, streamed and not, until the end:
 
@@ -50,6 +50,7 @@ import pytest
 
 from tasks import store
 from tasks.core.plan import model_slug
+from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
@@ -66,8 +67,9 @@ SIM_KEY = "sk-or-v1-simulator"
 #: Seconds from the simulator's second start to the faults: canary serve, the router and the clients start and
 #: send healthy traffic first.
 LEAD_S = 45
-#: The served round interval: the next scheduled round is this long after `canary serve` starts.
-SERVE_INTERVAL_S = 900
+#: The served round interval: a week, so no scheduled round falls within the test (schedules are anchored at
+#: SCHEDULE_ANCHOR: at 900 s one came on every quarter hour, and a run crossing one saw a scheduled round).
+SERVE_INTERVAL_S = 7 * 24 * 3600
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                               "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
            "required": ["city", "unit"], "additionalProperties": False}
@@ -300,7 +302,9 @@ def test_a_tool_schema_fault_is_excluded_before_the_next_scheduled_round(story: 
           f"fault began, delta {(story.excluded_at['delta'] - story.faults_at).total_seconds():.0f} s; client "
           f"requests {per_route}, the last {last:.0f} s after alpha's exclusion; wall {story.wall_s:.0f} s")
     assert excluded > story.faults_at
-    assert excluded < story.serve_started + timedelta(seconds=SERVE_INTERVAL_S)
+    every = timedelta(seconds=SERVE_INTERVAL_S)  # the schedule's next point after serve started:
+    next_round = SCHEDULE_ANCHOR + every * -((SCHEDULE_ANCHOR - story.serve_started) // every)
+    assert excluded < next_round
 
     cycle = _cycle_runs(story.api)
     ran = [r for r in cycle if r["state_type"] != "SCHEDULED"]
