@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -18,6 +19,11 @@ from typing import Any
 
 import pytest
 
+# Ctrl-C reaches the processes the tests start: a pytest started as a script's `&` job (scripts/test's parallel
+# run) inherits SIGINT ignored from bash, and so would every `canary serve` a test stops with SIGINT (it ran on,
+# and the test failed after 90 s). A handler, unlike "ignored", does not survive exec: children get the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Prefect offline: no telemetry, a generous start-up budget for the temporary server (docs/design.md).
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
