@@ -135,7 +135,7 @@ def poll(what: str, fn: Callable[[], T | None], timeout_s: float, procs: dict[st
                 pytest.fail(f"{name} exited ({p.returncode}) while waiting for {what}:\n{tails(logs)}")
         try:
             value = fn()
-        except (httpx.HTTPError, OSError):
+        except (httpx.HTTPError, OSError, ValueError):  # not up yet; a body that is not JSON is not the service's
             value = None
         if value:
             return value
@@ -255,6 +255,9 @@ def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHan
                                     "WHERE f.name = 'canary-round' AND r.state_type = 'COMPLETED'")
             assert rounds == [(3,)], rounds  # the start-up cycle's, the operator's and the confirmation: in PostgreSQL
 
+            # their ports picked now, not minutes ago: meanwhile a parallel test's connection can take a port
+            # that was free then (the router then answered nothing of its own: a body that was not JSON)
+            ports.update({8788: free_port(), 9464: free_port()})
             start("canary-router")
             start("canary-metrics")
             router = f"http://127.0.0.1:{ports[8788]}"
