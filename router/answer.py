@@ -47,10 +47,10 @@ from tasks.core.contracts.structured import judge_attempt as judge_structured
 from tasks.core.contracts.tools import call_problem
 from tasks.core.http_rules import is_try_again_status
 from tasks.core.live_records import LiveQuality
-from tasks.core.sse import BadFrame, Chunk, Done, SSEParser
-from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text
-from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
 from tasks.core.types import Attempt, ErrorClass, Outcome, Reason
+from tasks.core.wire.chunks import chunk_error, chunk_finish, chunk_provider, delta_text
+from tasks.core.wire.sse import BadFrame, Chunk, Done, SSEParser
+from tasks.core.wire.tools import CappedText, ToolCallAssembler, delta_tool_calls
 
 #: Text (and tool arguments) kept per answer for judging, in UTF-8 bytes.
 TEXT_CAP_BYTES = 256 * 1024

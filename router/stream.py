@@ -38,7 +38,8 @@ A finish chunk means the answer is whole: whatever the connection does afterward
 never terminated, silence past the idle budget, the usage chunk cut halfway), the client's stream ends cleanly
 with the `[DONE]` the upstream did not send, and the attempt counts `ok`.
 
-What one event is (`classify`, `Kind`) is read by router/stream_events.py.
+Events end at a blank line with WHATWG's line ends (CRLF, LF or a bare CR), cut and read by tasks/core/wire/sse.py
+as the probe reads them; what one event is to the gate (`classify`, `Kind`) is router/stream_events.py's.
 """
 
 from __future__ import annotations
@@ -57,13 +58,12 @@ from router.stream_events import (
     error_code,
     error_summary,
     finish_reason,
-    last_boundary,
     may_change_state,
     plain_text_only,
-    split_events,
     usage_tokens,
 )
 from tasks.core.classify import MASKING_FINISH_REASONS, names_upstream_failure
+from tasks.core.wire.sse import last_boundary, split_events
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
@@ -174,7 +174,7 @@ def _empty_finish(gate: Gate, chunk: dict[str, Any], raw: bytes) -> tuple[Gate, 
 
 
 def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
-    kind, chunk = classify(raw)
+    kind, chunk = classify(raw, first=not gate.held, max_bytes=MAX_PENDING_BYTES)
     if kind in (Kind.KEEPALIVE, Kind.EMPTY):
         gate = replace(_meta(gate, chunk), held=gate.held + raw)
         if len(gate.held) > MAX_HELD_BYTES:
@@ -201,11 +201,11 @@ def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
 def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
     """Fast path: most chunks are plain text deltas; parse only the ones that can change the state."""
     if b"[DONE]" in raw:
-        kind, _ = classify(raw)
+        kind, _ = classify(raw, max_bytes=MAX_PENDING_BYTES)
         if kind is Kind.DONE:
             return replace(gate, done=True), kind
     if may_change_state(raw):
-        kind, chunk = classify(raw)
+        kind, chunk = classify(raw, max_bytes=MAX_PENDING_BYTES)
         prompt, completion = usage_tokens(chunk)
         if prompt is not None or completion is not None:
             gate = replace(gate, prompt_tokens=prompt, completion_tokens=completion)
@@ -291,7 +291,7 @@ def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
     """A last event without its blank line is processed only when it is a whole, valid event."""
     if not gate.pending.strip():
         return replace(gate, pending=b""), []
-    kind, _ = classify(gate.pending)
+    kind, _ = classify(gate.pending, first=gate.phase is Phase.WAITING and not gate.held, max_bytes=MAX_PENDING_BYTES)
     if kind is Kind.BAD and gate.phase is Phase.WAITING:  # a 200 that is no event stream (an HTML page)
         detail = gate.pending[:80].decode("utf-8", "replace")
         return replace(gate, phase=Phase.CLOSED, pending=b""), [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, detail)]

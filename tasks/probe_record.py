@@ -1,6 +1,6 @@
 """Folding what a probe's wire shows into an `Attempt` (pure: no I/O, no clock; times are passed in).
 
-`AttemptRecorder` is fed SSE events (tasks.core.sse) or whole chunks with the monotonic time they arrived, and
+`AttemptRecorder` is fed SSE events (tasks.core.wire.sse) or whole chunks with the monotonic time they arrived, and
 `to_attempt` freezes the result. Rules that live here:
 
 * TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning, from
@@ -25,7 +25,9 @@ import math
 from datetime import datetime
 from typing import Any
 
-from tasks.core.sse import (
+from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
+from tasks.core.wire.chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
+from tasks.core.wire.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
     Chunk,
@@ -35,9 +37,7 @@ from tasks.core.sse import (
     SSEEvent,
     escape_bytes,
 )
-from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
-from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
-from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
+from tasks.core.wire.tools import CappedText, ToolCallAssembler, delta_tool_calls
 from tasks.secrets import redact, redact_opt
 
 

@@ -180,8 +180,31 @@ def test_crlf_framing_is_understood() -> None:
     assert gate.phase is Phase.COMMITTED and isinstance(actions[0], Commit)
 
 
+def test_bare_cr_framing_is_understood_as_the_probe_understands_it() -> None:
+    """WHATWG ends a line at a bare CR too (tests/unit/test_sse.py `bare-cr`, the probe's reader): the gate
+    commits on the first content event and forwards the bytes untouched."""
+    wire = (KEEPALIVE + ROLE + HELLO + STOP + DONE).replace(b"\n", b"\r")
+    gate, actions = run([wire])
+    assert isinstance(actions[0], Commit) and actions[0].data == (KEEPALIVE + ROLE + HELLO).replace(b"\n", b"\r")
+    assert client_bytes(actions) == wire and gate.done
+
+
+def test_a_bom_before_the_first_event_is_no_bad_frame() -> None:
+    _, actions = run([b"\xef\xbb\xbf" + KEEPALIVE + HELLO + DONE])
+    assert isinstance(actions[0], Commit) and client_bytes(actions).endswith(HELLO + DONE)
+
+
+@pytest.mark.parametrize("raw", [b"data:\n\n", b"data: " + b"[" * 100_000 + b"\n\n"], ids=["empty", "deep"])
+def test_a_data_event_that_is_no_json_object_before_the_commit_fails_over(raw: bytes) -> None:
+    """The official client parses every data payload as JSON: an empty one would break it."""
+    _, actions = run([KEEPALIVE + raw + HELLO])
+    assert isinstance(actions[0], FailOver) and str(actions[0].reason) == "bad_frame_before_commit"
+
+
 STREAMS = {
     "complete": [KEEPALIVE, ROLE, HELLO, WORLD, STOP, USAGE, DONE],
+    "bare-cr": [e.replace(b"\n", b"\r") for e in (KEEPALIVE, ROLE, HELLO, WORLD, STOP, USAGE, DONE)],
+    "crlf-then-lf": [e.replace(b"\n", b"\r\n") for e in (KEEPALIVE, ROLE, HELLO)] + [WORLD, STOP, DONE],
     "cut": [KEEPALIVE, ROLE, HELLO, WORLD],
     "no-content": [KEEPALIVE, ROLE, ROLE],
 }

@@ -1,4 +1,4 @@
-"""tasks.core.sse: the sans-I/O SSE parser and the chunk readers.
+"""tasks.core.wire.sse: the sans-I/O SSE parser and the chunk readers.
 
 Example tests pin the wire forms of docs/openrouter-api.md section 3; Hypothesis checks that the events do
 not depend on where the bytes were split (h2/h11 style: talk about general behaviours).
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEEvent, SSEParser, escape_bytes
-from tasks.core.sse_chunks import (
+from tasks.core.wire.chunks import (
     chunk_error,
     chunk_finish,
     chunk_has_text,
@@ -23,6 +22,7 @@ from tasks.core.sse_chunks import (
     is_first_text_chunk,
     one_line,
 )
+from tasks.core.wire.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEEvent, SSEParser, escape_bytes
 
 pytestmark = pytest.mark.unit
 

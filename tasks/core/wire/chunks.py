@@ -1,6 +1,6 @@
 """Reading one parsed SSE chunk (a ``chat.completion.chunk`` mapping, docs/openrouter-api.md section 3).
 
-Pure helpers over what tasks/core/sse.py's `SSEParser` returns: `delta_text`, `chunk_has_text`,
+Pure helpers over what tasks/core/wire/sse.py's `SSEParser` returns: `delta_text`, `chunk_has_text`,
 `is_first_text_chunk`, `first_text_chunk`, `chunk_error`, `chunk_finish`, `chunk_provider`, and `one_line`
 for the error text they report.
 
@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tasks.core.sse import BadFrame, Chunk, SSEEvent
+from tasks.core.wire.sse import BadFrame, Chunk, SSEEvent
 
 
 def _choices(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
