@@ -13,7 +13,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from tasks.core.wire.chunks import chunk_has_output, chunk_usage, error_code, finish_reason
 from tasks.core.wire.sse import DEFAULT_MAX_LINE_BYTES, BadFrame, Done, read_event
+
+__all__ = ["Kind", "classify", "error_code", "error_summary", "finish_reason", "may_change_state", "plain_text_only",
+           "usage_tokens"]
 
 _FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
 
@@ -23,25 +27,11 @@ class Kind(StrEnum):
 
     KEEPALIVE = "keepalive"  # comments only, or no data line
     EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
-    CONTENT = "content"  # the commit point: content, reasoning or a tool call
+    CONTENT = "content"  # the commit point: text or a tool call (tasks/core/wire/chunks.py `chunk_has_output`)
     FINISH = "finish"  # a finish_reason (not "error") and no output in it: the commit point, or an empty answer
     DONE = "done"  # data: [DONE]
     ERROR = "error"  # a top-level "error" object (or finish_reason "error")
     BAD = "bad"  # a data line that is not a JSON object
-
-def _has_output(choice: Any) -> bool:
-    if not isinstance(choice, dict):
-        return False
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        for key in ("content", "reasoning", "reasoning_content", "refusal"):
-            value = delta.get(key)
-            if isinstance(value, str) and value:
-                return True
-        if delta.get("tool_calls") or delta.get("reasoning_details"):
-            return True
-    return False
-
 
 def _finishes(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("finish_reason") not in (None, "error")
@@ -64,27 +54,11 @@ def classify(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_LI
         isinstance(c, dict) and c.get("finish_reason") == "error" for c in choices
     ):
         return Kind.ERROR, chunk
-    if any(_has_output(c) for c in choices):
+    if chunk_has_output(chunk):
         return Kind.CONTENT, chunk
     if any(_finishes(c) for c in choices):
         return Kind.FINISH, chunk
     return Kind.EMPTY, chunk
-
-def error_code(chunk: dict[str, Any] | None) -> int | None:
-    """The numeric `error.code` of an error chunk, if it has one."""
-    error = chunk.get("error") if chunk else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) and not isinstance(code, bool) else None
-
-
-def finish_reason(chunk: dict[str, Any] | None) -> str | None:
-    """The first `finish_reason` a chunk's choices carry."""
-    for choice in (chunk or {}).get("choices") or []:
-        value = choice.get("finish_reason") if isinstance(choice, dict) else None
-        if isinstance(value, str) and value:
-            return value
-    return None
-
 
 def error_summary(chunk: dict[str, Any] | None) -> str:
     error = chunk.get("error") if chunk else None
@@ -94,12 +68,8 @@ def error_summary(chunk: dict[str, Any] | None) -> str:
 
 def usage_tokens(doc: Mapping[str, Any] | None) -> tuple[int | None, int | None]:
     """`usage.prompt_tokens` and `usage.completion_tokens` of a chunk or a whole answer (the billed counts)."""
-    usage = doc.get("usage") if doc else None
-    if not isinstance(usage, dict):
-        return None, None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return (prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
-            completion if isinstance(completion, int) and not isinstance(completion, bool) else None)
+    usage = chunk_usage(doc)
+    return (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (None, None)
 
 
 def plain_text_only(events: bytes) -> bool:

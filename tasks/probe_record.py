@@ -3,7 +3,8 @@
 `AttemptRecorder` is fed SSE events (tasks.core.wire.sse) or whole chunks with the monotonic time they arrived, and
 `to_attempt` freezes the result. Rules that live here:
 
-* TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning, from
+* TTFT is the arrival time of the first chunk that carries text (tasks/core/wire/chunks.py `chunk_has_text`:
+  non-empty content, refusal or reasoning, the router's commit rule but for tool calls), from
   `ttft_from` (the request's start `t0`, or when the request was written to the socket, if the shell knows it).
 * Text and reasoning are capped at `cap_bytes` of UTF-8, cut on a character boundary (`text_truncated`).
 * The first wire fault wins (`fail`), except that a bad frame yields to anything worse that follows.
@@ -21,12 +22,19 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
 from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
-from tasks.core.wire.chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
+from tasks.core.wire.chunks import (
+    chunk_error,
+    chunk_finish,
+    chunk_has_text,
+    chunk_provider,
+    chunk_usage,
+    delta_text,
+    one_line,
+)
 from tasks.core.wire.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
@@ -121,7 +129,7 @@ class AttemptRecorder:
         if error is not None:
             self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
         content, reasoning = delta_text(chunk)
-        if (content or reasoning) and self.ttft_ms is None:
+        if self.ttft_ms is None and chunk_has_text(chunk):
             self.ttft_ms = (now - self.ttft_from) * 1000.0
         self._text.add(content)
         self._reasoning.add(reasoning)
@@ -130,14 +138,7 @@ class AttemptRecorder:
         finish, native = chunk_finish(chunk)
         self.finish_reason = finish or self.finish_reason
         self.native_finish_reason = native or self.native_finish_reason
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = Usage(
-                prompt_tokens=_int(usage.get("prompt_tokens")),
-                completion_tokens=_int(usage.get("completion_tokens")),
-                total_tokens=_int(usage.get("total_tokens")),
-                cost=_float(usage.get("cost")),
-            )
+        self.usage = chunk_usage(chunk) or self.usage
 
     def to_attempt(
         self, *, round_id: str, endpoint: Endpoint, contract: str, attempt_no: int, started_at: datetime,
@@ -156,12 +157,3 @@ class AttemptRecorder:
             tool_calls=self._tool_calls.value(),
         )
 
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None

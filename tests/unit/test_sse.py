@@ -272,6 +272,15 @@ def test_arbitrary_bytes_never_raise_and_split_points_do_not_matter(data: bytes,
         pytest.param({"choices": "junk"}, ("", ""), False, id="choices-not-a-list"),
         pytest.param({"choices": [{"delta": {"content": 5}}]}, ("", ""), False, id="content-not-a-string"),
         pytest.param({"choices": [{"message": {"content": "Hi"}}]}, ("Hi", ""), True, id="non-streaming"),
+        pytest.param({"choices": [{"delta": {"content": "", "refusal": "No."}}]}, ("No.", ""), True, id="refusal"),
+        pytest.param(
+            {"choices": [{"delta": {"reasoning_details": [{"type": "reasoning.encrypted", "data": "gAAA"}]}}]},
+            ("", ""), True, id="reasoning-details-only",
+        ),
+        pytest.param(
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "f"}}]}}]}, ("", ""), False,
+            id="tool-call-only",
+        ),
     ],
 )
 def test_delta_text_and_first_text(chunk: dict, text: tuple[str, str], counts: bool) -> None:
