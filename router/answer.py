@@ -1,10 +1,11 @@
 """An answer the router passes, read and judged with the canary's own pure judges (sans I/O, no clock).
 
-`AnswerReader` folds what an upstream answered (the SSE bytes of a stream, fed in any slices, or the JSON body
-of a non-streamed answer) into the canary's own record of an exchange, `tasks.core.types.Attempt`, so the
-canary's judges apply to it unchanged. `expectations(body)` reads what the client's request asked for (its
-`tools`, its `response_format`). `check(attempt, expected)` then gives one `Verdict` per quality class that
-applies (`tasks.core.live_records.LiveQuality`), each with the canary's `Reason` value (`ok` for a pass):
+`AnswerReader` folds what an upstream answered (the events of a stream as the relay's gate read them,
+router/stream.py `Frame`, or the JSON body of a non-streamed answer) into the canary's own record of an
+exchange, `tasks.core.types.Attempt`, so the canary's judges apply to it unchanged. `expectations(body)` reads
+what the client's request asked for (its `tools`, its `response_format`). `check(attempt, expected)` then
+gives one `Verdict` per quality class that applies (`tasks.core.live_records.LiveQuality`), each with the
+canary's `Reason` value (`ok` for a pass):
 
     class        judged when                                 fails with (the canary's judge)
     empty        always                                      empty_reply: no content and no tool call, finished
@@ -32,14 +33,14 @@ Nothing here keeps, logs or returns answer text: verdicts are classes and reason
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import router.reasons as reasons
 from router.reasons import FailoverReason
-from router.stream import EXPLAINED_EMPTY
+from router.stream import EXPLAINED_EMPTY, Frame
 from tasks.core.classify import exchange_verdict, upstream_failure
 from tasks.core.contracts.common import encoding_judgement
 from tasks.core.contracts.opening import is_corrupted_opening
@@ -49,7 +50,7 @@ from tasks.core.http_rules import is_try_again_status
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Attempt, ErrorClass, Outcome, Reason
 from tasks.core.wire.chunks import chunk_error, chunk_finish, chunk_provider, delta_text
-from tasks.core.wire.sse import BadFrame, Chunk, Done, SSEParser
+from tasks.core.wire.sse import BadFrame, Chunk, Done, read_event, split_events
 from tasks.core.wire.tools import CappedText, ToolCallAssembler, delta_tool_calls
 
 #: Text (and tool arguments) kept per answer for judging, in UTF-8 bytes.
@@ -114,11 +115,12 @@ def expectations(
 
 
 class AnswerReader:
-    """Folds an answer into an `Attempt` (one per answer; not thread-safe). Feed SSE bytes with `feed` (then
-    `close`), or a whole JSON body with `chunk`."""
+    """Folds an answer into an `Attempt` (one per answer; not thread-safe). Feed a stream's frames with `frames`
+    (the gate read them: nothing is parsed twice) or its events with `event`, or a whole JSON body with `chunk`.
+    `keep_bytes`: the stream's bytes folded at most; past them the answer is `cut` and nothing more is read."""
 
-    def __init__(self, cap_bytes: int = TEXT_CAP_BYTES) -> None:
-        self._parser = SSEParser()
+    def __init__(self, cap_bytes: int = TEXT_CAP_BYTES, keep_bytes: int | None = None) -> None:
+        self._room = keep_bytes
         self._text = CappedText(cap_bytes)
         self._tools = ToolCallAssembler(cap_bytes)
         self.finish_reason: str | None = None
@@ -129,15 +131,17 @@ class AnswerReader:
         self.chunks = 0
         self.cut = False  # the bytes kept were cut by the router's cap
 
-    def feed(self, data: bytes) -> None:
-        for event in self._parser.feed(data):
-            self._event(event)
+    def frames(self, frames: Iterable[Frame]) -> None:
+        """Events in stream order, with their sizes: folded while they fit in `keep_bytes`."""
+        for size, event in frames:
+            if self._room is not None:
+                if self.cut or size > self._room:
+                    self.cut = True
+                    return
+                self._room -= size
+            self.event(event)
 
-    def close(self) -> None:
-        for event in self._parser.close():
-            self._event(event)
-
-    def _event(self, event: object) -> None:
+    def event(self, event: object) -> None:
         if isinstance(event, Chunk):
             self.chunk(event.data)
         elif isinstance(event, BadFrame) and not self.cut:
@@ -178,11 +182,17 @@ def read_json(doc: Mapping[str, Any]) -> Attempt:
 
 
 def read_stream(raw: bytes, *, cut: bool = False) -> Attempt:
+    """A stream's bytes folded as the relay folds them: its whole events read as the gate reads them, and a last
+    one without its blank line when it reads whole (the gate drops one that does not); `cut`: the bytes are a
+    prefix, so that last piece is not read."""
     reader = AnswerReader()
     reader.cut = cut
-    reader.feed(raw)
-    if not cut:
-        reader.close()
+    events, rest = split_events(raw)
+    last = None if cut or not rest.strip() else read_event(rest, first=not events)
+    for n, event in enumerate(events):
+        reader.event(read_event(event, first=n == 0))
+    if last is not None and not isinstance(last, BadFrame):
+        reader.event(last)
     return reader.attempt()
 
 

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from tasks.core.classify import names_upstream_failure
 from tasks.core.wire.chunks import chunk_has_output, chunk_usage, error_code, finish_reason
-from tasks.core.wire.sse import DEFAULT_MAX_LINE_BYTES, BadFrame, Done, read_event
+from tasks.core.wire.sse import DEFAULT_MAX_LINE_BYTES, BadFrame, Done, Event, read_event
 
-__all__ = ["Kind", "classify", "error_code", "error_summary", "finish_reason", "may_change_state", "plain_text_only",
-           "usage_tokens"]
+__all__ = ["Kind", "classify", "error_code", "error_summary", "finish_reason", "kind_of", "may_change_state",
+           "native_error", "plain_text_only", "usage_tokens"]
 
 _FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
 
@@ -40,7 +41,11 @@ def classify(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_LI
              ) -> tuple[Kind, dict[str, Any] | None]:
     """Kind of one complete event, and its parsed chunk when it has one. `first`: the stream's first event (a
     UTF-8 BOM before it is dropped); a payload over `max_bytes` is a bad frame."""
-    event = read_event(raw, first=first, max_bytes=max_bytes)
+    return kind_of(read_event(raw, first=first, max_bytes=max_bytes))
+
+
+def kind_of(event: Event | None) -> tuple[Kind, dict[str, Any] | None]:
+    """Kind of what one event carries (tasks/core/wire/sse.py `read_event`), and its chunk when it has one."""
     if event is None:
         return Kind.KEEPALIVE, None  # comments and other fields only
     if isinstance(event, Done):
@@ -59,6 +64,17 @@ def classify(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_LI
     if any(_finishes(c) for c in choices):
         return Kind.FINISH, chunk
     return Kind.EMPTY, chunk
+
+def native_error(chunk: dict[str, Any] | None) -> str | None:
+    """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
+    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"`. The rule is the
+    probe's (tasks/core/classify.py)."""
+    for choice in (chunk or {}).get("choices") or []:
+        native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
+        if isinstance(native, str) and names_upstream_failure(native):
+            return native[:40]
+    return None
+
 
 def error_summary(chunk: dict[str, Any] | None) -> str:
     error = chunk.get("error") if chunk else None
