@@ -49,9 +49,8 @@ from tasks.core.contracts.tools import call_problem
 from tasks.core.http_rules import is_try_again_status
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Attempt, ErrorClass, Outcome, Reason
-from tasks.core.wire.chunks import chunk_error, chunk_finish, chunk_provider, delta_text
-from tasks.core.wire.sse import BadFrame, Chunk, Done, read_event, split_events
-from tasks.core.wire.tools import CappedText, ToolCallAssembler, delta_tool_calls
+from tasks.core.wire.fold import ChunkFold
+from tasks.core.wire.sse import BadFrame, Chunk, read_event, split_events
 
 #: Text (and tool arguments) kept per answer for judging, in UTF-8 bytes.
 TEXT_CAP_BYTES = 256 * 1024
@@ -121,15 +120,22 @@ class AnswerReader:
 
     def __init__(self, cap_bytes: int = TEXT_CAP_BYTES, keep_bytes: int | None = None) -> None:
         self._room = keep_bytes
-        self._text = CappedText(cap_bytes)
-        self._tools = ToolCallAssembler(cap_bytes)
-        self.finish_reason: str | None = None
-        self.native_finish_reason: str | None = None
-        self.provider: str | None = None
+        self._fold = ChunkFold(cap_bytes)  # the probe's own fold (tasks/core/wire/fold.py)
         self.error_class: ErrorClass | None = None
         self.error_code: int | None = None
-        self.chunks = 0
         self.cut = False  # the bytes kept were cut by the router's cap
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._fold.finish_reason
+
+    @property
+    def native_finish_reason(self) -> str | None:
+        return self._fold.native_finish_reason
+
+    @property
+    def provider(self) -> str | None:
+        return self._fold.provider
 
     def frames(self, frames: Iterable[Frame]) -> None:
         """Events in stream order, with their sizes: folded while they fit in `keep_bytes`."""
@@ -146,32 +152,22 @@ class AnswerReader:
             self.chunk(event.data)
         elif isinstance(event, BadFrame) and not self.cut:
             self.error_class = self.error_class or ErrorClass.PROTOCOL
-        elif isinstance(event, Done):
-            pass
 
     def chunk(self, doc: Mapping[str, Any]) -> None:
         """One streamed chunk, or a whole non-streamed completion (or error) body."""
-        self.chunks += 1
-        self.provider = self.provider or chunk_provider(doc)
-        error = chunk_error(doc)
+        error = self._fold.add(doc)
         if error is not None and self.error_class is None:
             self.error_class, self.error_code = ErrorClass.MIDSTREAM_ERROR, error[0]
-        content, _ = delta_text(doc)
-        self._text.add(content)
-        for fragment in delta_tool_calls(doc):
-            self._tools.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
-        finish, native = chunk_finish(doc)
-        self.finish_reason = finish or self.finish_reason
-        self.native_finish_reason = native or self.native_finish_reason
 
     def attempt(self) -> Attempt:
         """What the answer showed, as the canary's record of an exchange (its identity fields are blank)."""
+        f = self._fold
         return Attempt(
             round_id="live", model="", tag="", provider_name="", contract="live", attempt_no=1,
-            started_at=_EPOCH, http_status=200, chunk_count=self.chunks, finish_reason=self.finish_reason,
-            native_finish_reason=self.native_finish_reason, served_provider=self.provider, text=self._text.value(),
-            text_truncated=self.cut or self._text.truncated or self._tools.truncated, error_class=self.error_class,
-            error_code=self.error_code, tool_calls=self._tools.value(),
+            started_at=_EPOCH, http_status=200, chunk_count=f.chunk_count, finish_reason=f.finish_reason,
+            native_finish_reason=f.native_finish_reason, served_provider=f.provider, text=f.text.value(),
+            text_truncated=self.cut or f.text.truncated or f.tool_calls.truncated, error_class=self.error_class,
+            error_code=self.error_code, tool_calls=f.calls(),
         )
 
 

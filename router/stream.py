@@ -65,7 +65,7 @@ from router.stream_events import (
     usage_tokens,
 )
 from tasks.core.classify import MASKING_FINISH_REASONS
-from tasks.core.wire.sse import Event, last_boundary, read_event, split_events
+from tasks.core.wire.sse import Chunk, Event, last_boundary, read_event, split_events
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
@@ -239,7 +239,7 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
             gate = replace(gate, pending=buffer[cut:]) if gate.pending or cut != len(buffer) else gate
             return gate, [Send(buffer[:cut])] if cut else []
     events, rest = split_events(buffer)
-    gate = replace(gate, pending=rest)
+    gate = replace(gate, pending=rest) if rest or gate.pending else gate
     actions: list[Action] = []
     out = bytearray()
     frames: list[Frame] = []
@@ -250,10 +250,13 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
             if gate.phase is Phase.CLOSED:
                 return gate, actions
         elif gate.phase is Phase.COMMITTED:
-            if gate.read_all:  # every event read once, its frame handed on
+            if gate.read_all:  # every event read once, its frame handed on; classified only if it can matter
                 event = read_event(raw, max_bytes=MAX_PENDING_BYTES)
-                gate, kind = _committed_kind(gate, *kind_of(event))
                 frames.append((len(raw), event))
+                if isinstance(event, Chunk) and not may_change_state(raw):
+                    kind = Kind.CONTENT
+                else:
+                    gate, kind = _committed_kind(gate, *kind_of(event))
             else:
                 gate, kind = _committed_event(gate, raw)
             out += raw

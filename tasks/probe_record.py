@@ -13,9 +13,9 @@
   seen, its first bytes escaped, byte counts) and the stream is over (`on_event` returns True: stop
   reading). A line cut by the end of the stream is a `stream_cut`. A stray non-SSE line after data began is
   ignored, as the SSE spec ignores unknown fields.
-* Tool calls are assembled by ``index``: the first non-empty ``id`` and ``name`` of an index win, its
-  ``arguments`` fragments are concatenated in arrival order (capped like the text; a cut sets
-  ``text_truncated``). Tool-call deltas carry no text, so they never set TTFT.
+* What the chunks add up to (text, reasoning, tool calls by ``index``, finish reasons, usage, the provider) is
+  folded by tasks/core/wire/fold.py, the fold the router's judge uses too (a cut sets ``text_truncated``).
+  Tool-call deltas carry no text, so they never set TTFT.
 * Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact` (with the
   API key) before anything judges or cuts them: evidence excerpts are cut from redacted text, never a secret.
 """
@@ -26,15 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
-from tasks.core.wire.chunks import (
-    chunk_error,
-    chunk_finish,
-    chunk_has_text,
-    chunk_provider,
-    chunk_usage,
-    delta_text,
-    one_line,
-)
+from tasks.core.wire.chunks import chunk_has_text, one_line
+from tasks.core.wire.fold import ChunkFold
 from tasks.core.wire.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
@@ -45,7 +38,6 @@ from tasks.core.wire.sse import (
     SSEEvent,
     escape_bytes,
 )
-from tasks.core.wire.tools import CappedText, ToolCallAssembler, delta_tool_calls
 from tasks.secrets import redact, redact_opt
 
 
@@ -57,21 +49,34 @@ class AttemptRecorder:
         self.ttft_from = t0  # TTFT's origin: the request's start, or when it was sent (tasks/probe_stream.py)
         self.http_status: int | None = None
         self.ttft_ms: float | None = None
-        self.chunk_count = 0
         self.keepalive_count = 0
-        self.finish_reason: str | None = None
-        self.native_finish_reason: str | None = None
-        self.provider: str | None = None
-        self.usage = Usage()
         self.done = False
         self.error_class: ErrorClass | None = None
         self.error_code: int | None = None
         self.error_detail: str | None = None
         self.retry_after_s: float | None = None
         self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
-        self._text = CappedText(cap_bytes)
-        self._reasoning = CappedText(cap_bytes)
-        self._tool_calls = ToolCallAssembler(cap_bytes)
+        self._fold = ChunkFold(cap_bytes)  # the router's judge folds with it too (tasks/core/wire/fold.py)
+
+    @property
+    def chunk_count(self) -> int:
+        return self._fold.chunk_count
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._fold.finish_reason
+
+    @property
+    def native_finish_reason(self) -> str | None:
+        return self._fold.native_finish_reason
+
+    @property
+    def provider(self) -> str | None:
+        return self._fold.provider
+
+    @property
+    def usage(self) -> Usage:
+        return self._fold.usage or Usage()
 
     def elapsed_ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -123,22 +128,11 @@ class AttemptRecorder:
 
     def on_chunk(self, chunk: dict[str, Any], now: float) -> None:
         """Apply one chunk (or a whole non-streamed completion / error body) that arrived at `now`."""
-        self.chunk_count += 1
-        self.provider = self.provider or chunk_provider(chunk)
-        error = chunk_error(chunk)
-        if error is not None:
-            self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
-        content, reasoning = delta_text(chunk)
         if self.ttft_ms is None and chunk_has_text(chunk):
             self.ttft_ms = (now - self.ttft_from) * 1000.0
-        self._text.add(content)
-        self._reasoning.add(reasoning)
-        for fragment in delta_tool_calls(chunk):
-            self._tool_calls.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
-        finish, native = chunk_finish(chunk)
-        self.finish_reason = finish or self.finish_reason
-        self.native_finish_reason = native or self.native_finish_reason
-        self.usage = chunk_usage(chunk) or self.usage
+        error = self._fold.add(chunk)
+        if error is not None:
+            self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
 
     def to_attempt(
         self, *, round_id: str, endpoint: Endpoint, contract: str, attempt_no: int, started_at: datetime,
@@ -150,10 +144,10 @@ class AttemptRecorder:
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=redact_opt(self.finish_reason), native_finish_reason=redact_opt(self.native_finish_reason),
-            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._text.value()),
-            text_truncated=self._text.truncated or self._reasoning.truncated or self._tool_calls.truncated,
-            reasoning=redact(self._reasoning.value()), error_class=self.error_class, error_code=self.error_code,
-            error_detail=self.error_detail, retry_after_s=self.retry_after_s,
-            tool_calls=self._tool_calls.value(),
+            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._fold.text.value()),
+            text_truncated=self._fold.text.truncated or self._fold.reasoning.truncated
+            or self._fold.tool_calls.truncated,
+            reasoning=redact(self._fold.reasoning.value()), error_class=self.error_class, error_code=self.error_code,
+            error_detail=self.error_detail, retry_after_s=self.retry_after_s, tool_calls=self._fold.calls(),
         )
 

@@ -38,22 +38,32 @@ def _choices(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     choices = chunk.get("choices")
     if not isinstance(choices, list):
         return []
-    return [c for c in choices if isinstance(c, Mapping)]
+    return [c for c in choices if isinstance(c, dict)]
 
 
-def _deltas(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Each choice's ``delta`` (a stream) or ``message`` (a non-streamed body)."""
+def chunk_deltas(chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each choice's ``delta`` (a stream) or ``message`` (a non-streamed body). Chunks come from `json.loads`:
+    objects are dicts (checked as such: an ABC check costs more than the rest of reading a delta)."""
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return []
     out = []
-    for choice in _choices(chunk):
-        delta = choice.get("delta")
-        if not isinstance(delta, Mapping):
-            delta = choice.get("message")
-        if isinstance(delta, Mapping):
-            out.append(delta)
+    for choice in choices:
+        if isinstance(choice, dict):
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = choice.get("message")
+            if isinstance(delta, dict):
+                out.append(delta)
     return out
 
 
 def delta_text(chunk: Mapping[str, Any]) -> tuple[str, str]:
+    """(content, reasoning) carried by a chunk's deltas (`deltas_text`)."""
+    return deltas_text(chunk_deltas(chunk))
+
+
+def deltas_text(deltas: list[dict[str, Any]]) -> tuple[str, str]:
     """(content, reasoning) carried by a chunk's deltas; "" for anything missing or not a string.
 
     Content is ``delta.content`` and a ``delta.refusal`` (OpenAI's refusal: the model's answer, in words).
@@ -62,7 +72,7 @@ def delta_text(chunk: Mapping[str, Any]) -> tuple[str, str]:
     """
     content: list[str] = []
     reasoning: list[str] = []
-    for delta in _deltas(chunk):
+    for delta in deltas:
         for key in ("content", "refusal"):
             c = delta.get(key)
             if isinstance(c, str):
@@ -77,7 +87,7 @@ def delta_text(chunk: Mapping[str, Any]) -> tuple[str, str]:
 
 def chunk_has_text(chunk: Mapping[str, Any]) -> bool:
     """True when the chunk carries text (module docstring): role-only, empty and tool-call-only deltas do not."""
-    for delta in _deltas(chunk):
+    for delta in chunk_deltas(chunk):
         for key in TEXT_KEYS:
             value = delta.get(key)
             if isinstance(value, str) and value:
@@ -89,7 +99,7 @@ def chunk_has_text(chunk: Mapping[str, Any]) -> bool:
 
 def chunk_has_output(chunk: Mapping[str, Any]) -> bool:
     """True when the chunk carries text or a tool call: the router's commit point (module docstring)."""
-    return chunk_has_text(chunk) or any(delta.get("tool_calls") for delta in _deltas(chunk))
+    return chunk_has_text(chunk) or any(delta.get("tool_calls") for delta in chunk_deltas(chunk))
 
 
 def is_first_text_chunk(event: SSEEvent) -> bool:
@@ -124,7 +134,7 @@ def chunk_error(chunk: Mapping[str, Any]) -> tuple[int | None, str] | None:
     error = chunk.get("error")
     if error is None:
         return None
-    if not isinstance(error, Mapping):
+    if not isinstance(error, dict):
         return None, one_line(str(error))
     raw_code = error.get("code")
     code: int | None = None
@@ -147,7 +157,7 @@ def upstream_words(metadata: object) -> str:
 
     `raw` may be a JSON string or object holding the upstream's error (its `message`/`detail` is taken, at
     any of the usual nestings) or plain text; either way it is cut to `RAW_EXCERPT_CHARS`."""
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return ""
     name = metadata.get("provider_name")
     head = f"[{one_line(name, PROVIDER_NAME_CHARS)}]" if isinstance(name, str) and name.strip() else ""
@@ -170,7 +180,7 @@ def _raw_message(raw: object) -> str:
             found = _message_in(parsed)
             return found if found else text
         return text
-    if isinstance(raw, Mapping | list):
+    if isinstance(raw, dict | list):
         found = _message_in(raw)
         if found:
             return found
@@ -191,7 +201,7 @@ def _message_in(value: object, depth: int = 0) -> str:
             if found:
                 return found
         return ""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         return ""
     for key in ("message", "detail", "error"):
         item = value.get(key)
@@ -230,7 +240,7 @@ def error_code(chunk: Mapping[str, Any] | None) -> int | None:
 def chunk_usage(chunk: Mapping[str, Any] | None) -> Usage | None:
     """The chunk's `usage` (the billed counts, its cost), each count an integer or None; None without one."""
     usage = chunk.get("usage") if chunk else None
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, dict):
         return None
     return Usage(prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=_int(usage.get("completion_tokens")),
                  total_tokens=_int(usage.get("total_tokens")), cost=_float(usage.get("cost")))

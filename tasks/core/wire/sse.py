@@ -45,6 +45,7 @@ BAD_FRAME_HEAD_BYTES = 120
 SSE_FIELDS = frozenset({b"data", b"event", b"id", b"retry"})
 DONE_MARKER = "[DONE]"
 BOM = b"\xef\xbb\xbf"
+_decode = json.JSONDecoder().decode  # json.loads without its per-call keyword checks
 #: A blank line: a line end (CRLF, else a bare CR or LF) followed by another; it ends an event.
 _BLANK_LINE = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 
@@ -284,6 +285,18 @@ def read_event(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_
 
 def parse_data(raw: bytes) -> Chunk | Done | BadFrame:
     """One event's data field → a chunk, the end marker, or a bad frame. Never raises."""
+    if raw[:1] == b"{":  # the usual: one chunk, read with nothing else made
+        try:
+            value = _decode(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            pass
+        else:
+            if isinstance(value, dict):
+                return Chunk(value)
+    return _parse_data_slowly(raw)
+
+
+def _parse_data_slowly(raw: bytes) -> Chunk | Done | BadFrame:
     try:
         text = raw.decode("utf-8")
         bad_utf8 = False
