@@ -38,8 +38,7 @@ A finish chunk means the answer is whole: whatever the connection does afterward
 never terminated, silence past the idle budget, the usage chunk cut halfway), the client's stream ends cleanly
 with the `[DONE]` the upstream did not send, and the attempt counts `ok`.
 
-Events end at a blank line with WHATWG's line ends (CRLF, LF or a bare CR), cut and read by tasks/core/wire/sse.py
-as the probe reads them; what one event is to the gate (`classify`, `Kind`) is router/stream_events.py's.
+Events are cut and read as the probe reads them (tasks/core/wire/sse.py); their `Kind`: router/stream_events.py.
 """
 
 from __future__ import annotations
@@ -204,11 +203,7 @@ def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
 
 def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
     """Fast path: most chunks are plain text deltas; parse only the ones that can change the state."""
-    if b"[DONE]" in raw:
-        kind, _ = classify(raw, max_bytes=MAX_PENDING_BYTES)
-        if kind is Kind.DONE:
-            return replace(gate, done=True), kind
-    if may_change_state(raw):
+    if b"[DONE]" in raw or may_change_state(raw):
         return _committed_kind(gate, *classify(raw, max_bytes=MAX_PENDING_BYTES))
     return gate, Kind.CONTENT
 
@@ -287,9 +282,7 @@ def error_chunk(gate: Gate, reason: FailoverReason, now_s: int) -> bytes:
         "model": gate.model or "",
         "provider": gate.provider or "",
         **records.error_body(status, message, code=code, error_type=error_type, router_reason=str(reason)),
-        "choices": [
-            {"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}
-        ],
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}],
     }
     return b"data: " + json.dumps(chunk, separators=(",", ":")).encode("utf-8") + b"\n\n"
 
