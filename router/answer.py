@@ -113,29 +113,18 @@ def expectations(
     return Expectations(offered, kind, schema)
 
 
-class AnswerReader:
-    """Folds an answer into an `Attempt` (one per answer; not thread-safe). Feed a stream's frames with `frames`
-    (the gate read them: nothing is parsed twice) or its events with `event`, or a whole JSON body with `chunk`.
-    `keep_bytes`: the stream's bytes folded at most; past them the answer is `cut` and nothing more is read."""
+class AnswerReader(ChunkFold):
+    """Folds an answer into an `Attempt` (one per answer; not thread-safe): the probe's fold (tasks/core/wire/
+    fold.py) plus the router's fault rules. Feed a stream's frames with `frames` (the gate read them: nothing is
+    parsed twice) or its events with `event`, or a whole JSON body with `chunk`. `keep_bytes`: the stream's bytes
+    folded at most; past them the answer is `cut` and nothing more is read."""
 
     def __init__(self, cap_bytes: int = TEXT_CAP_BYTES, keep_bytes: int | None = None) -> None:
+        super().__init__(cap_bytes)
         self._room = keep_bytes
-        self._fold = ChunkFold(cap_bytes)  # the probe's own fold (tasks/core/wire/fold.py)
         self.error_class: ErrorClass | None = None
         self.error_code: int | None = None
         self.cut = False  # the bytes kept were cut by the router's cap
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self._fold.finish_reason
-
-    @property
-    def native_finish_reason(self) -> str | None:
-        return self._fold.native_finish_reason
-
-    @property
-    def provider(self) -> str | None:
-        return self._fold.provider
 
     def frames(self, frames: Iterable[Frame]) -> None:
         """Events in stream order, with their sizes: folded while they fit in `keep_bytes`."""
@@ -155,19 +144,18 @@ class AnswerReader:
 
     def chunk(self, doc: Mapping[str, Any]) -> None:
         """One streamed chunk, or a whole non-streamed completion (or error) body."""
-        error = self._fold.add(doc)
+        error = self.add(doc)
         if error is not None and self.error_class is None:
             self.error_class, self.error_code = ErrorClass.MIDSTREAM_ERROR, error[0]
 
     def attempt(self) -> Attempt:
         """What the answer showed, as the canary's record of an exchange (its identity fields are blank)."""
-        f = self._fold
         return Attempt(
             round_id="live", model="", tag="", provider_name="", contract="live", attempt_no=1,
-            started_at=_EPOCH, http_status=200, chunk_count=f.chunk_count, finish_reason=f.finish_reason,
-            native_finish_reason=f.native_finish_reason, served_provider=f.provider, text=f.text.value(),
-            text_truncated=self.cut or f.text.truncated or f.tool_calls.truncated, error_class=self.error_class,
-            error_code=self.error_code, tool_calls=f.calls(),
+            started_at=_EPOCH, http_status=200, chunk_count=self.chunk_count, finish_reason=self.finish_reason,
+            native_finish_reason=self.native_finish_reason, served_provider=self.provider, text=self.text.value(),
+            text_truncated=self.cut or self.text.truncated or self.tool_calls.truncated, error_class=self.error_class,
+            error_code=self.error_code, tool_calls=self.calls(),
         )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
+from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.core.wire.chunks import chunk_has_text, one_line
 from tasks.core.wire.fold import ChunkFold
 from tasks.core.wire.sse import (
@@ -41,10 +41,12 @@ from tasks.core.wire.sse import (
 from tasks.secrets import redact, redact_opt
 
 
-class AttemptRecorder:
-    """Folds what the wire shows into the fields of an `Attempt` (the mutable half of the shell)."""
+class AttemptRecorder(ChunkFold):
+    """Folds what the wire shows into the fields of an `Attempt` (the mutable half of the shell): the fold the
+    router's judge uses too (tasks/core/wire/fold.py) plus the probe's rules about faults and time."""
 
     def __init__(self, *, cap_bytes: int, t0: float, secret: str = "") -> None:
+        super().__init__(cap_bytes)
         self.cap_bytes, self.t0, self._secret = cap_bytes, t0, secret
         self.ttft_from = t0  # TTFT's origin: the request's start, or when it was sent (tasks/probe_stream.py)
         self.http_status: int | None = None
@@ -56,27 +58,6 @@ class AttemptRecorder:
         self.error_detail: str | None = None
         self.retry_after_s: float | None = None
         self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
-        self._fold = ChunkFold(cap_bytes)  # the router's judge folds with it too (tasks/core/wire/fold.py)
-
-    @property
-    def chunk_count(self) -> int:
-        return self._fold.chunk_count
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self._fold.finish_reason
-
-    @property
-    def native_finish_reason(self) -> str | None:
-        return self._fold.native_finish_reason
-
-    @property
-    def provider(self) -> str | None:
-        return self._fold.provider
-
-    @property
-    def usage(self) -> Usage:
-        return self._fold.usage or Usage()
 
     def elapsed_ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -130,7 +111,7 @@ class AttemptRecorder:
         """Apply one chunk (or a whole non-streamed completion / error body) that arrived at `now`."""
         if self.ttft_ms is None and chunk_has_text(chunk):
             self.ttft_ms = (now - self.ttft_from) * 1000.0
-        error = self._fold.add(chunk)
+        error = self.add(chunk)
         if error is not None:
             self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
 
@@ -144,10 +125,9 @@ class AttemptRecorder:
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=redact_opt(self.finish_reason), native_finish_reason=redact_opt(self.native_finish_reason),
-            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._fold.text.value()),
-            text_truncated=self._fold.text.truncated or self._fold.reasoning.truncated
-            or self._fold.tool_calls.truncated,
-            reasoning=redact(self._fold.reasoning.value()), error_class=self.error_class, error_code=self.error_code,
-            error_detail=self.error_detail, retry_after_s=self.retry_after_s, tool_calls=self._fold.calls(),
+            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self.text.value()),
+            text_truncated=self.text.truncated or self.reasoning.truncated or self.tool_calls.truncated,
+            reasoning=redact(self.reasoning.value()), error_class=self.error_class, error_code=self.error_code,
+            error_detail=self.error_detail, retry_after_s=self.retry_after_s, tool_calls=self.calls(),
         )
 

@@ -31,7 +31,7 @@ class ChunkFold:
         self.provider: str | None = None
         self.finish_reason: str | None = None
         self.native_finish_reason: str | None = None
-        self.usage: Usage | None = None
+        self.usage = Usage()  # the last `usage` seen (all None before one)
         self.text = CappedText(cap_bytes)
         self.reasoning = CappedText(cap_bytes)
         self.tool_calls = ToolCallAssembler(cap_bytes)
