@@ -4,6 +4,7 @@
     scripts/mutation --gate [PATH...]     only the modules whose record is stale (CI); nothing to run is a pass
     scripts/mutation --record [PATH...]   run, and write each module that passed into mutation/record.json
     scripts/mutation --record --owe ...   the same, the run's survivors written into mutation/survivors.toml
+    scripts/mutation --table              the record's figures as the Markdown table of docs/mutation.md
 
 mutmut works in a scratch copy of the repository (a temporary folder: the work tree is never touched), with
 the test files that import the modules run (mutation/modules.toml `test_dirs`). Exit 0: every mutant caught
@@ -40,6 +41,7 @@ from mutation.gate import (
     load_equivalents,
     load_known,
     parse_diff,
+    record_table,
     stale,
     table,
     toml_string,
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
     mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
+    mode.add_argument("--table", action="store_true", help="print the record's figures as docs/mutation.md's table")
     parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
                         "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
@@ -285,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         equivalents = load_equivalents(EQUIVALENTS.read_text(encoding="utf-8"))
         known = load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else []
         record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+        if args.table:
+            print(record_table(record.get("modules") or {}))
+            return 0
         if args.gate:
             why = stale_files(files, record, [*equivalents, *known])
             unrecorded = [f for f, reason in why.items()
