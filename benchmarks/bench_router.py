@@ -60,7 +60,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from router.answer import AnswerReader, check, expectations  # noqa: E402
+from router.answer import check, expectations, read_stream  # noqa: E402
 from router.routes_loading import parse_routes  # noqa: E402
 from router.server import start_router  # noqa: E402
 from router.tokens import TOKENIZER  # noqa: E402
@@ -301,10 +301,7 @@ def judge_cpu_per_answer(sim: Any, n: int = 2000) -> float:
         return kept.setdefault(json.dumps(schema, sort_keys=True), schema)
 
     def once() -> tuple[Any, ...]:
-        reader = AnswerReader()
-        reader.feed(raw)
-        reader.close()
-        return check(reader.attempt(), expectations(TOOLS, None, intern))
+        return check(read_stream(raw), expectations(TOOLS, None, intern))
 
     verdicts = once()
     assert any(str(v.quality) == "tools" and v.reason == "ok" for v in verdicts), verdicts

@@ -6,7 +6,7 @@ The input is a realistic OpenRouter stream (docs/openrouter-api.md 3b: keep-aliv
 of a few words each, a usage chunk, [DONE]) repeated to ``--mb`` megabytes and fed in ``--block``-byte reads,
 as httpx's iter_bytes delivers them.
 
-* tasks.core.sse.SSEParser: any split points, CR/LF/CRLF, multi-line data, bounded memory, bad-frame reporting.
+* tasks.core.wire.sse.SSEParser: any split points, CR/LF/CRLF, multi-line data, bounded memory, bad-frame reporting.
 * naive baseline: join everything, ``splitlines()``, ``json.loads`` every ``data:`` line. It needs the whole
   body in memory first, so it cannot stream; it is the floor of what "parse the lines" costs in Python.
 * Both do the same JSON work; the report is the parser's overhead beyond it.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.core.sse import Chunk, SSEParser  # noqa: E402
+from tasks.core.wire.sse import Chunk, SSEParser  # noqa: E402
 
 
 def _stream_unit() -> bytes:
@@ -100,7 +100,7 @@ def main() -> None:
     blocks = _blocks(data, args.block)
     print(f"input: {mb:.1f} MB, {len(blocks)} blocks of {args.block} B, {len(unit)} B per stream")
     results = {}
-    for name, fn in (("naive splitlines + json.loads", run_naive), ("tasks.core.sse.SSEParser", run_parser)):
+    for name, fn in (("naive splitlines + json.loads", run_naive), ("tasks.core.wire.sse.SSEParser", run_parser)):
         seconds, chunks = best_of(fn, blocks, args.repeat)
         results[name] = (seconds, chunks)
         print(f"{name:32s} {mb / seconds:8.1f} MB/s  {chunks} chunks  best of {args.repeat}: {seconds:.3f} s")

@@ -1,10 +1,11 @@
 """An answer the router passes, read and judged with the canary's own pure judges (sans I/O, no clock).
 
-`AnswerReader` folds what an upstream answered (the SSE bytes of a stream, fed in any slices, or the JSON body
-of a non-streamed answer) into the canary's own record of an exchange, `tasks.core.types.Attempt`, so the
-canary's judges apply to it unchanged. `expectations(body)` reads what the client's request asked for (its
-`tools`, its `response_format`). `check(attempt, expected)` then gives one `Verdict` per quality class that
-applies (`tasks.core.live_records.LiveQuality`), each with the canary's `Reason` value (`ok` for a pass):
+`AnswerReader` folds what an upstream answered (the events of a stream as the relay's gate read them,
+router/stream.py `Frame`, or the JSON body of a non-streamed answer) into the canary's own record of an
+exchange, `tasks.core.types.Attempt`, so the canary's judges apply to it unchanged. `expectations(body)` reads
+what the client's request asked for (its `tools`, its `response_format`). `check(attempt, expected)` then
+gives one `Verdict` per quality class that applies (`tasks.core.live_records.LiveQuality`), each with the
+canary's `Reason` value (`ok` for a pass):
 
     class        judged when                                 fails with (the canary's judge)
     empty        always                                      empty_reply: no content and no tool call, finished
@@ -32,14 +33,14 @@ Nothing here keeps, logs or returns answer text: verdicts are classes and reason
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import router.reasons as reasons
 from router.reasons import FailoverReason
-from router.stream import EXPLAINED_EMPTY
+from router.stream import EXPLAINED_EMPTY, Frame
 from tasks.core.classify import exchange_verdict, upstream_failure
 from tasks.core.contracts.common import encoding_judgement
 from tasks.core.contracts.opening import is_corrupted_opening
@@ -47,10 +48,9 @@ from tasks.core.contracts.structured import judge_attempt as judge_structured
 from tasks.core.contracts.tools import call_problem
 from tasks.core.http_rules import is_try_again_status
 from tasks.core.live_records import LiveQuality
-from tasks.core.sse import BadFrame, Chunk, Done, SSEParser
-from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text
-from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
 from tasks.core.types import Attempt, ErrorClass, Outcome, Reason
+from tasks.core.wire.fold import ChunkFold
+from tasks.core.wire.sse import BadFrame, Chunk, read_event, split_events
 
 #: Text (and tool arguments) kept per answer for judging, in UTF-8 bytes.
 TEXT_CAP_BYTES = 256 * 1024
@@ -113,61 +113,49 @@ def expectations(
     return Expectations(offered, kind, schema)
 
 
-class AnswerReader:
-    """Folds an answer into an `Attempt` (one per answer; not thread-safe). Feed SSE bytes with `feed` (then
-    `close`), or a whole JSON body with `chunk`."""
+class AnswerReader(ChunkFold):
+    """Folds an answer into an `Attempt` (one per answer; not thread-safe): the probe's fold (tasks/core/wire/
+    fold.py) plus the router's fault rules. Feed a stream's frames with `frames` (the gate read them: nothing is
+    parsed twice) or its events with `event`, or a whole JSON body with `chunk`. `keep_bytes`: the stream's bytes
+    folded at most; past them the answer is `cut` and nothing more is read."""
 
-    def __init__(self, cap_bytes: int = TEXT_CAP_BYTES) -> None:
-        self._parser = SSEParser()
-        self._text = CappedText(cap_bytes)
-        self._tools = ToolCallAssembler(cap_bytes)
-        self.finish_reason: str | None = None
-        self.native_finish_reason: str | None = None
-        self.provider: str | None = None
+    def __init__(self, cap_bytes: int = TEXT_CAP_BYTES, keep_bytes: int | None = None) -> None:
+        super().__init__(cap_bytes)
+        self._room = keep_bytes
         self.error_class: ErrorClass | None = None
         self.error_code: int | None = None
-        self.chunks = 0
         self.cut = False  # the bytes kept were cut by the router's cap
 
-    def feed(self, data: bytes) -> None:
-        for event in self._parser.feed(data):
-            self._event(event)
+    def frames(self, frames: Iterable[Frame]) -> None:
+        """Events in stream order, with their sizes: folded while they fit in `keep_bytes`."""
+        for size, event in frames:
+            if self._room is not None:
+                if self.cut or size > self._room:
+                    self.cut = True
+                    return
+                self._room -= size
+            self.event(event)
 
-    def close(self) -> None:
-        for event in self._parser.close():
-            self._event(event)
-
-    def _event(self, event: object) -> None:
+    def event(self, event: object) -> None:
         if isinstance(event, Chunk):
             self.chunk(event.data)
         elif isinstance(event, BadFrame) and not self.cut:
             self.error_class = self.error_class or ErrorClass.PROTOCOL
-        elif isinstance(event, Done):
-            pass
 
     def chunk(self, doc: Mapping[str, Any]) -> None:
         """One streamed chunk, or a whole non-streamed completion (or error) body."""
-        self.chunks += 1
-        self.provider = self.provider or chunk_provider(doc)
-        error = chunk_error(doc)
+        error = self.add(doc)
         if error is not None and self.error_class is None:
             self.error_class, self.error_code = ErrorClass.MIDSTREAM_ERROR, error[0]
-        content, _ = delta_text(doc)
-        self._text.add(content)
-        for fragment in delta_tool_calls(doc):
-            self._tools.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
-        finish, native = chunk_finish(doc)
-        self.finish_reason = finish or self.finish_reason
-        self.native_finish_reason = native or self.native_finish_reason
 
     def attempt(self) -> Attempt:
         """What the answer showed, as the canary's record of an exchange (its identity fields are blank)."""
         return Attempt(
             round_id="live", model="", tag="", provider_name="", contract="live", attempt_no=1,
-            started_at=_EPOCH, http_status=200, chunk_count=self.chunks, finish_reason=self.finish_reason,
-            native_finish_reason=self.native_finish_reason, served_provider=self.provider, text=self._text.value(),
-            text_truncated=self.cut or self._text.truncated or self._tools.truncated, error_class=self.error_class,
-            error_code=self.error_code, tool_calls=self._tools.value(),
+            started_at=_EPOCH, http_status=200, chunk_count=self.chunk_count, finish_reason=self.finish_reason,
+            native_finish_reason=self.native_finish_reason, served_provider=self.provider, text=self.text.value(),
+            text_truncated=self.cut or self.text.truncated or self.tool_calls.truncated, error_class=self.error_class,
+            error_code=self.error_code, tool_calls=self.calls(),
         )
 
 
@@ -178,11 +166,17 @@ def read_json(doc: Mapping[str, Any]) -> Attempt:
 
 
 def read_stream(raw: bytes, *, cut: bool = False) -> Attempt:
+    """A stream's bytes folded as the relay folds them: its whole events read as the gate reads them, and a last
+    one without its blank line when it reads whole (the gate drops one that does not); `cut`: the bytes are a
+    prefix, so that last piece is not read."""
     reader = AnswerReader()
     reader.cut = cut
-    reader.feed(raw)
-    if not cut:
-        reader.close()
+    events, rest = split_events(raw)
+    last = None if cut or not rest.strip() else read_event(rest, first=not events)
+    for n, event in enumerate(events):
+        reader.event(read_event(event, first=n == 0))
+    if last is not None and not isinstance(last, BadFrame):
+        reader.event(last)
     return reader.attempt()
 
 

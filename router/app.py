@@ -307,7 +307,7 @@ class RouterShell:
         if p.stream:
             budget_s = p.route.first_chunk_budget(tier_no, settings.first_chunk_budget_s)
             result = await try_stream(self.client, url, sent, headers, budget_s, self.clock.monotonic,
-                                      settings.idle_timeout_s, fail_over_empty=another)
+                                      settings.idle_timeout_s, fail_over_empty=another, read_all=settings.judge)
         else:
             result = await try_once(self.client, url, sent, headers, settings.request_timeout_s, self.clock.monotonic)
         if isinstance(result, TierFailure) and result.reason.is_routers_own:
@@ -425,8 +425,8 @@ class RouterShell:
             why = str(ended) if ended is not None else "" if relayed.completed else "client_gone"
             w.ended(tier_no, why, (gate.prompt_tokens, gate.completion_tokens))
             self._finish(w)
-            if judge and relayed.completed and ended is None:
-                self.judge.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.kept, relayed.cut,
+            if judge and relayed.answer is not None and ended is None:
+                self.judge.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.answer,
                                                 p.tools, p.response_format))
 
         keep = self.routes.settings.judge_keep_bytes if judge else 0

@@ -2,10 +2,11 @@
 
 A non-streamed answer is judged before it is sent (`verdicts`, on the request's path: the walk may ask the next
 tier for a better one). A streamed answer is judged after its last byte went to the client, off the client's
-path: the relay hands over the bytes it forwarded (up to `judge_keep_bytes`) through a bounded queue
-(`later`: never waits; a full queue drops the answer and counts it), and one task on the event loop folds and
-judges them in slices, yielding between slices, so no client waits behind a long answer. Each verdict goes to
-the attempt observer (live counts per endpoint and class, metrics).
+path: the relay folds the events its gate already read (router/stream.py `Gate.read_all`: each event is parsed
+once, for the gate and the judge alike) as they go by, up to `judge_keep_bytes`, and hands the folded answer
+over through a bounded queue (`later`: never waits; a full queue drops the answer and counts it); one task on
+the event loop judges them one at a time, yielding between answers. Each verdict goes to the attempt observer
+(live counts per endpoint and class, metrics).
 
 Schemas come from clients: each distinct one is interned to one object (bounded, least recently used dropped),
 so the canary's validator cache (tasks/core/contracts/structured.py, keyed by object) compiles it once. A
@@ -25,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from router.answer import AnswerReader, Expectations, Verdict, check, expectations
+from router.answer import Expectations, Verdict, check, expectations
 from router.attempts import AttemptObserver, JudgedAnswer
 from router.metrics import RouterMetrics
 from router.routes import Route
@@ -34,17 +35,12 @@ from tasks.core.types import Attempt
 
 log = logging.getLogger("router.judge")
 
-#: Bytes of a streamed answer parsed between two yields to the event loop.
-SLICE_BYTES = 16 * 1024
-
-
 @dataclass(frozen=True, slots=True)
 class StreamedAnswer:
     route: Route
     tier_no: int
     provider: str | None
-    raw: bytes  # what the client received (up to the cap)
-    cut: bool  # more went by than was kept
+    answer: Attempt  # what the client received, folded by the relay (router/answer.py `AnswerReader`)
     tools: Any  # the client's `tools` and `response_format`, as sent
     response_format: Any
 
@@ -106,24 +102,16 @@ class Judge:
         return True
 
     async def _judge_stream(self, answer: StreamedAnswer) -> None:
-        reader = AnswerReader()
-        reader.cut = answer.cut
-        raw = answer.raw
-        for start in range(0, len(raw), SLICE_BYTES):
-            started = self._clock()
-            reader.feed(raw[start : start + SLICE_BYTES])
-            self.cpu_s += self._clock() - started
-            await asyncio.sleep(0)
         started = self._clock()
-        if not answer.cut:
-            reader.close()
         try:
             expected = self.expectations(answer.tools, answer.response_format)
         except (ValueError, TypeError, RecursionError):
             expected = Expectations()
-        attempt = reader.attempt()
         self.cpu_s += self._clock() - started
-        self.record(answer.route, answer.tier_no, reader.provider, self.verdicts(attempt, expected))
+        attempt = answer.answer
+        provider = attempt.served_provider  # the provider the chunks named
+        self.record(answer.route, answer.tier_no, provider, self.verdicts(attempt, expected))
+        await asyncio.sleep(0)
 
     async def run(self) -> None:
         """Judge queued answers, one at a time, for ever (cancelled at shutdown, after `drain`)."""

@@ -38,7 +38,7 @@ A finish chunk means the answer is whole: whatever the connection does afterward
 never terminated, silence past the idle budget, the usage chunk cut halfway), the client's stream ends cleanly
 with the `[DONE]` the upstream did not send, and the attempt counts `ok`.
 
-What one event is (`classify`, `Kind`) is read by router/stream_events.py.
+Events are cut and read as the probe reads them (tasks/core/wire/sse.py); their `Kind`: router/stream_events.py.
 """
 
 from __future__ import annotations
@@ -57,13 +57,14 @@ from router.stream_events import (
     error_code,
     error_summary,
     finish_reason,
-    last_boundary,
+    kind_of,
     may_change_state,
+    native_error,
     plain_text_only,
-    split_events,
     usage_tokens,
 )
-from tasks.core.classify import MASKING_FINISH_REASONS, names_upstream_failure
+from tasks.core.classify import MASKING_FINISH_REASONS
+from tasks.core.wire.sse import Chunk, Event, last_boundary, read_event, split_events
 
 #: Bytes held before the commit (comments, empty chunks); past it the upstream is treated as broken.
 MAX_HELD_BYTES = 1 << 20
@@ -79,14 +80,20 @@ class Phase(StrEnum):
     CLOSED = "closed"  # terminal: the caller stops reading
 
 
+#: One event as the gate read it: its size in bytes and what it carries (tasks/core/wire/sse.py `read_event`).
+Frame = tuple[int, Event | None]
+
+
 @dataclass(frozen=True, slots=True)
 class Commit:
     data: bytes  # everything held so far plus the first content chunk
+    frames: tuple[Frame, ...] = ()  # `Gate.read_all`: the events of `data`, as read
 
 
 @dataclass(frozen=True, slots=True)
 class Send:
     data: bytes
+    frames: tuple[Frame, ...] = ()  # `Gate.read_all`: the events of `data`, as read
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +133,8 @@ class Gate:
     native_error: str | None = None  # a native_finish_reason naming an upstream error (e.g. network_error)
     error_code: int | None = None  # the code of the upstream's own error chunk after the commit
     fail_over_empty: bool = False  # another tier could answer: an empty `stop` before any output fails over
-
-
-def native_error(chunk: dict[str, Any] | None) -> str | None:
-    """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
-    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"`. The rule is the
-    probe's (tasks/core/classify.py)."""
-    for choice in (chunk or {}).get("choices") or []:
-        native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
-        if isinstance(native, str) and names_upstream_failure(native):
-            return native[:40]
-    return None
+    read_all: bool = False  # read every event after the commit too and hand the frames on (the judge reads them)
+    held_frames: tuple[Frame, ...] = ()  # `read_all`: the held events, as read
 
 
 def _meta(gate: Gate, chunk: dict[str, Any] | None) -> Gate:
@@ -161,7 +159,7 @@ def _fail(cause: Cause, detail: str, word: object = None) -> FailOver:
 EXPLAINED_EMPTY = frozenset({"length", "content_filter"})
 
 
-def _empty_finish(gate: Gate, chunk: dict[str, Any], raw: bytes) -> tuple[Gate, list[Action]]:
+def _empty_finish(gate: Gate, chunk: dict[str, Any], raw: bytes, frame: Frame) -> tuple[Gate, list[Action]]:
     """A finish before any output (module docstring): an upstream failure, an empty answer, or the commit."""
     native = native_error(chunk)
     finish = finish_reason(chunk)
@@ -170,26 +168,31 @@ def _empty_finish(gate: Gate, chunk: dict[str, Any], raw: bytes) -> tuple[Gate, 
         return closed, [FailOver(reasons.native(native), f"native_finish_reason ({native}), no content")]
     if gate.fail_over_empty and finish not in EXPLAINED_EMPTY:
         return closed, [_fail(Cause.EMPTY_ANSWER, f"finish_reason ({finish}), no content or tool call")]
-    return replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", finished=True), [Commit(gate.held + raw)]
+    committed = replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", held_frames=(), finished=True)
+    return committed, [Commit(gate.held + raw, _frames(gate, frame))]
+
+
+def _frames(gate: Gate, frame: Frame) -> tuple[Frame, ...]:
+    return (*gate.held_frames, frame) if gate.read_all else ()
 
 
 def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
-    kind, chunk = classify(raw)
+    event = read_event(raw, first=not gate.held, max_bytes=MAX_PENDING_BYTES)
+    kind, chunk = kind_of(event)
+    frame = (len(raw), event)
     if kind in (Kind.KEEPALIVE, Kind.EMPTY):
-        gate = replace(_meta(gate, chunk), held=gate.held + raw)
+        gate = replace(_meta(gate, chunk), held=gate.held + raw, held_frames=_frames(gate, frame))
         if len(gate.held) > MAX_HELD_BYTES:
             return replace(gate, phase=Phase.CLOSED), [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, "too much preamble")]
         return gate, []
     if kind is Kind.CONTENT:
         assert chunk is not None
         finished = finish_reason(chunk) is not None
-        first = gate.held + raw
-        return replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", finished=finished), [
-            Commit(first)
-        ]
+        committed = replace(_meta(gate, chunk), phase=Phase.COMMITTED, held=b"", held_frames=(), finished=finished)
+        return committed, [Commit(gate.held + raw, _frames(gate, frame))]
     if kind is Kind.FINISH:
         assert chunk is not None
-        return _empty_finish(gate, chunk, raw)
+        return _empty_finish(gate, chunk, raw, frame)
     closed = replace(gate, phase=Phase.CLOSED)
     if kind is Kind.DONE:
         return closed, [_fail(Cause.STREAM_ENDED_BEFORE_COMMIT, "[DONE] before any content")]
@@ -200,23 +203,23 @@ def _waiting_event(gate: Gate, raw: bytes) -> tuple[Gate, list[Action]]:
 
 def _committed_event(gate: Gate, raw: bytes) -> tuple[Gate, Kind]:
     """Fast path: most chunks are plain text deltas; parse only the ones that can change the state."""
-    if b"[DONE]" in raw:
-        kind, _ = classify(raw)
-        if kind is Kind.DONE:
-            return replace(gate, done=True), kind
-    if may_change_state(raw):
-        kind, chunk = classify(raw)
-        prompt, completion = usage_tokens(chunk)
-        if prompt is not None or completion is not None:
-            gate = replace(gate, prompt_tokens=prompt, completion_tokens=completion)
-        if kind is Kind.ERROR:
-            return replace(gate, errored=True, error_code=error_code(chunk)), kind
-        if chunk is not None and any(
-            isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
-        ):
-            return replace(gate, finished=True, native_error=native_error(chunk) or gate.native_error), kind
-        return gate, kind
+    if b"[DONE]" in raw or may_change_state(raw):
+        return _committed_kind(gate, *classify(raw, max_bytes=MAX_PENDING_BYTES))
     return gate, Kind.CONTENT
+
+
+def _committed_kind(gate: Gate, kind: Kind, chunk: dict[str, Any] | None) -> tuple[Gate, Kind]:
+    """What a committed event changes: the end ([DONE]), the usage, the upstream's own error, a finish."""
+    if kind is Kind.DONE:
+        return replace(gate, done=True), kind
+    prompt, completion = usage_tokens(chunk)
+    if prompt is not None or completion is not None:
+        gate = replace(gate, prompt_tokens=prompt, completion_tokens=completion)
+    if kind is Kind.ERROR:
+        return replace(gate, errored=True, error_code=error_code(chunk)), kind
+    if chunk is not None and any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []):
+        return replace(gate, finished=True, native_error=native_error(chunk) or gate.native_error), kind
+    return gate, kind
 
 
 def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
@@ -224,16 +227,17 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
     if gate.phase is Phase.CLOSED:
         return gate, []
     buffer = gate.pending + data
-    if gate.phase is Phase.COMMITTED and len(buffer) <= MAX_PENDING_BYTES:
+    if gate.phase is Phase.COMMITTED and not gate.read_all and len(buffer) <= MAX_PENDING_BYTES:
         # fast path after the commit: forward every complete event at once, parse nothing
         cut = last_boundary(buffer)
         if plain_text_only(buffer[:cut]):
             gate = replace(gate, pending=buffer[cut:]) if gate.pending or cut != len(buffer) else gate
             return gate, [Send(buffer[:cut])] if cut else []
     events, rest = split_events(buffer)
-    gate = replace(gate, pending=rest)
+    gate = replace(gate, pending=rest) if rest or gate.pending else gate
     actions: list[Action] = []
     out = bytearray()
+    frames: list[Frame] = []
     for raw in events:
         if gate.phase is Phase.WAITING:
             gate, acts = _waiting_event(gate, raw)
@@ -241,13 +245,21 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
             if gate.phase is Phase.CLOSED:
                 return gate, actions
         elif gate.phase is Phase.COMMITTED:
-            gate, kind = _committed_event(gate, raw)
+            if gate.read_all:  # every event read once, its frame handed on; classified only if it can matter
+                event = read_event(raw, max_bytes=MAX_PENDING_BYTES)
+                frames.append((len(raw), event))
+                if isinstance(event, Chunk) and not may_change_state(raw):
+                    kind = Kind.CONTENT
+                else:
+                    gate, kind = _committed_kind(gate, *kind_of(event))
+            else:
+                gate, kind = _committed_event(gate, raw)
             out += raw
             if kind is Kind.DONE:
                 gate = replace(gate, phase=Phase.CLOSED)
                 break
     if out:
-        actions.append(Send(bytes(out)))
+        actions.append(Send(bytes(out), tuple(frames)))
     if gate.phase is Phase.CLOSED:
         actions.append(Finish())
     elif len(gate.pending) > MAX_PENDING_BYTES:
@@ -270,9 +282,7 @@ def error_chunk(gate: Gate, reason: FailoverReason, now_s: int) -> bytes:
         "model": gate.model or "",
         "provider": gate.provider or "",
         **records.error_body(status, message, code=code, error_type=error_type, router_reason=str(reason)),
-        "choices": [
-            {"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}
-        ],
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error", "native_finish_reason": "error"}],
     }
     return b"data: " + json.dumps(chunk, separators=(",", ":")).encode("utf-8") + b"\n\n"
 
@@ -291,7 +301,7 @@ def _flush_pending_at_eof(gate: Gate) -> tuple[Gate, list[Action]]:
     """A last event without its blank line is processed only when it is a whole, valid event."""
     if not gate.pending.strip():
         return replace(gate, pending=b""), []
-    kind, _ = classify(gate.pending)
+    kind, _ = classify(gate.pending, first=gate.phase is Phase.WAITING and not gate.held, max_bytes=MAX_PENDING_BYTES)
     if kind is Kind.BAD and gate.phase is Phase.WAITING:  # a 200 that is no event stream (an HTML page)
         detail = gate.pending[:80].decode("utf-8", "replace")
         return replace(gate, phase=Phase.CLOSED, pending=b""), [_fail(Cause.BAD_FRAME_BEFORE_COMMIT, detail)]

@@ -1,19 +1,25 @@
 """What one complete SSE event of an upstream stream is, read from its bytes (pure; router/stream.py's gate uses it).
 
-`split_events` cuts a buffer into complete events (bytes untouched); `classify` says what one event is (a
+The wire is read by tasks/core/wire/ (the probe reads it there too): `split_events` cuts a buffer into complete
+events (bytes untouched), `read_event` says what one carries. `classify` says what that is to the gate (a
 keep-alive, an empty chunk, the first content, [DONE], an error, a bad frame). The fast-path helpers let the
 gate forward plain text deltas after the commit without parsing them.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
+from tasks.core.classify import names_upstream_failure
+from tasks.core.wire.chunks import chunk_has_output, chunk_usage, error_code, finish_reason
+from tasks.core.wire.sse import DEFAULT_MAX_LINE_BYTES, BadFrame, Done, Event, read_event
+
+__all__ = ["Kind", "classify", "error_code", "error_summary", "finish_reason", "kind_of", "may_change_state",
+           "native_error", "plain_text_only", "usage_tokens"]
+
 _FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
 
 
@@ -22,95 +28,51 @@ class Kind(StrEnum):
 
     KEEPALIVE = "keepalive"  # comments only, or no data line
     EMPTY = "empty"  # a chunk with nothing to show: role-only, empty content, usage-only
-    CONTENT = "content"  # the commit point: content, reasoning or a tool call
+    CONTENT = "content"  # the commit point: text or a tool call (tasks/core/wire/chunks.py `chunk_has_output`)
     FINISH = "finish"  # a finish_reason (not "error") and no output in it: the commit point, or an empty answer
     DONE = "done"  # data: [DONE]
     ERROR = "error"  # a top-level "error" object (or finish_reason "error")
     BAD = "bad"  # a data line that is not a JSON object
 
-def event_data(raw: bytes) -> bytes | None:
-    """The joined `data:` payload of one event, or None when it has no data line (a comment)."""
-    parts = []
-    for line in raw.splitlines():
-        if line.startswith(b"data:"):
-            value = line[5:]
-            parts.append(value[1:] if value.startswith(b" ") else value)
-    return b"\n".join(parts) if parts else None
-
-_SSE_LINE = re.compile(rb"^(:|event:|id:|retry:|event$|id$|retry$)")
-
-
-def is_sse_preamble(raw: bytes) -> bool:
-    """Whether every non-blank line of an event without data is an SSE comment or field line."""
-    return all(_SSE_LINE.match(line.strip()) for line in raw.splitlines() if line.strip())
-
-
-def _has_output(choice: Any) -> bool:
-    if not isinstance(choice, dict):
-        return False
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        for key in ("content", "reasoning", "reasoning_content", "refusal"):
-            value = delta.get(key)
-            if isinstance(value, str) and value:
-                return True
-        if delta.get("tool_calls") or delta.get("reasoning_details"):
-            return True
-    return False
-
-
 def _finishes(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("finish_reason") not in (None, "error")
 
-def classify(raw: bytes) -> tuple[Kind, dict[str, Any] | None]:
-    """Kind of one complete event, and its parsed chunk when it has one."""
-    data = event_data(raw)
-    if data is None and not is_sse_preamble(raw):
-        return Kind.BAD, None  # lines that are no SSE at all (an HTML page under HTTP 200)
-    if data is None or not data.strip():
-        return Kind.KEEPALIVE, None
-    if data.strip() == b"[DONE]":
+def classify(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_LINE_BYTES
+             ) -> tuple[Kind, dict[str, Any] | None]:
+    """Kind of one complete event, and its parsed chunk when it has one. `first`: the stream's first event (a
+    UTF-8 BOM before it is dropped); a payload over `max_bytes` is a bad frame."""
+    return kind_of(read_event(raw, first=first, max_bytes=max_bytes))
+
+
+def kind_of(event: Event | None) -> tuple[Kind, dict[str, Any] | None]:
+    """Kind of what one event carries (tasks/core/wire/sse.py `read_event`), and its chunk when it has one."""
+    if event is None:
+        return Kind.KEEPALIVE, None  # comments and other fields only
+    if isinstance(event, Done):
         return Kind.DONE, None
-    try:
-        chunk = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return Kind.BAD, None
-    if not isinstance(chunk, dict):
-        return Kind.BAD, None
+    if isinstance(event, BadFrame):
+        return Kind.BAD, None  # not JSON, not an object, not UTF-8, no SSE at all (an HTML page under HTTP 200)
+    chunk = event.data
     choices = chunk.get("choices")
     choices = choices if isinstance(choices, list) else []
     if chunk.get("error") is not None or any(
         isinstance(c, dict) and c.get("finish_reason") == "error" for c in choices
     ):
         return Kind.ERROR, chunk
-    if any(_has_output(c) for c in choices):
+    if chunk_has_output(chunk):
         return Kind.CONTENT, chunk
     if any(_finishes(c) for c in choices):
         return Kind.FINISH, chunk
     return Kind.EMPTY, chunk
 
-def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Complete events (each with its terminating blank line, bytes untouched) and the incomplete rest."""
-    events: list[bytes] = []
-    start = 0
-    for match in _EVENT_END.finditer(buffer):
-        events.append(buffer[start : match.end()])
-        start = match.end()
-    return events, buffer[start:]
-
-def error_code(chunk: dict[str, Any] | None) -> int | None:
-    """The numeric `error.code` of an error chunk, if it has one."""
-    error = chunk.get("error") if chunk else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) and not isinstance(code, bool) else None
-
-
-def finish_reason(chunk: dict[str, Any] | None) -> str | None:
-    """The first `finish_reason` a chunk's choices carry."""
+def native_error(chunk: dict[str, Any] | None) -> str | None:
+    """The `native_finish_reason` of a chunk when it names an upstream error: OpenRouter reports a failed
+    upstream hop as `finish_reason: "stop"` with `native_finish_reason: "network_error"`. The rule is the
+    probe's (tasks/core/classify.py)."""
     for choice in (chunk or {}).get("choices") or []:
-        value = choice.get("finish_reason") if isinstance(choice, dict) else None
-        if isinstance(value, str) and value:
-            return value
+        native = choice.get("native_finish_reason") if isinstance(choice, dict) else None
+        if isinstance(native, str) and names_upstream_failure(native):
+            return native[:40]
     return None
 
 
@@ -122,18 +84,9 @@ def error_summary(chunk: dict[str, Any] | None) -> str:
 
 def usage_tokens(doc: Mapping[str, Any] | None) -> tuple[int | None, int | None]:
     """`usage.prompt_tokens` and `usage.completion_tokens` of a chunk or a whole answer (the billed counts)."""
-    usage = doc.get("usage") if doc else None
-    if not isinstance(usage, dict):
-        return None, None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return (prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
-            completion if isinstance(completion, int) and not isinstance(completion, bool) else None)
+    usage = chunk_usage(doc)
+    return (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (None, None)
 
-
-def last_boundary(buffer: bytes) -> int:
-    """Index just past the last complete event in `buffer` (0 if none)."""
-    lf, crlf = buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r\n")
-    return max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
 
 def plain_text_only(events: bytes) -> bool:
     """True when no event in `events` can change the state (no [DONE], error, usage or finish_reason)."""

@@ -18,10 +18,11 @@ import httpx
 
 import router.reasons as reasons
 from router import stream as gate_fsm
+from router.answer import AnswerReader
 from router.reasons import Cause, FailoverReason
-from router.stream import Abort, Commit, FailOver, Gate, Send
+from router.stream import Abort, Commit, FailOver, Frame, Gate, Send
 from router.tiers import failover_reason
-from tasks.core.types import ErrorClass
+from tasks.core.types import Attempt, ErrorClass
 from tasks.http_errors import classify_exception
 
 #: Bytes of an upstream error body read before passing it on or failing over.
@@ -57,6 +58,7 @@ class Committed:
     first: bytes
     headers: dict[str, str]
     latency_ms: float
+    frames: tuple[Frame, ...] = ()  # `first`'s events as the gate read them (`Gate.read_all`)
 
 
 def _pass_headers(response: httpx.Response) -> dict[str, str]:
@@ -171,9 +173,11 @@ async def try_stream(
     monotonic: Callable[[], float],
     idle_timeout_s: float = 30.0,
     fail_over_empty: bool = False,
+    read_all: bool = False,
 ) -> TierFailure | Passthrough | Committed:
     """Open the upstream stream and wait for exactly one content chunk within `budget_s` (from sending).
-    `fail_over_empty`: another tier could answer, so an empty `stop` is a failover (router/stream.py)."""
+    `fail_over_empty`: another tier could answer, so an empty `stop` is a failover (router/stream.py).
+    `read_all`: the gate reads every event and hands the frames on (the judge folds them)."""
     started = monotonic()
     deadline = started + budget_s
 
@@ -207,7 +211,7 @@ async def try_stream(
                 return _error_failure(reason, error_body, elapsed_ms(), response.headers.get("retry-after"))
             return Passthrough(response.status_code, error_body, _pass_headers(response), elapsed_ms())
         chunks = _body_parts(response).__aiter__()
-        gate = Gate(fail_over_empty=fail_over_empty)
+        gate = Gate(fail_over_empty=fail_over_empty, read_all=read_all)
         while True:
             try:
                 async with asyncio.timeout(deadline - monotonic()):
@@ -224,10 +228,10 @@ async def try_stream(
                 if isinstance(action, FailOver):
                     return TierFailure(action.reason, action.detail, elapsed_ms(), provider=gate.provider)
                 if isinstance(action, Commit):
-                    first = action.data + b"".join(a.data for a in actions if isinstance(a, Send))
-                    committed = Committed(
-                        response, chunks, gate, first, _pass_headers(response), elapsed_ms()
-                    )
+                    sent = [a for a in actions if isinstance(a, Send)]
+                    first = action.data + b"".join(a.data for a in sent)
+                    frames = action.frames + tuple(f for a in sent for f in a.frames)
+                    committed = Committed(response, chunks, gate, first, _pass_headers(response), elapsed_ms(), frames)
                     response = None  # type: ignore[assignment]  # ownership moves to the caller
                     return committed
     finally:
@@ -237,13 +241,13 @@ async def try_stream(
 
 @dataclass(frozen=True)
 class Relayed:
-    """How a relayed stream ended: its gate, why the router aborted it (if it did), the bytes the client got
-    (up to the cap: `cut` when more went by), and whether the client took it to the end."""
+    """How a relayed stream ended: its gate, why the router aborted it (if it did), what the client got folded
+    for the judge (router/answer.py; None when nothing was kept or the stream did not end whole), and whether the
+    client took it to the end."""
 
     gate: Gate
     aborted: FailoverReason | None
-    kept: bytes
-    cut: bool
+    answer: Attempt | None
     completed: bool
 
 
@@ -260,19 +264,19 @@ async def relay(
     mask: Callable[[bytes], bytes] = _same,
 ) -> AsyncIterator[bytes]:
     """Everything after the commit, byte for byte but for `mask` (router/masking.py: the tier keys); an upstream
-    failure ends with one error chunk. The bytes sent are kept up to `keep_bytes` for `on_end` (one bytearray
-    append per read: the hot path stays a copy).
+    failure ends with one error chunk. With `keep_bytes`, the events the gate read (`Gate.read_all`) are folded
+    after each piece went out, up to `keep_bytes` of them (router/answer.py `AnswerReader`), for `on_end`.
 
     The idle budget is the request's httpx read timeout (set in `try_stream`).
     """
     gate = committed.gate
-    first = mask(committed.first)
-    kept = bytearray(first[:keep_bytes])
-    cut = len(first) > keep_bytes
+    reader = AnswerReader(keep_bytes=keep_bytes) if keep_bytes else None
     aborted: FailoverReason | None = None
     completed = False
     try:
-        yield first
+        yield mask(committed.first)
+        if reader is not None:
+            reader.frames(committed.frames)
         while gate.phase is gate_fsm.Phase.COMMITTED:
             try:
                 data = await committed.chunks.__anext__()
@@ -287,12 +291,9 @@ async def relay(
                 gate, actions = gate_fsm.feed(gate, data)
             for action in actions:
                 if isinstance(action, Send):
-                    data = mask(action.data)
-                    if not cut:
-                        room = keep_bytes - len(kept)
-                        kept += data[:room]
-                        cut = len(data) > room
-                    yield data
+                    yield mask(action.data)
+                    if reader is not None:
+                        reader.frames(action.frames)
                 elif isinstance(action, Abort):
                     aborted = action.reason
                     on_abort(action.reason)
@@ -300,4 +301,5 @@ async def relay(
         completed = True
     finally:
         await committed.response.aclose()
-        on_end(Relayed(gate, aborted, bytes(kept), cut, completed))
+        answer = reader.attempt() if reader is not None and completed and aborted is None else None
+        on_end(Relayed(gate, aborted, answer, completed))

@@ -20,7 +20,7 @@ httpx style); what counts as transport is decided in tasks/core/classify.py, not
 `tasks.core.http_rules.parse_retry_after`, as the router and the Slack client read it.
 
 An HTTP error's detail keeps the error object's message and the relayed cause (`metadata.provider_name` and
-`metadata.raw`, bounded: tasks/core/sse_chunks.py `chunk_error`); a redirect's keeps its Location (never followed).
+`metadata.raw`, bounded: tasks/core/wire/chunks.py `chunk_error`); a redirect's keeps its Location (never followed).
 
 A 200 that is not what was asked is recorded as `protocol_violation` (tasks/core/classify.py makes it a `fail`):
 a body whose content-type is neither an event stream nor JSON (an HTML page: its first bytes are read, up to

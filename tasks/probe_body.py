@@ -25,9 +25,9 @@ from datetime import datetime
 from typing import Any
 
 from tasks.core.http_rules import is_redirect_status, parse_retry_after
-from tasks.core.sse import SSEParser, escape_bytes
-from tasks.core.sse_chunks import chunk_error, one_line
 from tasks.core.types import ErrorClass
+from tasks.core.wire.chunks import chunk_error, one_line
+from tasks.core.wire.sse import SSEParser, escape_bytes
 from tasks.probe_record import AttemptRecorder
 
 #: Bytes of a non-200 (or non-SSE 200) body read for its error message; the rest is never read.

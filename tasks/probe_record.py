@@ -1,9 +1,10 @@
 """Folding what a probe's wire shows into an `Attempt` (pure: no I/O, no clock; times are passed in).
 
-`AttemptRecorder` is fed SSE events (tasks.core.sse) or whole chunks with the monotonic time they arrived, and
+`AttemptRecorder` is fed SSE events (tasks.core.wire.sse) or whole chunks with the monotonic time they arrived, and
 `to_attempt` freezes the result. Rules that live here:
 
-* TTFT is the arrival time of the first chunk whose delta carries non-empty content or reasoning, from
+* TTFT is the arrival time of the first chunk that carries text (tasks/core/wire/chunks.py `chunk_has_text`:
+  non-empty content, refusal or reasoning, the router's commit rule but for tool calls), from
   `ttft_from` (the request's start `t0`, or when the request was written to the socket, if the shell knows it).
 * Text and reasoning are capped at `cap_bytes` of UTF-8, cut on a character boundary (`text_truncated`).
 * The first wire fault wins (`fail`), except that a bad frame yields to anything worse that follows.
@@ -12,20 +13,22 @@
   seen, its first bytes escaped, byte counts) and the stream is over (`on_event` returns True: stop
   reading). A line cut by the end of the stream is a `stream_cut`. A stray non-SSE line after data began is
   ignored, as the SSE spec ignores unknown fields.
-* Tool calls are assembled by ``index``: the first non-empty ``id`` and ``name`` of an index win, its
-  ``arguments`` fragments are concatenated in arrival order (capped like the text; a cut sets
-  ``text_truncated``). Tool-call deltas carry no text, so they never set TTFT.
+* What the chunks add up to (text, reasoning, tool calls by ``index``, finish reasons, usage, the provider) is
+  folded by tasks/core/wire/fold.py, the fold the router's judge uses too (a cut sets ``text_truncated``).
+  Tool-call deltas carry no text, so they never set TTFT.
 * Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact` (with the
   API key) before anything judges or cuts them: evidence excerpts are cut from redacted text, never a secret.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
-from tasks.core.sse import (
+from tasks.core.types import Attempt, Endpoint, ErrorClass
+from tasks.core.wire.chunks import chunk_has_text, one_line
+from tasks.core.wire.fold import ChunkFold
+from tasks.core.wire.sse import (
     DEFAULT_MAX_LINE_BYTES,
     BadFrame,
     Chunk,
@@ -35,35 +38,26 @@ from tasks.core.sse import (
     SSEEvent,
     escape_bytes,
 )
-from tasks.core.sse_chunks import chunk_error, chunk_finish, chunk_provider, delta_text, one_line
-from tasks.core.sse_tools import CappedText, ToolCallAssembler, delta_tool_calls
-from tasks.core.types import Attempt, Endpoint, ErrorClass, Usage
 from tasks.secrets import redact, redact_opt
 
 
-class AttemptRecorder:
-    """Folds what the wire shows into the fields of an `Attempt` (the mutable half of the shell)."""
+class AttemptRecorder(ChunkFold):
+    """Folds what the wire shows into the fields of an `Attempt` (the mutable half of the shell): the fold the
+    router's judge uses too (tasks/core/wire/fold.py) plus the probe's rules about faults and time."""
 
     def __init__(self, *, cap_bytes: int, t0: float, secret: str = "") -> None:
+        super().__init__(cap_bytes)
         self.cap_bytes, self.t0, self._secret = cap_bytes, t0, secret
         self.ttft_from = t0  # TTFT's origin: the request's start, or when it was sent (tasks/probe_stream.py)
         self.http_status: int | None = None
         self.ttft_ms: float | None = None
-        self.chunk_count = 0
         self.keepalive_count = 0
-        self.finish_reason: str | None = None
-        self.native_finish_reason: str | None = None
-        self.provider: str | None = None
-        self.usage = Usage()
         self.done = False
         self.error_class: ErrorClass | None = None
         self.error_code: int | None = None
         self.error_detail: str | None = None
         self.retry_after_s: float | None = None
         self.bytes_read = 0  # body bytes received so far (the probe adds them as they arrive)
-        self._text = CappedText(cap_bytes)
-        self._reasoning = CappedText(cap_bytes)
-        self._tool_calls = ToolCallAssembler(cap_bytes)
 
     def elapsed_ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -115,29 +109,11 @@ class AttemptRecorder:
 
     def on_chunk(self, chunk: dict[str, Any], now: float) -> None:
         """Apply one chunk (or a whole non-streamed completion / error body) that arrived at `now`."""
-        self.chunk_count += 1
-        self.provider = self.provider or chunk_provider(chunk)
-        error = chunk_error(chunk)
+        if self.ttft_ms is None and chunk_has_text(chunk):
+            self.ttft_ms = (now - self.ttft_from) * 1000.0
+        error = self.add(chunk)
         if error is not None:
             self.fail(ErrorClass.MIDSTREAM_ERROR, code=error[0], detail=error[1] or "error chunk")
-        content, reasoning = delta_text(chunk)
-        if (content or reasoning) and self.ttft_ms is None:
-            self.ttft_ms = (now - self.ttft_from) * 1000.0
-        self._text.add(content)
-        self._reasoning.add(reasoning)
-        for fragment in delta_tool_calls(chunk):
-            self._tool_calls.add(fragment.index, fragment.id, fragment.name, fragment.arguments)
-        finish, native = chunk_finish(chunk)
-        self.finish_reason = finish or self.finish_reason
-        self.native_finish_reason = native or self.native_finish_reason
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = Usage(
-                prompt_tokens=_int(usage.get("prompt_tokens")),
-                completion_tokens=_int(usage.get("completion_tokens")),
-                total_tokens=_int(usage.get("total_tokens")),
-                cost=_float(usage.get("cost")),
-            )
 
     def to_attempt(
         self, *, round_id: str, endpoint: Endpoint, contract: str, attempt_no: int, started_at: datetime,
@@ -149,19 +125,9 @@ class AttemptRecorder:
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
             finish_reason=redact_opt(self.finish_reason), native_finish_reason=redact_opt(self.native_finish_reason),
-            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self._text.value()),
-            text_truncated=self._text.truncated or self._reasoning.truncated or self._tool_calls.truncated,
-            reasoning=redact(self._reasoning.value()), error_class=self.error_class, error_code=self.error_code,
-            error_detail=self.error_detail, retry_after_s=self.retry_after_s,
-            tool_calls=self._tool_calls.value(),
+            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self.text.value()),
+            text_truncated=self.text.truncated or self.reasoning.truncated or self.tool_calls.truncated,
+            reasoning=redact(self.reasoning.value()), error_class=self.error_class, error_code=self.error_code,
+            error_detail=self.error_detail, retry_after_s=self.retry_after_s, tool_calls=self.calls(),
         )
 
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None

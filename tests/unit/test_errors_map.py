@@ -17,8 +17,8 @@ from tasks.config import CanaryConfig
 from tasks.core.classify import ERROR_OUTCOMES, exchange_judgement, is_transport
 from tasks.core.contracts import probed, spec_of
 from tasks.core.judge import judge_round
-from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
+from tasks.core.wire.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
 from tasks.probe_record import AttemptRecorder
 
 MID = ErrorClass.MIDSTREAM_ERROR

@@ -168,14 +168,8 @@ def test_real_answers_are_answers() -> None:
         assert a.masked_failure(a.read_json(doc)) is None, doc
 
 
-def stream(name: str, slices: int = 7) -> a.Attempt:
-    data = (CAPTURES / name).read_bytes()
-    reader = a.AnswerReader()
-    step = max(1, len(data) // slices)
-    for start in range(0, len(data), step):
-        reader.feed(data[start:start + step])
-    reader.close()
-    return reader.attempt()
+def stream(name: str) -> a.Attempt:
+    return a.read_stream((CAPTURES / name).read_bytes())
 
 
 @pytest.mark.parametrize("name", ["opencode-openai-tool-call", "opencode-gpt55-tool-call",

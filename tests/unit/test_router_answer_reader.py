@@ -13,6 +13,7 @@ import router.answer as a
 from router.reasons import error_in_200
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Attempt, ErrorClass, ToolCall
+from tasks.core.wire.sse import read_event, split_events
 
 pytestmark = pytest.mark.unit
 
@@ -78,9 +79,21 @@ def test_the_last_event_without_its_blank_line_counts_unless_the_router_cut_what
         "name": "f", "arguments": "x" * 20}}], finish="tool_calls")]),  # a call's arguments passed it
 ], ids=["text", "tool-arguments"])
 def test_an_answer_past_the_cap_is_marked_truncated(reader: a.AnswerReader, feed: list[dict[str, Any]]) -> None:
-    reader.feed(sse(*feed))
-    reader.close()
+    events, _ = split_events(sse(*feed))
+    reader.frames((len(raw), read_event(raw)) for raw in events)
     assert reader.attempt().text_truncated is True
+
+
+def test_frames_past_the_kept_bytes_are_not_read_and_the_answer_is_cut() -> None:
+    events, _ = split_events(sse(delta("Hello"), delta(" world"), delta(finish="stop")))
+    frames = [(len(raw), read_event(raw)) for raw in events]
+    reader = a.AnswerReader(keep_bytes=len(events[0]) + len(events[1]) - 1)
+    reader.frames(frames[:1])
+    reader.frames(frames[1:])
+    assert (reader.attempt().text, reader.attempt().text_truncated, reader.finish_reason) == ("Hello", True, None)
+    whole = a.AnswerReader(keep_bytes=sum(len(raw) for raw in events))
+    whole.frames(frames)
+    assert (whole.attempt().text, whole.attempt().text_truncated, whole.finish_reason) == ("Hello world", False, "stop")
 
 
 # -- what the request expects ------------------------------------------------------------------------------

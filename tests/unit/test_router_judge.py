@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from router import judging
-from router.answer import Expectations, Verdict
+from router.answer import Expectations, Verdict, read_stream
 from router.attempts import AttemptObserver, JudgedAnswer, TierAttempt
 from router.metrics import RouterMetrics
 from router.routes import Route, Tier
@@ -78,7 +78,7 @@ def delta(content: str | None = None, finish: str | None = None, calls: list[dic
 
 def streamed(raw: bytes, cut: bool = False, tools: Any = None, response_format: Any = None,
              tier_no: int = 2) -> judging.StreamedAnswer:
-    return judging.StreamedAnswer(ROUTE, tier_no, None, raw, cut, tools, response_format)
+    return judging.StreamedAnswer(ROUTE, tier_no, None, read_stream(raw, cut=cut), tools, response_format)
 
 
 def by_class(found: JudgedAnswer) -> dict[str, str]:
@@ -140,20 +140,17 @@ def test_a_check_that_raises_is_counted_and_gives_no_verdict() -> None:
     assert sink.answers == []  # nothing judged, nothing counted
 
 
-def test_a_streamed_answer_is_judged_in_slices_as_if_whole() -> None:
+def test_a_streamed_answer_folded_by_the_relay_is_judged_whole() -> None:
     j, sink, metrics = judge(clock=Ticks())
-    words = "All is well here. " * 3000  # > 3 slices
+    words = "All is well here. " * 3000
     raw = sse(delta("Hi. "), *(delta(words[i:i + 5000]) for i in range(0, len(words), 5000)), delta(finish="stop"))
-    assert len(raw) > 3 * judging.SLICE_BYTES
     asyncio.run(judged_all(j, streamed(raw)))
     [found] = sink.answers
     assert (found.route, found.tier_no, found.provider) == (ROUTE, 2, "Alpha")  # the provider the chunks named
     assert by_class(found) == {"empty": "ok", "encoding": "ok"}
-    slices = -(-len(raw) // judging.SLICE_BYTES)
-    # one tick per slice, one for the end, one for the checks: the CPU the judge spent, and per answer
-    assert (j.judged, j.errors, j.dropped) == (1, 0, 0) and j.cpu_s == slices + 2
-    assert j.health() == {"queued": 0, "judged": 1, "dropped": 0, "errors": 0,
-                          "cpu_ms_per_answer": round((slices + 2) * 1000.0, 3)}
+    # one tick for the request's expectations, one for the checks: the CPU the judge spent, and per answer
+    assert (j.judged, j.errors, j.dropped) == (1, 0, 0) and j.cpu_s == 2
+    assert j.health() == {"queued": 0, "judged": 1, "dropped": 0, "errors": 0, "cpu_ms_per_answer": 2000.0}
     assert unjudged(metrics, "error") == unjudged(metrics, "queue_full") == 0
 
 
@@ -185,7 +182,7 @@ def test_a_clients_schema_too_deep_to_read_still_gets_the_other_verdicts() -> No
 
 def test_an_answer_the_judge_cannot_read_is_counted_and_the_next_one_is_judged() -> None:
     j, sink, metrics = judge()
-    bad = judging.StreamedAnswer(ROUTE, 1, None, "not bytes", False, None, None)  # type: ignore[arg-type]
+    bad = judging.StreamedAnswer(ROUTE, 1, None, "not an answer", None, None)  # type: ignore[arg-type]
     asyncio.run(judged_all(j, bad, streamed(sse(delta("Fine."), delta(finish="stop")))))
     assert (j.errors, unjudged(metrics, "error"), len(sink.answers)) == (1, 1.0, 1)
 

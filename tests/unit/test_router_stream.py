@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from router import stream as g
 from router.stream import Abort, Commit, FailOver, Finish, Gate, Phase, Send
 from router.stream_events import Kind, classify
+from tasks.core.wire.sse import Chunk
 
 pytestmark = pytest.mark.unit
 
@@ -44,8 +45,8 @@ USAGE = chunk(
 ERROR = chunk({"content": ""}, "error", error={"code": 429, "message": "Rate limit exceeded"})
 
 
-def run(parts: list[bytes], end: str = "eof") -> tuple[Gate, list[g.Action]]:
-    gate, actions = Gate(), []
+def run(parts: list[bytes], end: str = "eof", read_all: bool = False) -> tuple[Gate, list[g.Action]]:
+    gate, actions = Gate(read_all=read_all), []
     for part in parts:
         gate, acts = g.feed(gate, part)
         actions += acts
@@ -180,8 +181,31 @@ def test_crlf_framing_is_understood() -> None:
     assert gate.phase is Phase.COMMITTED and isinstance(actions[0], Commit)
 
 
+def test_bare_cr_framing_is_understood_as_the_probe_understands_it() -> None:
+    """WHATWG ends a line at a bare CR too (tests/unit/test_sse.py `bare-cr`, the probe's reader): the gate
+    commits on the first content event and forwards the bytes untouched."""
+    wire = (KEEPALIVE + ROLE + HELLO + STOP + DONE).replace(b"\n", b"\r")
+    gate, actions = run([wire])
+    assert isinstance(actions[0], Commit) and actions[0].data == (KEEPALIVE + ROLE + HELLO).replace(b"\n", b"\r")
+    assert client_bytes(actions) == wire and gate.done
+
+
+def test_a_bom_before_the_first_event_is_no_bad_frame() -> None:
+    _, actions = run([b"\xef\xbb\xbf" + KEEPALIVE + HELLO + DONE])
+    assert isinstance(actions[0], Commit) and client_bytes(actions).endswith(HELLO + DONE)
+
+
+@pytest.mark.parametrize("raw", [b"data:\n\n", b"data: " + b"[" * 100_000 + b"\n\n"], ids=["empty", "deep"])
+def test_a_data_event_that_is_no_json_object_before_the_commit_fails_over(raw: bytes) -> None:
+    """The official client parses every data payload as JSON: an empty one would break it."""
+    _, actions = run([KEEPALIVE + raw + HELLO])
+    assert isinstance(actions[0], FailOver) and str(actions[0].reason) == "bad_frame_before_commit"
+
+
 STREAMS = {
     "complete": [KEEPALIVE, ROLE, HELLO, WORLD, STOP, USAGE, DONE],
+    "bare-cr": [e.replace(b"\n", b"\r") for e in (KEEPALIVE, ROLE, HELLO, WORLD, STOP, USAGE, DONE)],
+    "crlf-then-lf": [e.replace(b"\n", b"\r\n") for e in (KEEPALIVE, ROLE, HELLO)] + [WORLD, STOP, DONE],
     "cut": [KEEPALIVE, ROLE, HELLO, WORLD],
     "no-content": [KEEPALIVE, ROLE, ROLE],
 }
@@ -202,6 +226,21 @@ def test_any_split_of_the_bytes_gives_the_same_client_output(name: str, cuts: li
     assert [type(a) for a in actions if isinstance(a, FailOver | Finish | Abort)] == [
         type(a) for a in reference if isinstance(a, FailOver | Finish | Abort)
     ]
+    read_gate, read = run(parts, read_all=True)  # the judge's frames change nothing on the wire
+    assert client_bytes(read) == client_bytes(reference) and [type(a) for a in read] == [type(a) for a in actions]
+    for action in read:
+        if isinstance(action, Commit | Send) and action.data != g.DONE:
+            assert sum(size for size, _ in action.frames) == len(action.data)
+    assert (read_gate.done, read_gate.finished, read_gate.prompt_tokens) == (
+        run([whole])[0].done, run([whole])[0].finished, run([whole])[0].prompt_tokens)
+
+
+def test_read_all_hands_on_every_event_once_as_read() -> None:
+    _, actions = run([KEEPALIVE + ROLE + HELLO, WORLD + b"data: {broken\n\n", USAGE + DONE], read_all=True)
+    frames = [event for a in actions if isinstance(a, Commit | Send) for _, event in a.frames]
+    assert [type(e).__name__ for e in frames] == ["NoneType", "Chunk", "Chunk", "Chunk", "BadFrame", "Chunk", "Done"]
+    assert [json.dumps(e.data).encode() in raw for e, raw in zip(frames[1:4], (ROLE, HELLO, WORLD), strict=True)
+            if isinstance(e, Chunk)] == [True] * 3
 
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"

@@ -12,7 +12,8 @@ import pytest
 
 from router import reasons
 from router import stream as g
-from router.stream_events import Kind, classify, event_data, finish_reason, last_boundary, usage_tokens
+from router.stream_events import Kind, classify, finish_reason, usage_tokens
+from tasks.core.wire.sse import BadFrame, Chunk, FrameProblem, last_boundary, read_event
 
 pytestmark = pytest.mark.unit
 
@@ -205,17 +206,23 @@ def test_an_error_finish_without_an_error_object_is_an_error() -> None:
     assert classify(choice({}, "error"))[0] is Kind.ERROR
 
 
-@pytest.mark.parametrize(("raw", "payload"), [
-    (b"data: x\n\n", b"x"), (b"data:x\n\n", b"x"), (b"data:  x\n\n", b" x"),
-    (b"data: {\"a\":\ndata: 1}\n\n", b"{\"a\":\n1}"), (b": comment\n\n", None),
+@pytest.mark.parametrize(("raw", "event"), [
+    (b'data: {"a":1}\n\n', Chunk({"a": 1})), (b'data:{"a":1}\n\n', Chunk({"a": 1})),
+    (b'data:  {"a":1}\n\n', Chunk({"a": 1})), (b'data: {"a":\ndata: 1}\n\n', Chunk({"a": 1})),
+    (b'data: {"a":\rdata: 1}\r\r', Chunk({"a": 1})), (b": comment\n\n", None), (b"event: x\r\n\r\n", None),
 ])
-def test_the_data_of_an_event(raw: bytes, payload: bytes | None) -> None:
-    assert event_data(raw) == payload
+def test_the_data_of_an_event(raw: bytes, event: object) -> None:
+    assert read_event(raw) == event
+
+
+def test_an_event_of_no_sse_lines_is_a_bad_frame() -> None:
+    found = read_event(b"<html>\n\n")
+    assert isinstance(found, BadFrame) and found.problem is FrameProblem.NOT_SSE
 
 
 @pytest.mark.parametrize(("buffer", "end"), [
     (b"abc", 0), (b"\n\nabc", 2), (b"\n\r\nabc", 3), (b"a\n\nb\n\nc", 6), (b"a\r\n\r\nb\r\n\r\nc", 10),
-    (b"a\n\r\nb\n\nc", 7),
+    (b"a\n\r\nb\n\nc", 7), (b"a\r\rb", 3), (b"a\r\n\rb", 4), (b"a\r\nb", 0), (b"a\n\rb\r\r", 6),
 ])
 def test_the_end_of_the_last_complete_event(buffer: bytes, end: int) -> None:
     assert last_boundary(buffer) == end

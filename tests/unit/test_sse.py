@@ -1,4 +1,4 @@
-"""tasks.core.sse: the sans-I/O SSE parser and the chunk readers.
+"""tasks.core.wire.sse: the sans-I/O SSE parser and the chunk readers.
 
 Example tests pin the wire forms of docs/openrouter-api.md section 3; Hypothesis checks that the events do
 not depend on where the bytes were split (h2/h11 style: talk about general behaviours).
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.core.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEEvent, SSEParser, escape_bytes
-from tasks.core.sse_chunks import (
+from tasks.core.wire.chunks import (
     chunk_error,
     chunk_finish,
     chunk_has_text,
@@ -23,6 +22,7 @@ from tasks.core.sse_chunks import (
     is_first_text_chunk,
     one_line,
 )
+from tasks.core.wire.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEEvent, SSEParser, escape_bytes
 
 pytestmark = pytest.mark.unit
 
@@ -272,6 +272,15 @@ def test_arbitrary_bytes_never_raise_and_split_points_do_not_matter(data: bytes,
         pytest.param({"choices": "junk"}, ("", ""), False, id="choices-not-a-list"),
         pytest.param({"choices": [{"delta": {"content": 5}}]}, ("", ""), False, id="content-not-a-string"),
         pytest.param({"choices": [{"message": {"content": "Hi"}}]}, ("Hi", ""), True, id="non-streaming"),
+        pytest.param({"choices": [{"delta": {"content": "", "refusal": "No."}}]}, ("No.", ""), True, id="refusal"),
+        pytest.param(
+            {"choices": [{"delta": {"reasoning_details": [{"type": "reasoning.encrypted", "data": "gAAA"}]}}]},
+            ("", ""), True, id="reasoning-details-only",
+        ),
+        pytest.param(
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "f"}}]}}]}, ("", ""), False,
+            id="tool-call-only",
+        ),
     ],
 )
 def test_delta_text_and_first_text(chunk: dict, text: tuple[str, str], counts: bool) -> None:

@@ -15,7 +15,6 @@ from tasks.core.classify import exchange_judgement, upstream_failure
 from tasks.core.contracts import opening, probed, spec_of, tools
 from tasks.core.contracts.textscan import MIN_BPE_SYMBOLS, scan_encoding
 from tasks.core.judge import judge_round
-from tasks.core.sse_chunks import RAW_EXCERPT_CHARS, chunk_error
 from tasks.core.types import (
     Contract,
     Endpoint,
@@ -25,6 +24,7 @@ from tasks.core.types import (
     ToolCall,
     Usage,
 )
+from tasks.core.wire.chunks import RAW_EXCERPT_CHARS, chunk_error
 
 pytestmark = pytest.mark.unit
 CFG = CanaryConfig()

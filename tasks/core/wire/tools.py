@@ -1,6 +1,6 @@
 """Tool calls on the wire, sans I/O: the fragments one chunk carries (docs/openrouter-api.md 3c).
 
-The companion of tasks/core/sse.py for ``delta.tool_calls``. `ToolCallAssembler` folds the fragments by index into
+The companion of tasks/core/wire/sse.py for ``delta.tool_calls``. `ToolCallAssembler` folds the fragments by index into
 `tasks.core.types.ToolCall` records (the probe's tasks/probe_record.py and the router's router/answer.py both use it):
 the first non-empty ``id`` and ``name`` of an index win, its ``arguments`` fragments are concatenated in arrival
 order, capped like the text (`CappedText`; a cut sets ``truncated``).
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.core.round_records import ToolCall
+from tasks.core.wire.chunks import chunk_deltas
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +28,12 @@ class ToolCallFragment:
 
 
 def delta_tool_calls(chunk: Mapping[str, Any]) -> list[ToolCallFragment]:
-    """The tool-call fragments a chunk carries (docs/openrouter-api.md 3c), in wire order.
+    """The tool-call fragments a chunk carries (`deltas_tool_calls` of its deltas)."""
+    return deltas_tool_calls(chunk_deltas(chunk))
+
+
+def deltas_tool_calls(deltas: list[dict[str, Any]]) -> list[ToolCallFragment]:
+    """The tool-call fragments a chunk's deltas carry (docs/openrouter-api.md 3c), in wire order.
 
     A stream sends ``{"index", "id", "type", "function": {"name", "arguments": ""}}`` first, then
     ``{"index", "function": {"arguments": "<piece>"}}``; a non-streamed body has whole calls in
@@ -35,24 +41,21 @@ def delta_tool_calls(chunk: Mapping[str, Any]) -> list[ToolCallFragment]:
     that are not a string (an object some upstreams send) are kept as compact JSON; anything else is "".
     """
     out: list[ToolCallFragment] = []
-    for choice in _choices(chunk):
-        delta = choice.get("delta")
-        if not isinstance(delta, Mapping):
-            delta = choice.get("message")
-        calls = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+    for delta in deltas:
+        calls = delta.get("tool_calls")
         if not isinstance(calls, list):
             continue
         for pos, call in enumerate(calls):
-            if not isinstance(call, Mapping):
+            if not isinstance(call, dict):
                 continue
             raw_index = call.get("index")
             index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else pos
             fn = call.get("function")
-            fn = fn if isinstance(fn, Mapping) else {}
+            fn = fn if isinstance(fn, dict) else {}
             name, args, call_id = fn.get("name"), fn.get("arguments"), call.get("id")
             if isinstance(args, str):
                 text = args
-            elif isinstance(args, Mapping | list):
+            elif isinstance(args, dict | list):
                 text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
             else:
                 text = ""
@@ -65,13 +68,6 @@ def delta_tool_calls(chunk: Mapping[str, Any]) -> list[ToolCallFragment]:
                 )
             )
     return out
-
-
-def _choices(chunk: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return []
-    return [c for c in choices if isinstance(c, Mapping)]
 
 
 class CappedText:
@@ -92,9 +88,10 @@ class CappedText:
         room = self.cap - self.size
         if len(raw) > room:
             piece = raw[:room].decode("utf-8", "ignore")
+            raw = piece.encode("utf-8")
             self.truncated = True
         self._parts.append(piece)
-        self.size += len(piece.encode("utf-8"))
+        self.size += len(raw)
 
     def value(self) -> str:
         return "".join(self._parts)

@@ -17,12 +17,19 @@ Line ends are ``\\n``, ``\\r\\n`` or a bare ``\\r`` (WHATWG). Consecutive ``data
 joined with ``\\n``; a blank line ends the event. Memory is bounded by ``max_line_bytes`` whatever the peer
 sends: an over-long line or event is dropped and reported once, and keep-alives are never stored.
 
-Reading a chunk once parsed (deltas, errors, finish reasons) is tasks/core/sse_chunks.py's business.
+Two ways in, one set of rules (line ends, fields, the data payload): `SSEParser` reads a stream line by line
+as it arrives (the probe: an event's comments are counted as they come, memory bounded per line);
+`split_events` cuts a buffer into whole events with their bytes untouched and `read_event` says what one whole
+event carries (the router's gate: it forwards each event byte for byte once it knows what it is). Both end a
+line at CRLF, a bare LF or a bare CR, both read fields with `line_field` and a payload with `parse_data`.
+
+Reading a chunk once parsed (deltas, errors, finish reasons) is tasks/core/wire/chunks.py's business.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -37,6 +44,10 @@ BAD_FRAME_HEAD_BYTES = 120
 #: SSE field names (WHATWG); a line naming none of them (and no comment) is not SSE.
 SSE_FIELDS = frozenset({b"data", b"event", b"id", b"retry"})
 DONE_MARKER = "[DONE]"
+BOM = b"\xef\xbb\xbf"
+_decode = json.JSONDecoder().decode  # json.loads without its per-call keyword checks
+#: A blank line: a line end (CRLF, else a bare CR or LF) followed by another; it ends an event.
+_BLANK_LINE = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 
 
 class FrameProblem(StrEnum):
@@ -73,6 +84,8 @@ class BadFrame:
 
 
 SSEEvent = Comment | Chunk | Done | BadFrame
+#: What one whole event carries (`read_event`): its comments are not kept.
+Event = Chunk | Done | BadFrame
 
 
 class SSEParser:
@@ -160,15 +173,17 @@ class SSEParser:
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
         if self._first_line:
             self._first_line = False
-            line = line.removeprefix(b"\xef\xbb\xbf")
+            line = line.removeprefix(BOM)
         if not line:
             self._dispatch(events)
-        elif len(line) > self._max:
+            return
+        if len(line) > self._max:
             events.append(_too_long(line))
-        elif line[0] == 0x3A:  # ":"
-            events.append(Comment(line[1:].decode("utf-8", "replace")))
-        elif line.startswith(b"data:"):
-            value = line[6:] if line[5:6] == b" " else line[5:]
+            return
+        kind, value = line_field(line)
+        if kind is Field.COMMENT:
+            events.append(Comment(value.decode("utf-8", "replace")))
+        elif kind is Field.DATA:
             self._data_bytes += len(value) + 1
             if self._data_bytes > self._max:
                 if not self._event_too_long:
@@ -177,11 +192,9 @@ class SSEParser:
                 self._data.clear()
             else:
                 self._data.append(value)
-        elif line.split(b":", 1)[0] not in SSE_FIELDS:
-            if not self._foreign_seen:
-                self._foreign_seen = True
-                foreign = BadFrame(FrameProblem.NOT_SSE, _excerpt(line), head=_head(line), size=len(line))
-                events.append(foreign)
+        elif kind is Field.FOREIGN and not self._foreign_seen:
+            self._foreign_seen = True
+            events.append(_foreign(line))
         # other fields (event:, id:, retry:) carry nothing OpenRouter uses
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
@@ -193,8 +206,97 @@ class SSEParser:
             events.append(parse_data(b"\n".join(data)))
 
 
+class Field(StrEnum):
+    """What one non-blank line is (WHATWG field rules)."""
+
+    COMMENT = "comment"  # `:` and a text (OpenRouter's keep-alive)
+    DATA = "data"  # `data:` and a payload piece
+    OTHER = "other"  # `event:`, `id:`, `retry:` (nothing OpenRouter uses)
+    FOREIGN = "foreign"  # no SSE field at all (`<!DOCTYPE html>`)
+
+
+def line_field(line: bytes) -> tuple[Field, bytes]:
+    """What a non-blank line (without its line end) is, and its value: a comment's text, a data line's payload
+    piece (one leading space dropped), nothing for the others."""
+    if line[:1] == b":":
+        return Field.COMMENT, line[1:]
+    if line.startswith(b"data:"):
+        return Field.DATA, line[6:] if line[5:6] == b" " else line[5:]
+    if line.split(b":", 1)[0] in SSE_FIELDS:
+        return Field.OTHER, b""
+    return Field.FOREIGN, line
+
+
+def split_events(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Whole events, each with its closing blank line and its bytes untouched, and the incomplete rest.
+
+    A blank line after a bare CR at the very end of `buffer` ends the event there; the LF that may follow (the
+    second half of a CRLF) then opens the next event as an empty line, which carries nothing."""
+    events: list[bytes] = []
+    start = 0
+    if b"\r" not in buffer:  # the usual stream: LF only, no regex
+        while (end := buffer.find(b"\n\n", start)) >= 0:
+            events.append(buffer[start : end + 2])
+            start = end + 2
+        return events, buffer[start:]
+    for match in _BLANK_LINE.finditer(buffer):
+        events.append(buffer[start : match.end()])
+        start = match.end()
+    return events, buffer[start:]
+
+
+def last_boundary(buffer: bytes) -> int:
+    """Index just past the last blank line in `buffer` (0 if none): where whole events end."""
+    if b"\r" not in buffer:
+        lf = buffer.rfind(b"\n\n")
+        return lf + 2 if lf >= 0 else 0
+    end = 0
+    for match in _BLANK_LINE.finditer(buffer):
+        end = match.end()
+    return end
+
+
+def read_event(raw: bytes, *, first: bool = False, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Event | None:
+    """What one whole event (`split_events`) carries: its data as a chunk, the end marker or a bad frame; a
+    bad frame `NOT_SSE` for an event of lines that are no SSE at all; None for comments and other fields
+    only. `first`: the stream's first event (a UTF-8 BOM before it is dropped). Payload over `max_bytes`:
+    `LINE_TOO_LONG`."""
+    if first:
+        raw = raw.removeprefix(BOM)
+    body = raw.rstrip(b"\r\n")
+    if body.startswith(b"data:") and b"\n" not in body and b"\r" not in body:  # the usual: one data line
+        value = body[6:] if body[5:6] == b" " else body[5:]
+        return parse_data(value) if len(value) < max_bytes else _too_long(value)
+    data: list[bytes] = []
+    foreign: bytes | None = None
+    for line in body.splitlines():  # bytes.splitlines ends lines at CRLF, LF and CR only: WHATWG's line ends
+        if not line:
+            continue
+        kind, value = line_field(line)
+        if kind is Field.DATA:
+            data.append(value)
+        elif kind is Field.FOREIGN and foreign is None:
+            foreign = line
+    if data:
+        joined = b"\n".join(data)
+        return parse_data(joined) if len(joined) < max_bytes else _too_long(joined)
+    return _foreign(foreign) if foreign is not None else None
+
+
 def parse_data(raw: bytes) -> Chunk | Done | BadFrame:
     """One event's data field → a chunk, the end marker, or a bad frame. Never raises."""
+    if raw[:1] == b"{":  # the usual: one chunk, read with nothing else made
+        try:
+            value = _decode(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            pass
+        else:
+            if isinstance(value, dict):
+                return Chunk(value)
+    return _parse_data_slowly(raw)
+
+
+def _parse_data_slowly(raw: bytes) -> Chunk | Done | BadFrame:
     try:
         text = raw.decode("utf-8")
         bad_utf8 = False
@@ -222,6 +324,10 @@ def _excerpt(raw: bytes) -> str:
 
 def _head(raw: bytes) -> bytes:
     return bytes(raw[:BAD_FRAME_HEAD_BYTES])
+
+
+def _foreign(line: bytes) -> BadFrame:
+    return BadFrame(FrameProblem.NOT_SSE, _excerpt(line), head=_head(line), size=len(line))
 
 
 def _too_long(raw: bytes, size: int | None = None) -> BadFrame:
