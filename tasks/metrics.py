@@ -44,7 +44,6 @@ from tasks.errors import StoreError
 from tasks.lists_http import PREFIX, publish_dirs, serve_list
 from tasks.live_prometheus import HealthCache
 from tasks.quiet_log import QuietLog
-from tasks.store.connection import detach_snapshot, open_snapshot
 from tasks.store.metric_text import (
     SCRAPED,
     STORED,
@@ -55,6 +54,7 @@ from tasks.store.metric_text import (
 )
 from tasks.store.metric_text import header as family_header
 from tasks.store.snapshot import file_signature, snapshot_path
+from tasks.store.snapshot_reader import detach_snapshot, open_snapshot
 
 log = logging.getLogger(__name__)
 #: gzip level of the kept text: 9 MB compress in ~60 ms at level 1 (~25x smaller), once a snapshot.
