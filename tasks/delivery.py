@@ -44,16 +44,8 @@ from tasks.delivery_trail import DeadTrails, Trail, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 from tasks.liveness import ProcessId, claim_is_dead
-from tasks.slack_client import (
-    BATCH_FATAL_ERRORS,
-    RATE_LIMITED,
-    DeliveryResult,
-    SlackSettings,
-    Spot,
-    deliver,
-    found_posts,
-    posted_keys,
-)
+from tasks.slack_client import BATCH_FATAL_ERRORS, RATE_LIMITED, DeliveryResult, Spot, deliver, found_posts, posted_keys
+from tasks.slack_settings import SlackSettings
 
 _log = logging.getLogger("canary.delivery")
 #: How long delivery waits for the write window before leaving the alerts for the next delivery, seconds.

@@ -280,7 +280,7 @@ def test_planted_secrets_appear_nowhere(
     from cli.runs import run_once
     from flows.round import canary_round
     from tasks.delivery import deliver_outbox
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
 
     sim, echo = upstream
     ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2.5, languages=["en", "de"], min_hosts=2)  # load-proof

@@ -25,7 +25,7 @@ from tasks.core.render import render_decision_alert
 from tasks.core.types import Action, Alert, Decision, Mode
 from tasks.delivery import deliver_outbox
 from tasks.failpoints import ENV
-from tasks.slack_client import SlackSettings
+from tasks.slack_settings import SlackSettings
 from tests.support.outbox_rows import enqueue, rows
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
