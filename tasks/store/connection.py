@@ -84,34 +84,15 @@ def open_store(
     try:
         outermost = _depths.get(key, 0) == 0
         _depths[key] = _depths.get(key, 0) + 1
-        if read_only and not path.exists():  # a read never creates a database (or its directory)
-            raise StoreError(f"store: no database at {path}")
-        kept = _kept.get(key)
-        held = key in _held or kept is not None  # this process has the file, migrated (or migrates it at open)
-        if read_only and not held and not _is_migrated(path, lock_timeout_s, sleep, monotonic):
-            with open_store(
-                path, snapshot=False, lock_timeout_s=lock_timeout_s, sleep=sleep, monotonic=monotonic
-            ):
-                pass
-        if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        con = kept.cursor(lock_timeout_s, sleep, monotonic) if kept is not None else \
-            _connect(path, read_only, lock_timeout_s, sleep, monotonic)
+        con, kept, held = _window_connection(path, read_only, lock_timeout_s, sleep, monotonic)
         opened = time.monotonic()
         copy: SnapshotCopy | None = None
         try:
             if not held:  # a held file was migrated, and its TimeZone set, when this process took it
-                con.execute("SET TimeZone = 'UTC'")
-                if read_only:
-                    _require_version(con, path)
-                else:
-                    migrate(con)
+                _prepare(con, path, read_only)
             yield con
             if outermost and not read_only and (snapshot is not False or not held):
-                con.execute("CHECKPOINT")  # held open (a history, a cycle) and no snapshot wanted: DuckDB's own
-                # wal autocheckpoint and the final close do it
-                if snapshot or (snapshot is None and is_snapshot_stale(path)):
-                    copy = SnapshotCopy.take(path)
+                copy = _checkpoint(con, path, snapshot)
         except duckdb.Error as exc:
             if kept is not None:
                 kept.release()  # a kept connection that failed is not reused: the next window opens afresh
@@ -129,6 +110,46 @@ def open_store(
     finally:
         _depths[key] -= 1
         lock.release()
+
+
+def _window_connection(
+    path: Path, read_only: bool, timeout_s: float, sleep: Callable[[float], None], monotonic: Callable[[], float],
+) -> tuple[Connection, _Kept | None, bool]:
+    """The window's connection (a cursor when this process keeps or holds the file), the kept file if any, and
+    whether this process has the file migrated already. A read never creates a database; a read of a file not
+    migrated yet migrates it first, in a write window of its own."""
+    key = str(path)
+    if read_only and not path.exists():  # a read never creates a database (or its directory)
+        raise StoreError(f"store: no database at {path}")
+    kept = _kept.get(key)
+    held = key in _held or kept is not None  # this process has the file, migrated (or migrates it at open)
+    if read_only and not held and not _is_migrated(path, timeout_s, sleep, monotonic):
+        with open_store(path, snapshot=False, lock_timeout_s=timeout_s, sleep=sleep, monotonic=monotonic):
+            pass
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    con = kept.cursor(timeout_s, sleep, monotonic) if kept is not None else \
+        _connect(path, read_only, timeout_s, sleep, monotonic)
+    return con, kept, held
+
+
+def _prepare(con: Connection, path: Path, read_only: bool) -> None:
+    """A fresh connection: TimeZone UTC, and the schema migrated (a read: checked)."""
+    con.execute("SET TimeZone = 'UTC'")
+    if read_only:
+        _require_version(con, path)
+    else:
+        migrate(con)
+
+
+def _checkpoint(con: Connection, path: Path, snapshot: bool | None) -> SnapshotCopy | None:
+    """The end of the outermost write window: checkpoint the file, and take the analysts' snapshot copy when
+    `snapshot` asks or (None) the snapshot is stale."""
+    con.execute("CHECKPOINT")  # held open (a history, a cycle) and no snapshot wanted: DuckDB's own
+    # wal autocheckpoint and the final close do it
+    if snapshot or (snapshot is None and is_snapshot_stale(path)):
+        return SnapshotCopy.take(path)
+    return None
 
 
 @contextmanager
