@@ -268,16 +268,7 @@ def owe(known: list[Equivalent], verdict: Verdict, files: list[str]) -> list[Equ
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/mutation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="*", help="decision modules (files or folders); default: all of them")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
-    mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
-    parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
-                        "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch copy (to `mutmut show` there)")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         cfg = settings()
         modules = list(cfg["modules"])  # type: ignore[call-overload]
@@ -286,16 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         known = load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else []
         record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
         if args.gate:
-            why = stale_files(files, record, [*equivalents, *known])
-            unrecorded = [f for f, reason in why.items()
-                          if reason == "never recorded" or reason.startswith("recorded with")]
-            if unrecorded:  # a module enters the gate with its first record (docs/mutation.md)
-                print(f"mutation gate: not gated until recorded (`scripts/mutation --record PATH`): "
-                      f"{', '.join(unrecorded)}")
-            for f, reason in why.items():
-                if f not in unrecorded:
-                    print(f"mutation: {f}: {reason}")
-            files = [f for f in files if f in why and f not in unrecorded]
+            files = _stale(files, record, [*equivalents, *known])
             if not files:
                 print("mutation gate: every recorded decision module is as recorded; nothing to run")
                 return 0
@@ -311,13 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table(verdict))
     print(f"mutation: {len(found)} mutants in {took:.0f} s (load {os.getloadavg()[0]:.1f})")
-    if args.record and args.owe:  # read again: another run may have written since this one started
-        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
-        verdict = judge(found, equivalents, files, known)
     if args.record:
-        record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-        written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
-        print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
+        verdict = _record(args.owe, found, verdict, equivalents, known, files, work, seconds)
     elif args.gate and verdict.passed:
         print("mutation gate: passed; the record is stale for these modules: `scripts/mutation --record "
               + " ".join(files) + "` and commit mutation/record.json to spare CI the run")
@@ -328,6 +305,45 @@ def main(argv: list[str] | None = None) -> int:
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scripts/mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", help="decision modules (files or folders); default: all of them")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
+    mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
+    parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
+                        "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy (to `mutmut show` there)")
+    return parser
+
+
+def _stale(files: list[str], record: Mapping[str, object], entries: list[Equivalent]) -> list[str]:
+    """The gate's modules: those whose record is stale (each named with why); one never recorded (or recorded
+    with another mutmut) is named and left out until its first record (docs/mutation.md)."""
+    why = stale_files(files, record, entries)
+    unrecorded = [f for f, reason in why.items() if reason == "never recorded" or reason.startswith("recorded with")]
+    if unrecorded:
+        print(f"mutation gate: not gated until recorded (`scripts/mutation --record PATH`): {', '.join(unrecorded)}")
+    for f, reason in why.items():
+        if f not in unrecorded:
+            print(f"mutation: {f}: {reason}")
+    return [f for f in files if f in why and f not in unrecorded]
+
+
+def _record(owe_them: bool, found: list[Mutant], verdict: Verdict, equivalents: list[Equivalent],
+            known: list[Equivalent], files: list[str], work: Path, seconds: dict[str, float]) -> Verdict:
+    """--record: (with --owe, the survivors listed as owed first) the modules that passed written into the
+    record; the verdict, judged again when survivors were owed."""
+    if owe_them:  # read again: another run may have written since this one started
+        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
+        verdict = judge(found, equivalents, files, known)
+    record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+    written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
+    print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
+    return verdict
 
 
 if __name__ == "__main__":
