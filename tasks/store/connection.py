@@ -287,13 +287,8 @@ def _watch_kept(kept: _Kept, lock: threading.RLock, stop: threading.Event) -> No
             lock.release()
 
 
-def _connect(
-    path: Path,
-    read_only: bool,
-    timeout_s: float,
-    sleep: Callable[[float], None],
-    monotonic: Callable[[], float],
-) -> Connection:
+def _connect(path: Path, read_only: bool, timeout_s: float, sleep: Callable[[float], None],
+             monotonic: Callable[[], float]) -> Connection:
     """`connect` (tasks/store/connect.py), or a cursor on the database when this process holds it open
     (`held_open`)."""
     held = _held.get(str(path))

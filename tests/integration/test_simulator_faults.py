@@ -4,7 +4,6 @@ violations: test_simulator_protocol_faults.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,12 +32,7 @@ from tests.support.simulator_faults import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with fault_simulator() as handle:
-        yield handle
+sim = pytest.fixture(scope="module", name="sim")(fault_simulator)
 
 
 def test_healthy_reply_is_fast_and_complete(sim: SimulatorHandle) -> None:

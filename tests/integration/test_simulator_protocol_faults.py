@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,12 +19,7 @@ from tests.support.simulator_faults import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatorHandle]:
-    with fault_simulator() as handle:
-        yield handle
+sim = pytest.fixture(scope="module", name="sim")(fault_simulator)
 
 
 # --- protocol violations: HTTP 200, then a body the client cannot use --------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -64,9 +63,9 @@ def _fleet() -> Any:
     return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
 
 
-@contextmanager
 def fault_simulator() -> Iterator[SimulatorHandle]:
-    """The simulator serving the fault fleet (each test module's `sim` fixture)."""
+    """The simulator serving the fault fleet: each test module's `sim` fixture
+    (`sim = pytest.fixture(scope="module", name="sim")(fault_simulator)`)."""
     with start_simulator(_fleet(), time_scale=SCALE) as handle:
         yield handle
 
