@@ -91,8 +91,7 @@ class Door:
                 await self._over_limit(client, wait, scope, receive, send)
                 return
         scope[SCOPE_KEY] = name
-        self.metrics.client_requests.labels(name).inc()
-        self.metrics.in_flight.inc()
+        self.metrics.let_in(name)
         try:
             await self.app(scope, receive, send)
         finally:

@@ -229,7 +229,7 @@ class RouterShell:
         except asyncio.CancelledError:
             if not gone.done() or gone.cancelled():
                 raise  # the server itself is cancelling this request
-        self.metrics.clients_gone.labels(prepared.route.key).inc()
+        self.metrics.client_gone(prepared.route.key)
         log.info("route %s: the client %sleft before the first chunk; no further tier asked", prepared.route.key,
                  f"{w.client} " if w.client else "")
         w.ended(None, "client_gone")

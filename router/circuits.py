@@ -38,7 +38,7 @@ class CircuitBook:
         return self.circuits.get(tier.upstream_id, breaker.CLOSED)
 
     def _put(self, tier: Tier, circuit: Circuit) -> None:
-        if circuit == breaker.CLOSED:
+        if circuit is breaker.CLOSED or circuit == breaker.CLOSED:  # `is`: the usual case, without a field compare
             self.circuits.pop(tier.upstream_id, None)
         else:
             self.circuits[tier.upstream_id] = circuit

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from router.attempts import JudgedAnswer, TierAttempt
 from router.live import pinned_tag
+from router.metric_children import Children
 from router.routes import Routes, Tier
 from tasks.core.live_promql import ATTEMPTS, JUDGED, LABELS, QUALITY_FAILURES
 from tasks.core.live_records import LiveOutcome, LiveQuality
@@ -49,6 +50,9 @@ class LiveMetrics:
         self.failures = Counter(_name(QUALITY_FAILURES), "Judged answers that failed their check, per canary model, "
                                 "endpoint, quality class and the canary's reason", LABELS[QUALITY_FAILURES],
                                 registry=registry)
+        # the children each request asks for, kept (router/metric_children.py)
+        self._attempts, self._answers = Children(self.attempts), Children(self.answers)
+        self._failures = Children(self.failures)
 
     @staticmethod
     def _endpoint(tier: Tier, provider: str | None) -> tuple[str, str, str]:
@@ -70,12 +74,12 @@ class LiveMetrics:
     def attempt(self, a: TierAttempt) -> None:
         outcome = a.live_outcome
         if outcome is not None:
-            self.attempts.labels(*self._endpoint(a.tier, a.provider), str(outcome)).inc()
+            self._attempts(*self._endpoint(a.tier, a.provider), outcome).inc()
 
     def judged(self, answer: JudgedAnswer) -> None:
         endpoint = self._endpoint(answer.tier, answer.provider)
         for v in answer.verdicts:
             outcome = LiveOutcome.OK if v.passed else LiveOutcome.QUALITY_FAIL
-            self.answers.labels(*endpoint, str(v.quality), str(outcome)).inc()
+            self._answers(*endpoint, v.quality, outcome).inc()
             if not v.passed:
-                self.failures.labels(*endpoint, str(v.quality), str(v.reason)).inc()
+                self._failures(*endpoint, v.quality, v.reason).inc()

@@ -48,6 +48,7 @@ OpenMetrics when its `Accept` prefers it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import httpx
@@ -70,6 +71,7 @@ from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.ignore import ListStatus
 from router.lists_poll import polls_counter
 from router.live_metrics import LiveMetrics
+from router.metric_children import Children
 from tasks.core.metric_rollup import DURATION, FIRST_CHUNK, GENAI_BUCKETS_S
 
 if TYPE_CHECKING:
@@ -92,6 +94,7 @@ def server_of(base_url: str) -> str:
     return tier_server(base_url)
 
 
+@lru_cache(maxsize=1024)  # a tier's, asked on every request
 def _address_port(base_url: str) -> tuple[str, str]:
     """GenAI's `server.address` and `server.port` (the scheme's port when the URL names none)."""
     url = httpx.URL(base_url)
@@ -216,6 +219,13 @@ class RouterMetrics:
         self.asgi = MetricsApp(self.registry)
         self.live = LiveMetrics(self.registry)  # per-endpoint live counters for the canary (router/live_metrics.py)
         self.lists_polls = polls_counter(self.registry)  # lists_url's answers (router/lists_poll.py)
+        # the children the request path asks for, kept (router/metric_children.py)
+        self._requests, self._failovers = Children(self.requests), Children(self.failovers)
+        self._first_chunk, self._after_commit = Children(self.first_chunk), Children(self.after_commit)
+        self._judged, self._refused = Children(self.judged_answers), Children(self.refused)
+        self._client_refusals, self._duration = Children(self.client_refusals), Children(self.duration)
+        self._tokens, self._clients_gone = Children(self.tokens), Children(self.clients_gone)
+        self._client_requests = Children(self.client_requests)
 
     # -- the attempt observer's sink (router/attempts.py) ---------------------------------------------
     def attempt(self, a: TierAttempt) -> None:
@@ -231,39 +241,46 @@ class RouterMetrics:
     def judged(self, answer: JudgedAnswer) -> None:
         tier = answer.tier
         for v in answer.verdicts:
-            self.judged_answers.labels(answer.route.key, str(answer.tier_no), tier.server, tier.model,
-                                       str(v.quality), v.reason).inc()
+            self._judged(answer.route.key, answer.tier_no, tier.server, tier.model, v.quality, v.reason).inc()
 
     def served(self, route: str, tier_no: int, tier: Tier, first_chunk_ms: float | None) -> None:
-        self.requests.labels(route, str(tier_no), tier.server, tier.model, "served").inc()
+        self._requests(route, tier_no, tier.server, tier.model, "served").inc()
         if first_chunk_ms is not None:
-            self.first_chunk.labels(*_genai(route, tier_no, tier)).observe(first_chunk_ms / 1000)
+            self._first_chunk(*_genai(route, tier_no, tier)).observe(first_chunk_ms / 1000)
 
     def all_failed(self, route: str) -> None:
-        self.requests.labels(route, "", "", "", "all_failed").inc()
+        self._requests(route, "", "", "", "all_failed").inc()
 
     def failover(self, route: str, tier_no: int, tier: Tier, reason: str) -> None:
-        self.failovers.labels(route, str(tier_no), tier.server, tier.model, reason).inc()
+        self._failovers(route, tier_no, tier.server, tier.model, reason).inc()
 
     def failed_after_commit(self, route: str, tier_no: int, tier: Tier, reason: str) -> None:
-        self.after_commit.labels(route, str(tier_no), tier.server, tier.model, reason).inc()
+        self._after_commit(route, tier_no, tier.server, tier.model, reason).inc()
 
     def refuse(self, reason: str, client: str) -> None:
         """A request refused before any tier was asked, in the totals and per client."""
-        self.refused.labels(reason).inc()
-        self.client_refusals.labels(client, reason).inc()
+        self._refused(reason).inc()
+        self._client_refusals(client, reason).inc()
 
     def overloaded(self, route: str) -> None:
-        self.requests.labels(route, "", "", "", "router_overloaded").inc()
+        self._requests(route, "", "", "", "router_overloaded").inc()
 
     def finished(self, route: str, tier_no: int | None, tier: Tier | None, error_type: str, seconds: float,
                  usage: tuple[int | None, int | None] = (None, None)) -> None:
         """A request's whole duration (and the upstream's usage of the tier that answered, when it said)."""
         genai = _genai(route, tier_no, tier)
-        self.duration.labels(*genai, error_type).observe(seconds)
+        self._duration(*genai, error_type).observe(seconds)
         for kind, count in zip(("input", "output"), usage, strict=True):
             if count is not None:
-                self.tokens.labels(*genai, kind).observe(count)
+                self._tokens(*genai, kind).observe(count)
+
+    def let_in(self, client: str) -> None:
+        """A /v1/* request past the door (router/access.py): counted for its client, in flight until it ends."""
+        self._client_requests(client).inc()
+        self.in_flight.inc()
+
+    def client_gone(self, route: str) -> None:
+        self._clients_gone(route).inc()
 
 
 def _genai(route: str, tier_no: int | None, tier: Tier | None) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -102,18 +103,20 @@ class Tier:
     ignore_file: str | None = None  # explicit ignore-list JSON path (default: <publish_dir>/<slug>.json)
     first_chunk_budget_s: float | None = None  # this tier's budget (default: the route's, then the router's)
 
-    @property
+    # Derived once per tier (functools.cached_property writes the instance's __dict__, past the frozen __setattr__):
+    # the walk, the breaker and the metrics ask for them on every request.
+    @cached_property
     def upstream_id(self) -> str:
         """Cooldowns are per upstream identity, so two routes sharing an upstream share its Retry-After."""
         prefs = json.dumps(dict(self.provider), sort_keys=True, separators=(",", ":"))
         return f"{self.base_url}|{self.model}|{prefs}|{self.api_key_env or ''}"
 
-    @property
+    @cached_property
     def server(self) -> str:
         """The base URL's host[:port]: the `server` label of the router's metrics."""
         return tier_server(self.base_url)
 
-    @property
+    @cached_property
     def label(self) -> str:
         """`base_url model [order=a,b]`: what events show as `upstream` (no secret in it)."""
         order = self.provider.get("order") or self.provider.get("only")

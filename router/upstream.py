@@ -82,15 +82,20 @@ def _overloaded(latency_ms: float, detail: str = "no upstream connection free (r
 class PoolWatch:
     """httpx's `trace` request extension: httpcore traces nothing while a request waits for a pool connection, so
     the first event says one was taken. A budget that runs out before it is the router's saturation (no request
-    was sent), not the tier's slowness."""
+    was sent), not the tier's slowness. `PoolWatch(request)` puts itself into the request's extensions and takes
+    itself out at that first event: httpcore reads the extension afresh for each event, so the dozen that follow
+    (headers, body, every read, close) cost nothing."""
 
-    __slots__ = ("connected",)
+    __slots__ = ("connected", "_extensions")
 
-    def __init__(self) -> None:
+    def __init__(self, request: httpx.Request) -> None:
         self.connected = False
+        self._extensions = request.extensions  # the very dict httpcore's Request reads
+        self._extensions["trace"] = self
 
     async def __call__(self, event: str, info: Mapping[str, object]) -> None:
         self.connected = True
+        self._extensions.pop("trace", None)
 
 
 def _error_failure(reason: FailoverReason, body: bytes, latency_ms: float, retry_after: str | None) -> TierFailure:
@@ -121,10 +126,11 @@ async def try_once(
     monotonic: Callable[[], float],
 ) -> TierFailure | Passthrough:
     started = monotonic()
-    pool = PoolWatch()
+    request = client.build_request("POST", url, content=body, headers=dict(headers))
+    pool = PoolWatch(request)
     try:
         async with asyncio.timeout(timeout_s):
-            response = await client.post(url, content=body, headers=dict(headers), extensions={"trace": pool})
+            response = await client.send(request)
     except TimeoutError:
         elapsed = (monotonic() - started) * 1000
         if not pool.connected:
@@ -177,9 +183,8 @@ async def try_stream(
     # after the commit, the idle budget is httpx's read timeout (no per-chunk timer on the hot path)
     t = client.timeout
     timeout = httpx.Timeout(connect=t.connect, read=idle_timeout_s, write=t.write, pool=t.pool)
-    pool = PoolWatch()
-    request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout,
-                                   extensions={"trace": pool})
+    request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout)
+    pool = PoolWatch(request)
     try:
         async with asyncio.timeout(budget_s):
             response = await client.send(request, stream=True)
