@@ -25,6 +25,7 @@ import pytest
 
 from simulator.server import start_simulator
 from tasks import store
+from tasks.core.types import Decision
 from tests.support.operator_stack import (
     BIN,
     FLEET,
@@ -99,46 +100,60 @@ def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: St
     assert f"decisions|{decision.round_id}" in {m.alert_key for m in stack.slack.messages}
 
     # 3. The metrics: `canary metrics` and a router scraped by a real Prometheus, asked in PromQL
-    from prometheus_client.parser import text_string_to_metric_families
-
     port = free_port()
     log = stack.tmp / "metrics.log"
     exporter = start([str(BIN / "canary"), "metrics", "--db", str(stack.db), "--config", str(stack.config),
-                       "--port", str(port)], stack.env, log)
+                      "--port", str(port)], stack.env, log)
     router_port, router = start_router(stack)
     try:
         wait_http(f"http://127.0.0.1:{port}/metrics", exporter, log, timeout_s=60)
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-        families = {f.name: f for f in text_string_to_metric_families(text)}  # prometheus_client's own parser
-        excluded = {(s.labels["provider_tag"], s.labels["layer"]): s.value
-                    for s in families["canary_endpoint_excluded"].samples}
-        assert excluded[("refuser", "canary")] == 1 and excluded[("alpha", "canary")] == 0
-        assert families["canary_routable_endpoints"].samples[0].value == 3
-        rounds = {s.labels["status"]: s.value for s in families["canary_rounds"].samples}
-        assert rounds == {"complete": 2}
-        assert families["gen_ai_client_operation_time_to_first_chunk_seconds"].type == "histogram"
-        promtool = subprocess.run([require_binary("promtool"), "check", "metrics"], input=text, capture_output=True,
-                                  text=True, timeout=60)
-        assert promtool.returncode == 0 and not (promtool.stdout + promtool.stderr).strip(), promtool.stdout
+        _the_exposition_says_refuser_is_excluded(port)
         route_traffic(router_port)
-
-        with prometheus(stack.tmp / "prometheus", [f"127.0.0.1:{port}"],
-                        more_jobs={"canary-router": [f"127.0.0.1:{router_port}"]}) as prom:
-            result = prom.wait_for('canary_endpoint_excluded{layer="canary"} == 1')
-            assert sorted(r["metric"]["provider_tag"] for r in result) == ["refuser"]
-            assert {r["metric"]["model"] for r in result} == {MODEL}
-            firing = prom.wait_for('ALERTS{alertname="CanaryEndpointSuspended", alertstate="firing"}')
-            assert [r["metric"]["provider_tag"] for r in firing] == ["refuser"]
-            assert prom.query('canary_probe_success{provider_tag="refuser", contract="refusal"}')[0]["value"][1] == "0"
-            assert prom.query('histogram_quantile(0.95, sum by (provider_tag, le) '
-                              '(gen_ai_client_operation_time_to_first_chunk_seconds_bucket))')
-            assert {t["labels"]["job"]: t["health"] for t in prom.targets()} == {"canary": "up", "canary-router": "up"}
-            every_dashboard_query_returns_data(prom, router_port)
+        _prometheus_answers_the_suspension(stack, port, router_port)
     finally:
         stop(exporter)
         stop(router)
 
     # 4. Prefect's event feed on the real server: the decision, its resource and its evidence
+    _the_event_feed_holds_the_decision(stack, decision)
+
+
+def _the_exposition_says_refuser_is_excluded(port: int) -> None:
+    """`canary metrics`' text, read by prometheus_client's own parser and checked by promtool."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}  # prometheus_client's own parser
+    excluded = {(s.labels["provider_tag"], s.labels["layer"]): s.value
+                for s in families["canary_endpoint_excluded"].samples}
+    assert excluded[("refuser", "canary")] == 1 and excluded[("alpha", "canary")] == 0
+    assert families["canary_routable_endpoints"].samples[0].value == 3
+    rounds = {s.labels["status"]: s.value for s in families["canary_rounds"].samples}
+    assert rounds == {"complete": 2}
+    assert families["gen_ai_client_operation_time_to_first_chunk_seconds"].type == "histogram"
+    promtool = subprocess.run([require_binary("promtool"), "check", "metrics"], input=text, capture_output=True,
+                              text=True, timeout=60)
+    assert promtool.returncode == 0 and not (promtool.stdout + promtool.stderr).strip(), promtool.stdout
+
+
+def _prometheus_answers_the_suspension(stack: Stack, port: int, router_port: int) -> None:
+    """A real Prometheus scraping the exporter and the router: the exclusion, its alert firing, the probe's
+    success, the TTFT histogram, both targets up, and every dashboard query with data."""
+    with prometheus(stack.tmp / "prometheus", [f"127.0.0.1:{port}"],
+                    more_jobs={"canary-router": [f"127.0.0.1:{router_port}"]}) as prom:
+        result = prom.wait_for('canary_endpoint_excluded{layer="canary"} == 1')
+        assert sorted(r["metric"]["provider_tag"] for r in result) == ["refuser"]
+        assert {r["metric"]["model"] for r in result} == {MODEL}
+        firing = prom.wait_for('ALERTS{alertname="CanaryEndpointSuspended", alertstate="firing"}')
+        assert [r["metric"]["provider_tag"] for r in firing] == ["refuser"]
+        assert prom.query('canary_probe_success{provider_tag="refuser", contract="refusal"}')[0]["value"][1] == "0"
+        assert prom.query('histogram_quantile(0.95, sum by (provider_tag, le) '
+                          '(gen_ai_client_operation_time_to_first_chunk_seconds_bucket))')
+        assert {t["labels"]["job"]: t["health"] for t in prom.targets()} == {"canary": "up", "canary-router": "up"}
+        every_dashboard_query_returns_data(prom, router_port)
+
+
+def _the_event_feed_holds_the_decision(stack: Stack, decision: Decision) -> None:
     deadline = time.monotonic() + 30
     while not (events := _events(stack.api, "canary.endpoint.suspended", stack.started - timedelta(minutes=5))):
         assert time.monotonic() < deadline, "no canary.endpoint.suspended event in the server's feed"
