@@ -217,6 +217,28 @@ def table(verdict: Verdict) -> str:
                      for r in rows)
 
 
+def record_table(modules: Mapping[str, Mapping[str, object]]) -> str:
+    """The figures of mutation/record.json as the Markdown table of docs/mutation.md: per module its mutants,
+    caught, owed (known survivors), equivalent, score (caught / (caught + owed)) and the seconds its mutants'
+    tests took, summed; then the total."""
+    def tally(entry: Mapping[str, object]) -> tuple[Tally, float]:
+        def n(key: str) -> int:
+            value = entry.get(key, 0)
+            return value if isinstance(value, int) else 0
+        seconds = entry.get("seconds", 0.0)
+        return (Tally(caught=n("caught"), equivalent=n("equivalent"), known=n("known")),
+                float(seconds) if isinstance(seconds, int | float) else 0.0)
+
+    rows = [(f"`{f}`", *tally(e)) for f, e in sorted(modules.items())]
+    total = Tally(*(sum(getattr(t, k) for _, t, _ in rows) for k in ("caught", "survived", "equivalent", "known")))
+    rows.append(("total", total, sum(s for _, _, s in rows)))
+    lines = ["| module | mutants | caught | owed | equivalent | score | seconds |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {name} | {t.total} | {t.caught} | {t.known} | {t.equivalent} | {t.score:.1%} | {s:.0f} |"
+              for name, t, s in rows]
+    return "\n".join(lines)
+
+
 def toml_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

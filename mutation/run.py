@@ -4,6 +4,7 @@
     scripts/mutation --gate [PATH...]     only the modules whose record is stale (CI); nothing to run is a pass
     scripts/mutation --record [PATH...]   run, and write each module that passed into mutation/record.json
     scripts/mutation --record --owe ...   the same, the run's survivors written into mutation/survivors.toml
+    scripts/mutation --table              the record's figures as the Markdown table of docs/mutation.md
 
 mutmut works in a scratch copy of the repository (a temporary folder: the work tree is never touched), with
 the test files that import the modules run (mutation/modules.toml `test_dirs`). Exit 0: every mutant caught
@@ -24,7 +25,6 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Iterable, Mapping
-from importlib.metadata import version
 from pathlib import Path
 
 from mutation.gate import (
@@ -32,24 +32,27 @@ from mutation.gate import (
     Equivalent,
     Mutant,
     Verdict,
-    digest,
-    equivalents_digest,
     failure_message,
     function_name,
     judge,
     load_equivalents,
     load_known,
     parse_diff,
-    stale,
+    record_table,
     table,
-    toml_string,
+)
+from mutation.record_files import (
+    EQUIVALENTS,
+    HERE,
+    KNOWN,
+    RECORD,
+    ROOT,
+    owe,
+    stale_files,
+    tool,
+    write_record,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-HERE = ROOT / "mutation"
-RECORD = HERE / "record.json"
-EQUIVALENTS = HERE / "equivalents.toml"
-KNOWN = HERE / "survivors.toml"
 #: Left out of the scratch copy: the mutation gate itself and the notebooks (no test of the decision code reads
 #: them); everything else git knows of is copied (tests read the README, docs/, examples/, ...).
 NOT_COPIED = ("mutation", "notebooks")
@@ -57,10 +60,6 @@ NOT_COPIED = ("mutation", "notebooks")
 
 class Refused(Exception):
     """A one-line reason the run cannot be made."""
-
-
-def tool() -> str:
-    return f"mutmut {version('mutmut')}"
 
 
 def settings() -> dict[str, object]:
@@ -211,62 +210,6 @@ def covering_tests(work: Path, files: list[str]) -> dict[str, set[str]]:
     return out
 
 
-def file_digest(rel: str) -> str | None:
-    path = ROOT / rel
-    return digest(path.read_bytes()) if path.exists() else None
-
-
-def stale_files(files: list[str], record: Mapping[str, object], equivalents: list[Equivalent]) -> dict[str, str]:
-    if record.get("tool") not in (tool(), None):
-        return dict.fromkeys(files, f"recorded with {record.get('tool')}, this is {tool()}")
-    modules = record.get("modules")
-    entries = modules if isinstance(modules, Mapping) else {}
-    out = {}
-    for f in files:
-        entry = entries.get(f)
-        tests = entry.get("tests", {}) if isinstance(entry, Mapping) else {}
-        why = stale(entries, f, file_digest(f) or "", equivalents_digest(equivalents, f),
-                    {t: file_digest(t) for t in tests})
-        if why:
-            out[f] = why
-    return out
-
-
-def write_record(record: dict[str, object], verdict: Verdict, covered: dict[str, set[str]],
-                 seconds: dict[str, float], equivalents: list[Equivalent]) -> list[str]:
-    """The files that passed, written into the record (the others keep their old entry)."""
-    if record.get("tool") != tool():
-        record = {"tool": tool(), "modules": {}}
-    modules = dict(record.get("modules") or {})  # type: ignore[call-overload]
-    failed = {m.file for m in verdict.survivors} | {e.file for e in verdict.unmatched}
-    written = []
-    for f, t in verdict.tallies.items():
-        if f in failed:
-            continue
-        modules[f] = {"source": file_digest(f), "equivalents": equivalents_digest(equivalents, f),
-                      "tests": {t_: file_digest(t_) for t_ in sorted(covered.get(f, ()))},
-                      "mutants": t.total, "caught": t.caught, "known": t.known, "equivalent": t.equivalent,
-                      "seconds": round(seconds.get(f, 0.0), 1)}
-        written.append(f)
-    out = {"tool": tool(), "modules": dict(sorted(modules.items()))}
-    RECORD.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    return written
-
-
-def owe(known: list[Equivalent], verdict: Verdict, files: list[str]) -> list[Equivalent]:
-    """mutation/survivors.toml rewritten: the entries of the modules run are now exactly their survivors."""
-    kept = [e for e in known if e.file not in files]
-    owed = {(m.file, m.function, m.before, m.after): m for m in [*verdict.known, *verdict.survivors]}
-    entries = kept + [Equivalent(f, fn, b, a, "") for (f, fn, b, a) in sorted(owed)]
-    head = [ln for ln in KNOWN.read_text(encoding="utf-8").splitlines() if ln.startswith("#")] if KNOWN.exists() \
-        else []
-    body = [f"[[survivor]]\nfile = {toml_string(e.file)}\nfunction = {toml_string(e.function)}\n"
-            f"before = {toml_string(e.before)}\nafter = {toml_string(e.after)}\n" for e in entries]
-    KNOWN.write_text("\n".join(head) + "\n\n" + "\n".join(body), encoding="utf-8")
-    print(f"mutation: {len(owed)} survivor(s) of {len(files)} module(s) written into {KNOWN.relative_to(ROOT)}")
-    return entries
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -276,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         equivalents = load_equivalents(EQUIVALENTS.read_text(encoding="utf-8"))
         known = load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else []
         record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+        if args.table:
+            print(record_table(record.get("modules") or {}))
+            return 0
         if args.gate:
             files = _stale(files, record, [*equivalents, *known])
             if not files:
@@ -313,6 +259,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
     mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
+    mode.add_argument("--table", action="store_true", help="print the record's figures as docs/mutation.md's table")
     parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
                         "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")

@@ -15,8 +15,9 @@ beside the routes file), where router/ignore.py reads it like a published file. 
   it begins and once when it ends (tasks/quiet_log.py). No answer ends the pass (the canary is down).
 
 The first pass runs at start, before the router reports its lists (router/ignore.py `report`); then a task of
-the app's lifespan (`run`). A `lists_url` holds no credentials, query or fragment (router/lists_url.py), and the
-copies never go into the canary's own publish directory (the one holding its `.canary-db` marker).
+the app's lifespan (`run`). A `lists_url` holds no credentials, query or fragment (router/routes_schema.py: the
+one base-URL rule of tasks/core/urls.py), and the copies never go into the canary's own publish directory (the
+one holding its `.canary-db` marker).
 
     canary_router_lists_polls_total{result}    ok (a new copy), not_modified, not_found, refused, error
 """

@@ -41,7 +41,6 @@ class RelayMask:
         # only the runs long enough to hold a block are looked into
         alphabet = set(b"".join(encoded))
         self.table = bytes(0x61 if b in alphabet else 0x20 for b in range(256))
-        self.longest = max((len(e) for e in encoded), default=0)  # the longest form, in bytes
 
     def __bool__(self) -> bool:
         return self.matcher is not None

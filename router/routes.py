@@ -1,6 +1,7 @@
 """The routes file's records (router/ROUTES.md): which ordered tiers serve a key, and the router's knobs.
 
-Frozen records and every knob's default. router/routes_loading.py reads and validates the file into them
+Frozen records and every knob's default. router/routes_schema.py is the file's schema (types, bounds, rules;
+its defaults are read from here); router/routes_loading.py reads and validates the file into them
 (`parse_routes`, `load_routes`) and resolves the tiers' API keys from the environment (`resolve_api_keys`).
 Secrets never live in the file itself: a route keyed by a client API key names the SHA-256 of that key,
 never the key.

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from simulator.fleet import EndpointSpec, Fleet, parse_fleet
-from tasks.errors import FleetError
 
 #: Fault tables (fleet-file shape) given to faulty endpoints in turn; each fails a probed contract, fast.
 DEFAULT_FAULT_MIX: tuple[Mapping[str, Any], ...] = (
@@ -64,18 +63,6 @@ _PROVIDERS: tuple[tuple[str, str], ...] = (
 )
 _AUTHORS = ("meta-llama", "mistralai", "qwen", "google", "deepseek", "microsoft", "nvidia", "cohere")
 _QUANTS = ("fp8", "fp8", "bf16", "fp16", "int8", "fp4", "unknown")
-_SPEC_KEYS = {
-    "models",
-    "endpoints",
-    "faulty_share",
-    "slow_start_share",
-    "slow_start_s",
-    "keepalive_s",
-    "base_delay_s",
-    "jitter",
-    "chunk_interval_s",
-    "seed",
-}
 
 
 @dataclass(frozen=True)
@@ -110,32 +97,6 @@ def catalog_fleet(**spec: Any) -> Fleet:
 def fleet_from_spec(spec: CatalogSpec) -> Fleet:
     fleet = parse_fleet({"models": catalog_models(spec)})
     return Fleet(models=fleet.models, source=f"catalog({_describe(spec)})")
-
-
-def catalog_from_table(table: Mapping[str, Any]) -> Fleet:
-    """A fleet file's `[catalog]` table (keys: CatalogSpec's fields but fault_kinds) -> Fleet."""
-    if not isinstance(table, Mapping):
-        raise FleetError(f"fleet: catalog must be a table (got {table!r})")
-    for key in table:
-        if key not in _SPEC_KEYS:
-            raise FleetError(
-                f"fleet: catalog: unknown key {key!r} (allowed: {', '.join(sorted(_SPEC_KEYS))})"
-            )
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key in ("models", "endpoints", "seed"):
-            low = 0 if key == "seed" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise FleetError(f"fleet: catalog.{key} must be an integer >= {low} (got {value!r})")
-        elif key in ("faulty_share", "slow_start_share", "jitter"):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                raise FleetError(f"fleet: catalog.{key} must be a number between 0 and 1 (got {value!r})")
-        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise FleetError(f"fleet: catalog.{key} must be a number of seconds >= 0 (got {value!r})")
-        values[key] = value
-    if values.get("keepalive_s", 1) == 0:
-        raise FleetError("fleet: catalog.keepalive_s must be > 0 (got 0)")
-    return fleet_from_spec(CatalogSpec(**values))
 
 
 #: Faults OpenRouter's own uptime would see (requests that error); quality faults leave it high.

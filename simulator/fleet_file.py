@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from simulator import fleet_values as v
-from simulator.catalog import catalog_from_table
-from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
+from pydantic import ValidationError
+
+from simulator.catalog import CatalogSpec, fleet_from_spec
+from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, fleet_error, parse_fleet
+from simulator.fleet_schema import CatalogFile
 from tasks.errors import FleetError
 
 __all__ = ["DEFAULT_FLEET_PATH", "load_fleet", "read_fleet"]
@@ -36,6 +38,9 @@ def load_fleet(path: str | Path) -> Fleet:
 def read_fleet(mapping: Mapping[str, Any]) -> Fleet:
     """A parsed fleet file or spec: a `catalog` table (a generated catalog) or listed `models`."""
     if "catalog" in mapping:
-        v.only_keys(mapping, {"catalog"}, "fleet")
-        return catalog_from_table(mapping["catalog"])
+        try:
+            table = CatalogFile.model_validate(mapping).catalog
+        except ValidationError as exc:
+            raise fleet_error(exc, mapping, CatalogFile) from None
+        return fleet_from_spec(CatalogSpec(**table.given(mapping["catalog"])))
     return parse_fleet(mapping)

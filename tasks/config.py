@@ -5,6 +5,7 @@ flat, named as in docs/design.md. Env: OPENROUTER_BASE_URL overrides `base_url`,
 `db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config: they are read by the I/O tasks.
 
 This module holds the record (`CanaryConfig`) and every knob's default: meaning, unit, default, why.
+tasks/config_schema.py is the file's schema (types, bounds, rules; its defaults are read from here);
 tasks/config_loading.py reads the file and the environment, validates, and applies `--set` overrides;
 tasks/config_preflight.py checks the file system before `run`, `serve` and `demo`.
 """

@@ -30,7 +30,7 @@ IO_LIBRARIES = {"prefect", "httpx", "duckdb", "slack_sdk", "starlette", "uvicorn
 #: The router's pure modules: its rules, kept apart from its Starlette shell (they reach the core only).
 ROUTER_PURE = ("router.tiers", "router.stream", "router.stream_events", "router.savings", "router.tokens",
                "router.reasons", "router.answer", "router.request", "router.routes", "router.payload",
-               "router.lists_url", "router.records", "router.breaker", "router.masking")
+               "router.records", "router.breaker", "router.masking")
 
 
 def module_name(path: Path) -> str:

@@ -29,9 +29,19 @@ def test_the_tag_is_the_bytes_and_only_the_bytes() -> None:
 @pytest.mark.parametrize(("header", "hit"), [
     ('"abc"', True), ('W/"abc"', True), ('"x", "abc"', True), ("*", True),
     ('"abcd"', False), ("abc", False), ("", False), (None, False), ('"ab"', False),
+    ('"x","abc"', True), ('"x" "abc"', False),
 ])
 def test_if_none_match_is_compared_weakly_as_a_get_does(header: str | None, hit: bool) -> None:
     assert none_match(header, '"abc"') is hit
+
+
+@pytest.mark.parametrize("tag", ['"abc"', "abc", "XXXX", "W/"])
+def test_no_header_names_no_tag(tag: str) -> None:
+    assert not none_match(None, tag) and not none_match("", tag)
+
+
+def test_the_tag_is_the_first_128_bits_of_the_sha256_quoted() -> None:
+    assert strong_etag(b"") == '"e3b0c44298fc1c149afbf4c8996fb924"'
 
 
 @pytest.fixture
@@ -106,6 +116,20 @@ def test_a_lists_url_with_credentials_or_a_query_is_refused_in_one_line(raw: obj
     message = str(caught.value)
     assert message.startswith("routes: router.lists_url must be an http(s) URL") and shown in message
     assert "hunter2" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("raw", "url"), [
+    ("https://canary.example/lists/", "https://canary.example/lists"),
+    ("http://canary:9464/LISTX//", "http://canary:9464/LISTX"),
+])
+def test_a_lists_url_is_kept_without_its_trailing_slashes(raw: str, url: str) -> None:
+    assert parse_routes(_routes(lists_url=raw)).settings.lists_url == url
+
+
+@pytest.mark.parametrize("raw", ["http://[::1/lists", "http://canary:9464/lists#"])
+def test_a_lists_url_that_does_not_parse_or_ends_in_an_empty_fragment_is_refused(raw: str) -> None:
+    with pytest.raises(RoutesError, match=r"^routes: router.lists_url must be an http\(s\) URL"):
+        parse_routes(_routes(lists_url=raw))
 
 
 def test_lists_poll_s_is_a_positive_number() -> None:

@@ -118,6 +118,17 @@ def test_the_table_has_a_row_per_module_and_the_total() -> None:
                     ["total", "3", "2", "1", "0", "0", "66.7%"]]
 
 
+def test_the_records_table_scores_caught_over_caught_and_owed_and_sums_every_column() -> None:
+    record = {"router/b.py": {"mutants": 10, "caught": 6, "known": 2, "equivalent": 2, "seconds": 3.4},
+              "router/a.py": {"mutants": 3, "caught": 3, "known": 0, "equivalent": 0, "seconds": 1.2}}
+    assert gate.record_table(record).splitlines() == [
+        "| module | mutants | caught | owed | equivalent | score | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| `router/a.py` | 3 | 3 | 0 | 0 | 100.0% | 1 |",
+        "| `router/b.py` | 10 | 6 | 2 | 2 | 75.0% | 3 |",
+        "| total | 13 | 9 | 2 | 2 | 81.8% | 5 |"]
+
+
 def test_a_known_survivor_passes_the_gate_but_counts_as_survived_and_must_go_once_caught() -> None:
     owed = Equivalent("router/answer.py", "f", "x = 1", "x = 2", "")
     verdict = gate.judge([mutant("killed"), mutant()], [], ["router/answer.py"], [owed])
@@ -140,3 +151,10 @@ def test_the_equivalents_and_the_record_name_only_decision_modules() -> None:
     assert len(set(named)) == len(named)  # a mutant is equivalent or owed a test, once
     record = json.loads((ROOT / "mutation" / "record.json").read_text(encoding="utf-8"))
     assert set(record["modules"]) <= set(modules)
+
+
+
+def test_the_docs_show_the_record_as_it_is() -> None:
+    """docs/mutation.md's table is `scripts/mutation --table` of the committed record: paste it after `--record`."""
+    record = json.loads((ROOT / "mutation" / "record.json").read_text(encoding="utf-8"))
+    assert gate.record_table(record["modules"]) in (ROOT / "docs" / "mutation.md").read_text(encoding="utf-8")

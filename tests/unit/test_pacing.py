@@ -63,3 +63,10 @@ def test_the_pacer_sleeps_its_turn_on_the_clock_it_is_given() -> None:
     pacer.hold(5.0)
     pacer.wait()
     assert slept[-1] == pytest.approx(5.0)
+
+
+def test_one_token_left_is_enough_and_a_short_retry_after_holds_for_itself() -> None:
+    assert take(Bucket(1.0, 5.0), Pace(), 5.0) == (Bucket(0.0, 5.0), 0.0)
+    assert take(Bucket(1.5, 5.0), Pace(), 5.0) == (Bucket(0.5, 5.0), 0.0)
+    assert hold(Bucket(0.0, 5.0), 10.0, 0.5) == Bucket(1.0, 10.5)
+    assert hold(Bucket(0.0, 5.0), 10.0, -3.0) == Bucket(1.0, 10.0)

@@ -134,3 +134,26 @@ def test_without_clients_only_loopback_unless_anonymous_is_allowed() -> None:
     assert refusal is not None and "\n" not in refusal and "[[client]]" in refusal and "allow_anonymous" in refusal
     assert anonymous_refusal(routes_with(router={"allow_anonymous": True}), "0.0.0.0") is None
     assert anonymous_refusal(routes_with(client=[{"name": "a", "key_sha256": "1" * 64}]), "0.0.0.0") is None
+
+
+def test_the_bucket_refills_and_waits_at_its_own_rate() -> None:
+    empty = Bucket(0.0, 100.0)  # rpm 120: two tokens a second
+    assert take(empty, 120, 100.25) == (Bucket(0.5, 100.25), pytest.approx(0.25))
+    assert take(empty, 120, 100.5) == (Bucket(0.0, 100.5), None)
+
+
+@pytest.mark.parametrize("host", ["X127.0.0.1", "127.0.0.1X", "[127.0.0.1]X"])
+def test_a_loopback_address_with_anything_around_it_is_not_loopback(host: str) -> None:
+    assert is_loopback(host) is False
+
+
+def test_the_refusal_and_the_printed_block_word_for_word() -> None:
+    assert anonymous_refusal(routes_with(), "0.0.0.0") == (
+        "routes: the router would serve anyone who reaches 0.0.0.0 with your upstream keys: add a [[client]] "
+        "(`canary router keys add NAME` prints one), listen on 127.0.0.1, or set [router] allow_anonymous = "
+        "true if something in front of it checks who asks")
+    sha = digest("sk-canary-x")
+    assert client_block("team-a", "sk-canary-x", 0) == (
+        f'[[client]]\nname = "team-a"\nkey_sha256 = "{sha}"\n# requests_per_minute = 600    # 0 or absent = no limit\n')
+    assert client_block("team-a", "sk-canary-x", 60) == (
+        f'[[client]]\nname = "team-a"\nkey_sha256 = "{sha}"\nrequests_per_minute = 60    # 0 or absent = no limit\n')

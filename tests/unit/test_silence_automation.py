@@ -42,6 +42,16 @@ def test_the_message_says_what_is_silent_for_how_long_and_what_to_do() -> None:
     assert "30 s" in silence_text("canary-cycle", timedelta(seconds=30))
 
 
+def test_the_whole_message_as_slack_shows_it() -> None:
+    assert silence_text("canary-cycle", timedelta(minutes=60)) == (
+        ":rotating_light: *The canary is silent:* no run of `canary-cycle` completed in the last 60 min (2 round "
+        "intervals). Nothing of it is probed: no suspension starts or ends early and its ignore lists are not "
+        "refreshed.\nPrefect's server sent this itself, so it arrives with `canary serve` (or the work pool's "
+        "worker) down. *What to do:* check that process and the Prefect server (`prefect flow-run ls --flow-name "
+        "canary-cycle`), then run one cycle by hand (`canary run`). This repeats every window until a cycle "
+        "completes; to stop it while you work, `prefect automation pause canary-cycle-silent`.")
+
+
 def test_the_trigger_is_proactive_on_completed_runs_of_the_deployment() -> None:
     from prefect.events.schemas.automations import Posture
 

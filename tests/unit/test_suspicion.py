@@ -115,8 +115,17 @@ def test_below_min_requests_never_triggers(raw: list[tuple[LiveOutcome, int, int
     if counted < minimum:
         assert found == []
     for s in found:
-        assert s.requests is not None and s.requests >= minimum and s.failure_rate is not None
-        assert s.failure_rate >= rate - 1e-9
+        assert s.requests is not None and s.requests >= minimum and s.failures is not None
+        # The rule compares the exact rate; the evidence records it rounded to 4 digits (which may fall below
+        # a threshold the exact rate reached, e.g. 1/3 -> 0.3333 against 0.33333).
+        assert s.failures / s.requests >= rate
+        assert s.failure_rate == round(s.failures / s.requests, 4)
+
+
+def test_a_rate_at_the_threshold_triggers_though_its_rounding_falls_below() -> None:
+    rules = SuspicionRules(300, 3, 0.33333, 0, 900)
+    found = run([count(LiveOutcome.CUT_STREAM, 1), count(LiveOutcome.OK, 2)], rules=rules)
+    assert [(s.requests, s.failures, s.failure_rate) for s in found] == [(3, 1, 0.3333)]
 
 
 @settings(max_examples=200, deadline=None)
