@@ -49,7 +49,8 @@ def replay_quality_rule(counts: list[Any], tags: list[str], windows: list[tuple[
                         margin: float) -> list[tuple[datetime, str, str]]:
     """(minute, tag, class) of every quality suspicion the rule (the defaults, `margin` as the peer margin) raises,
     looking once a minute, on a tag with no fault window at that minute."""
-    from tasks.core.suspicion import ClearedRate, SuspicionRules, quality_suspicion, quality_tally
+    from tasks.core.live_tally import quality_tally
+    from tasks.core.suspicion import ClearedRate, SuspicionRules, quality_suspicion
     from tasks.core.types import Endpoint
 
     rules = SuspicionRules(300, 20, 0.5, 20.0, 900, margin)

@@ -97,17 +97,17 @@ def threaded(url: str, key: str, jobs: list[Job], threads: int) -> dict[str, Any
 
 def canary_worker(base_url: str, key: str, jobs: list[Job], in_flight: int) -> dict[str, Any]:
     """The canary's probe worker, fed through its dispatcher with `concurrency = in_flight`."""
-    from tasks import probe_worker
+    from tasks import probe_loop, probe_worker
     from tasks.config import CanaryConfig
     from tasks.core.types import Contract, Endpoint
 
     os.environ[probe_worker.ENV] = "1"
     cfg = CanaryConfig(base_url=base_url, concurrency=in_flight, probe_budget_s=60.0, read_timeout_s=30.0)
 
-    def call(job: Job, n: int) -> probe_worker.ProbeCall:
+    def call(job: Job, n: int) -> probe_loop.ProbeCall:
         model, ep = job
         endpoint = Endpoint(model=model, tag=ep.tag, provider_name=ep.provider_name)
-        return probe_worker.ProbeCall(base_url=base_url, endpoint=endpoint, contract=Contract.TTFT, round_id="floor",
+        return probe_loop.ProbeCall(base_url=base_url, endpoint=endpoint, contract=Contract.TTFT, round_id="floor",
                                       attempt_no=n, language="en", cfg=cfg, api_key=key,
                                       body=ttft_body(model, ep.tag))
 

@@ -135,7 +135,7 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
     """
     from tasks.delivery_loop import deliver_paced
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
 
     try:
         settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))

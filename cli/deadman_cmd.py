@@ -20,7 +20,7 @@ def apply_for(deployment: str, interval: timedelta, *, command: str, strict: boo
     from tasks.deadman_automation import apply_deadman_automation, describe
     from tasks.errors import CanaryError
     from tasks.secrets import redact
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
 
     settings = SlackSettings.from_env()
     try:

@@ -15,8 +15,11 @@ from typing import Annotated
 
 import typer
 
+from cli.admin_app import exclude_app, ignore_list, lift, mode
 from cli.deadman_cmd import deadman_automation
 from cli.debug import debug_enabled, traceback_if_debug
+from cli.options import ConfigOpt, DbOpt, EveryModelOpt, JsonOpt, ModelOpt
+from cli.router_app import router_app
 
 # Prefect offline defaults (docs/design.md "Platform notes"), set before anything imports prefect.
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -30,23 +33,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-exclude_app = typer.Typer(
-    help="The operational exclusion layer (effective at once, no deploy).", no_args_is_help=True
-)
-app.add_typer(exclude_app, name="exclude")
-
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="canary.toml (or CANARY_CONFIG)")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="model id (default: the first configured)")]
-EveryModelOpt = Annotated[
-    str | None, typer.Option("--model", help="only this model id (default: every configured model)")
-]
-ExcludeModelOpt = Annotated[
-    str | None, typer.Option("--model", help="for this model id only (default: for every model)")
-]
-WhoOpt = Annotated[str | None, typer.Option("--who", help="who (default: $USER)")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
-DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (default: config db_path or CANARY_DB)")]
-
+app.add_typer(exclude_app, name="exclude")  # cli/admin_app.py
 
 @app.command()
 def demo(
@@ -159,93 +146,9 @@ def status(
     status_command(config=config, model=model, json_out=json_out, db=db)
 
 
-@app.command("ignore-list")
-def ignore_list(
-    config: ConfigOpt = None, model: ModelOpt = None, json_out: JsonOpt = False, db: DbOpt = None
-) -> None:
-    """The merged ignore list to put into OpenRouter's provider.ignore."""
-    from cli.admin_read import ignore_list_command
-
-    ignore_list_command(config=config, model=model, json_out=json_out, db=db)
-
-
-@exclude_app.command("add")
-def exclude_add(
-    tag: str,
-    reason: Annotated[str, typer.Option("--reason", help="why (shown in alerts and the ignore list)")],
-    model: ExcludeModelOpt = None,
-    until: Annotated[str | None, typer.Option("--until", help="ISO time or duration like 12h")] = None,
-    who: WhoOpt = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="add it even if the last discovery saw no such endpoint")
-    ] = False,
-    config: ConfigOpt = None,
-    db: DbOpt = None,
-) -> None:
-    """Exclude an endpoint tag (or a provider slug) now, for every model unless --model (a tag the last
-    full round's discovery did not see: --force)."""
-    from cli.admin import exclude_add_command
-
-    exclude_add_command(
-        tag=tag, reason=reason, model=model, until=until, who=who, config=config, db=db, force=force
-    )
-
-
-@exclude_app.command("remove")
-def exclude_remove(
-    tag: str,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="the exclusion made for this model id (default: the one for every model)"),
-    ] = None,
-    reason: Annotated[str, typer.Option("--reason", help="why (kept in the exclusion's history)")] = (
-        "removed by admin"
-    ),
-    who: WhoOpt = None,
-    config: ConfigOpt = None,
-    db: DbOpt = None,
-) -> None:
-    """Remove an operational exclusion now."""
-    from cli.admin import exclude_remove_command
-
-    exclude_remove_command(tag=tag, model=model, reason=reason, who=who, config=config, db=db)
-
-
-@exclude_app.command("list")
-def exclude_list(
-    config: ConfigOpt = None, json_out: JsonOpt = False, history: bool = False, db: DbOpt = None
-) -> None:
-    """Active operational exclusions (--history: every change)."""
-    from cli.admin_read import exclude_list_command
-
-    exclude_list_command(config=config, json_out=json_out, history=history, db=db)
-
-
-@app.command()
-def lift(
-    tag: str,
-    reason: Annotated[str, typer.Option("--reason", help="why the suspension ends")],
-    model: ModelOpt = None,
-    who: WhoOpt = None,
-    config: ConfigOpt = None,
-    db: DbOpt = None,
-) -> None:
-    """End a canary suspension now."""
-    from cli.admin import lift_command
-
-    lift_command(tag=tag, reason=reason, model=model, who=who, config=config, db=db)
-
-
-@app.command()
-def mode(
-    new_mode: Annotated[str, typer.Argument(metavar="observe|enforce")],
-    config: ConfigOpt = None,
-    db: DbOpt = None,
-) -> None:
-    """Switch between observe (would_* decisions only) and enforce."""
-    from cli.admin import mode_command
-
-    mode_command(new_mode=new_mode, config=config, db=db)
+app.command("ignore-list")(ignore_list)  # cli/admin_app.py
+app.command()(lift)
+app.command()(mode)
 
 
 @app.command("check-language")
@@ -334,39 +237,7 @@ def metrics(
     metrics_command(dbs=list(db or []), config=config, port=port, addr=addr, once=once)
 
 
-router_app = typer.Typer(help="Run the OpenAI-compatible router with first-chunk commit failover.",
-                         invoke_without_command=True)
-router_keys_app = typer.Typer(help="The router's client keys (client blocks of the routes file).", no_args_is_help=True)
-router_app.add_typer(router_keys_app, name="keys")
-app.add_typer(router_app, name="router")
-
-
-@router_app.callback()
-def router(
-    ctx: typer.Context,
-    port: Annotated[int, typer.Option(help="port to listen on")] = 8788,
-    routes: Annotated[Path, typer.Option("--routes", help="routes TOML")] = Path("examples/routes.toml"),
-    host: Annotated[str, typer.Option("--host", help="interface to bind (beyond loopback: needs a client key)")] = (
-        "127.0.0.1"),
-) -> None:
-    """Run the OpenAI-compatible router with first-chunk commit failover."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from cli.router_cmd import router_command
-
-    router_command(port=port, routes=routes, host=host)
-
-
-@router_keys_app.command("add")
-def router_keys_add(
-    name: Annotated[str, typer.Argument(help="the client's name (metrics, route events and logs show it)")],
-    routes: Annotated[Path | None, typer.Option("--routes", help="check the name against this routes file")] = None,
-    rpm: Annotated[int, typer.Option("--rpm", help="requests_per_minute (0: no limit)")] = 0,
-) -> None:
-    """Print a new client key (once, on stderr) and the client block to paste (on stdout)."""
-    from cli.router_cmd import keys_add_command
-
-    keys_add_command(name=name, routes=routes, rpm=rpm)
+app.add_typer(router_app, name="router")  # cli/router_app.py
 
 
 def main() -> None:

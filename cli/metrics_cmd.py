@@ -24,7 +24,8 @@ def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str
     paths = dbs or [cfg.db_path]
     for path in paths:
         require_database(apply_overrides(cfg, {"db_path": path}))
-    from tasks.metrics import CanaryCollector, exposition, serve_metrics  # seconds: after the quick refusals
+    from tasks.metrics import CanaryCollector, exposition  # seconds: after the quick refusals
+    from tasks.metrics_http import serve_metrics
 
     if once:
         typer.echo(exposition(CanaryCollector(paths, cfg)).decode(), nl=False)

@@ -145,7 +145,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
     cfg_path = str(Path(config).resolve()) if config else None
     if metrics_port:  # the same collector as `canary metrics` (and the lists), in this process (a daemon thread)
-        from tasks.metrics import serve_metrics
+        from tasks.metrics_http import serve_metrics
 
         serve_metrics([cfg.db_path], cfg, metrics_port, metrics_addr)
     cycle = build_deployment(cfg, cfg_path, interval=every)

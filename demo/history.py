@@ -161,45 +161,14 @@ def build_history(
     which are flow runs of their own). Both store the same rounds.
     """
     engine = engine or ("flow" if confirmations else "pipeline")
-    if engine not in _ENGINES:
-        raise ConfigError(f"demo: unknown history engine {engine!r} (one of: {', '.join(_ENGINES)})")
-    if confirmations and engine != "flow":
-        raise ConfigError("demo: confirmation rounds need the flow engine (engine='flow')")
-    rounds = int(round(days * ROUNDS_PER_DAY))
-    if rounds < 1:
-        raise ConfigError(f"demo: --days must give at least one round of 30 minutes (got {days:g})")
-    if start.tzinfo is None:
-        raise ConfigError("demo: the history start must be timezone-aware")
-    stream = out or sys.stdout
-    from tasks import store
-
-    db = Path(db_path)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    _fresh(db)
-    stem = str(db.with_suffix("")) if db.suffix == ".duckdb" else str(db)
-    exclusions_file, config_path = f"{stem}.exclusions.toml", f"{stem}.canary.toml"
-    Path(exclusions_file).write_text(builtin_file_text(DEMO_MODEL), encoding="utf-8")
-    rungs = (
-        tuple(ladder)
-        if ladder
-        else (
-            SHORT_LADDER if days < SHORT_HISTORY_DAYS else tuple(format_duration(t) for t in DEFAULT_LADDER)
-        )
-    )
-    schedule = admin_schedule(rounds)
-    clock = SharedStepClock(start, Path(f"{stem}.clock"))
-
-    def say(text: str) -> None:
-        if progress:
-            print(text, file=stream, flush=True)
-
-    say(
+    rounds = _checked_rounds(days, start, engine, confirmations)
+    plan = _plan(days, db_path, rounds, start, ladder, engine, confirmations)
+    log = _Progress(out or sys.stdout, progress, rounds)
+    clock = SharedStepClock(start, Path(f"{plan.stem}.clock"))
+    log.say(
         f"canary history: {rounds} rounds ({days:g} days) of {DEMO_MODEL} from {start:%Y-%m-%d %H:%M} UTC, "
-        f"enforce mode, ladder {', '.join(rungs)}, time scale {time_scale:g}"
+        f"enforce mode, ladder {', '.join(plan.rungs)}, time scale {time_scale:g}"
     )
-    walls: list[float] = []
-    confirmed = 0
-    t_all = time.monotonic()
     # Never alert a real Slack channel; the simulator's own key only while the history runs.
     saved_env = {k: os.environ.pop(k) for k in (*SLACK_ENV, "OPENROUTER_API_KEY") if k in os.environ}
     from demo.pipeline import no_prefect_api
@@ -213,61 +182,143 @@ def build_history(
             os.environ["OPENROUTER_API_KEY"] = sim.api_key  # the simulator's own key, this process only
             overrides = history_overrides(
                 sim.base_url,
-                str(db),
+                plan.db,
                 time_scale=time_scale,
-                ladder=rungs,
-                exclusions_file=exclusions_file,
-                publish_dir=f"{stem}-published",
+                ladder=plan.rungs,
+                exclusions_file=plan.exclusions_file,
+                publish_dir=f"{plan.stem}-published",
             ) | (extra_overrides or {})
-            Path(config_path).write_text(config_file_text(overrides), encoding="utf-8")
+            Path(plan.config_path).write_text(config_file_text(overrides), encoding="utf-8")
             times = [start + n * ROUND_INTERVAL for n in range(rounds)]
             with _engine(engine, overrides, times, sim.api_key) as run_round:
-                say(f"simulator at {sim.base_url} (child process); {_ENGINES[engine]}")
+                log.say(f"simulator at {sim.base_url} (child process); {_ENGINES[engine]}")
                 for n in range(rounds):
-                    now = clock.now()
-                    next_at = now + ROUND_INTERVAL
-                    for ev in (e for e in schedule if e.round_no == n):
-                        apply_admin_event(str(db), ev, DEMO_MODEL, now)
-                        say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
-                    t0 = time.monotonic()
-                    summary = run_round(n, now)
-                    walls.append(time.monotonic() - t0)
-                    if on_round is not None:
-                        on_round(n, summary)
-                    if summary["decisions"]:
-                        say(f"  {now:%m-%d %H:%M} {', '.join(summary['decisions'])}")
-                    if confirmations:
-                        for extra in _confirm(summary, overrides, clock, next_at):
-                            confirmed += 1
-                            if on_round is not None:
-                                on_round(n, extra)
-                            if extra["decisions"]:
-                                say(f"  {clock.now():%m-%d %H:%M} confirmation: {', '.join(extra['decisions'])}")
-                    if (n + 1) % ROUNDS_PER_DAY == 0 or n + 1 == rounds:
-                        done = time.monotonic() - t_all
-                        eta = done / (n + 1) * (rounds - n - 1)
-                        say(
-                            f"day {(n + 1) / ROUNDS_PER_DAY:4.1f}: {n + 1}/{rounds} rounds, {done:6.1f} s, "
-                            f"{sum(walls[-ROUNDS_PER_DAY:]) / len(walls[-ROUNDS_PER_DAY:]):.2f} s/round, "
-                            f"ETA {eta:5.0f} s; ignore={summary['ignore']}"
-                        )
-                    clock.advance(next_at - clock.now())
+                    _history_round(n, plan, run_round, overrides, clock, log, on_round)
     finally:
         clock.close()
         os.environ.pop("OPENROUTER_API_KEY", None)
         os.environ.update(saved_env)
-    wall = time.monotonic() - t_all
-    with store.open_store(str(db), snapshot=True):
+    return _finish(plan, log)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a history writes where, and the scenario it plays."""
+
+    db: str
+    stem: str
+    exclusions_file: str
+    config_path: str
+    rounds: int
+    start: datetime
+    rungs: tuple[str, ...]
+    schedule: tuple[AdminEvent, ...]
+    confirmations: bool
+
+
+class _Progress:
+    """The progress lines (`say`) and the timings they and the result report."""
+
+    def __init__(self, stream: TextIO, progress: bool, rounds: int) -> None:
+        self.stream, self.progress, self.rounds = stream, progress, rounds
+        self.walls: list[float] = []
+        self.confirmed = 0
+        self.t_all = time.monotonic()
+
+    def say(self, text: str) -> None:
+        if self.progress:
+            print(text, file=self.stream, flush=True)
+
+    def day_done(self, n: int, summary: dict[str, Any]) -> None:
+        """After round n: a line per simulated day (and after the last round)."""
+        if (n + 1) % ROUNDS_PER_DAY == 0 or n + 1 == self.rounds:
+            done = time.monotonic() - self.t_all
+            eta = done / (n + 1) * (self.rounds - n - 1)
+            self.say(
+                f"day {(n + 1) / ROUNDS_PER_DAY:4.1f}: {n + 1}/{self.rounds} rounds, {done:6.1f} s, "
+                f"{sum(self.walls[-ROUNDS_PER_DAY:]) / len(self.walls[-ROUNDS_PER_DAY:]):.2f} s/round, "
+                f"ETA {eta:5.0f} s; ignore={summary['ignore']}"
+            )
+
+
+def _checked_rounds(days: float, start: datetime, engine: str, confirmations: bool) -> int:
+    """How many rounds `days` gives, after the arguments are checked (a ConfigError names what is wrong)."""
+    if engine not in _ENGINES:
+        raise ConfigError(f"demo: unknown history engine {engine!r} (one of: {', '.join(_ENGINES)})")
+    if confirmations and engine != "flow":
+        raise ConfigError("demo: confirmation rounds need the flow engine (engine='flow')")
+    rounds = int(round(days * ROUNDS_PER_DAY))
+    if rounds < 1:
+        raise ConfigError(f"demo: --days must give at least one round of 30 minutes (got {days:g})")
+    if start.tzinfo is None:
+        raise ConfigError("demo: the history start must be timezone-aware")
+    return rounds
+
+
+def _plan(days: float, db_path: str, rounds: int, start: datetime, ladder: Sequence[str] | None, engine: str,
+          confirmations: bool) -> _Plan:
+    """A fresh database, the builtin exclusions file beside it, and the ladder the history runs with."""
+    db = Path(db_path)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    _fresh(db)
+    stem = str(db.with_suffix("")) if db.suffix == ".duckdb" else str(db)
+    exclusions_file = f"{stem}.exclusions.toml"
+    Path(exclusions_file).write_text(builtin_file_text(DEMO_MODEL), encoding="utf-8")
+    rungs = (
+        tuple(ladder)
+        if ladder
+        else (
+            SHORT_LADDER if days < SHORT_HISTORY_DAYS else tuple(format_duration(t) for t in DEFAULT_LADDER)
+        )
+    )
+    return _Plan(str(db), stem, exclusions_file, f"{stem}.canary.toml", rounds, start, rungs,
+                 tuple(admin_schedule(rounds)), confirmations)
+
+
+def _history_round(n: int, plan: _Plan, run_round: RunRound, overrides: dict[str, Any], clock: SharedStepClock,
+                   log: _Progress, on_round: Callable[[int, dict[str, Any]], None] | None) -> None:
+    """Round n at the clock's time: the admin's events due, the round, its confirmations; the clock then steps
+    to the next round."""
+    now = clock.now()
+    next_at = now + ROUND_INTERVAL
+    for ev in (e for e in plan.schedule if e.round_no == n):
+        apply_admin_event(plan.db, ev, DEMO_MODEL, now)
+        log.say(f"  {now:%m-%d %H:%M} admin: exclude {ev.action} {ev.tag} ({ev.reason})")
+    t0 = time.monotonic()
+    summary = run_round(n, now)
+    log.walls.append(time.monotonic() - t0)
+    if on_round is not None:
+        on_round(n, summary)
+    if summary["decisions"]:
+        log.say(f"  {now:%m-%d %H:%M} {', '.join(summary['decisions'])}")
+    if plan.confirmations:
+        for extra in _confirm(summary, overrides, clock, next_at):
+            log.confirmed += 1
+            if on_round is not None:
+                on_round(n, extra)
+            if extra["decisions"]:
+                log.say(f"  {clock.now():%m-%d %H:%M} confirmation: {', '.join(extra['decisions'])}")
+    log.day_done(n, summary)
+    clock.advance(next_at - clock.now())
+
+
+def _finish(plan: _Plan, log: _Progress) -> HistoryResult:
+    """The analysts' snapshot refreshed, the closing line said, the timings returned."""
+    from tasks import store
+
+    wall = time.monotonic() - log.t_all
+    with store.open_store(plan.db, snapshot=True):
         pass  # make sure the analysts' snapshot holds the last round
+    db, start, rounds, walls = Path(plan.db), plan.start, plan.rounds, log.walls
     size = db.stat().st_size
     result = HistoryResult(
-        str(db), config_path, rounds, start, start + (rounds - 1) * ROUND_INTERVAL, wall, tuple(walls), size,
-        confirmed,
+        plan.db, plan.config_path, rounds, start, start + (rounds - 1) * ROUND_INTERVAL, wall, tuple(walls), size,
+        log.confirmed,
     )
-    say(
+    log.say(
         f"done: {rounds} rounds in {wall:.1f} s ({result.rounds_per_s:.2f} rounds/s, median round "
         f"{sorted(walls)[len(walls) // 2]:.2f} s); {db} {size / 1e6:.1f} MB; analysts: "
-        f"{store.snapshot_path(db)}\n  try: canary at --config {config_path} --model {DEMO_MODEL} "
+        f"{store.snapshot_path(db)}\n  try: canary at --config {plan.config_path} --model {DEMO_MODEL} "
         f"--time {(start + timedelta(hours=3)):%Y-%m-%dT%H:%M}Z"
     )
     return result

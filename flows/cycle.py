@@ -46,10 +46,10 @@ from prefect import flow, get_run_logger
 
 from tasks.arenas import cap_arenas
 from tasks.clock import utcnow
-from tasks.config import DEFAULT_DB_PATH
+from tasks.config import DEFAULT_DB_PATH, CanaryConfig
 from tasks.core.plan import model_slug
 from tasks.core.progress import progress_line
-from tasks.cycle_lock import CycleLockTimeout
+from tasks.cycle_lock import CycleLock, CycleLockTimeout
 from tasks.secrets import install_redaction
 
 #: The slot of the default database (`canary.duckdb`): one shard, the name every single-file setup uses.
@@ -79,14 +79,6 @@ def _flow_run_name() -> str:
         f"{CONFIRM_RUN_PREFIX}{model_slug(str(params.get('model') or ''))}-{stamp}"
 
 
-def _start_delay_s() -> float:
-    """How long after its scheduled time this flow run started (0 for a run started by hand)."""
-    from prefect.runtime import flow_run
-
-    planned = flow_run.scheduled_start_time
-    return max(0.0, (utcnow() - planned).total_seconds()) if planned is not None else 0.0
-
-
 def cycle_limit_name(db_path: str) -> str:
     """The cycle slot of a database file: `canary-cycle` for `canary.duckdb` (wherever it lives), else
     `canary-cycle-<stem>` (`shard-b.duckdb` -> `canary-cycle-shard-b`), like the publish directory's name.
@@ -96,51 +88,6 @@ def cycle_limit_name(db_path: str) -> str:
     if stem == Path(DEFAULT_DB_PATH).stem:
         return CYCLE_LIMIT
     return f"{CYCLE_LIMIT}-{model_slug(stem) or 'db'}"
-
-
-def _new_lease_ids(before: list[Any]) -> list[str]:
-    """Leases granted to this flow run since `before` (Prefect records each in the run's ConcurrencyContext)."""
-    from prefect.concurrency.context import ConcurrencyContext
-
-    ctx = ConcurrencyContext.get()
-    return [str(x) for x in (ctx.cleanup_lease_ids if ctx is not None else []) if x not in before]
-
-
-def _lease_ids() -> list[Any]:
-    from prefect.concurrency.context import ConcurrencyContext
-
-    ctx = ConcurrencyContext.get()
-    return list(ctx.cleanup_lease_ids) if ctx is not None else []
-
-
-@contextlib.contextmanager
-def _cycle_slot(name: str, wait_s: float, on_lease: Any = None) -> Any:
-    """One cycle of a database at a time; yields how long this one waited for the previous one, seconds.
-    `on_lease(lease_id)` learns the slot's lease (recorded in the cycle lock, so a dead cycle's slot is freed)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-    from prefect.concurrency.sync import concurrency
-    from prefect.exceptions import ObjectNotFound
-
-    from tasks.prefect_api.server import is_private_api
-
-    if is_private_api():  # a server of this process only: the cycle lock is the one that holds
-        yield 0.0
-        return
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            with contextlib.suppress(Exception):  # a concurrent creator won the race: fine
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
-    t0 = time.monotonic()
-    before = _lease_ids()
-    with concurrency(name, occupy=1, timeout_seconds=wait_s, lease_duration=300, strict=True,
-                     raise_on_lease_renewal_failure=False):
-        if on_lease is not None:
-            for lease_id in _new_lease_ids(before)[-1:]:
-                on_lease(lease_id)
-        yield time.monotonic() - t0
 
 
 @flow(name="canary-cycle", flow_run_name=_flow_run_name)
@@ -165,11 +112,8 @@ def canary_cycle(
     with hard failures)."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
     cap_arenas()  # before the rounds' threads (a no-op when the `canary` command or the operator did it)
-    from tasks.concurrency import heal_dead_cycle
     from tasks.config_loading import resolve_config
-    from tasks.cycle_lock import cycle_lock
-    from tasks.round.probe_task import warm_up
-    from tasks.round.steps import flow_run_id
+    from tasks.cycle_turn import cycle_turn
     from tasks.round.steps import refresh_snapshot as refresh_analysts_snapshot
 
     logger = get_run_logger()
@@ -181,47 +125,43 @@ def canary_cycle(
               "overrides": overrides}
     scheduled = cycle_ts or utcnow()  # what the log says; the rounds' time is read once the locks are held
     slot = cycle_limit_name(cfg.db_path)
-    t_lock = time.monotonic()
     try:
-        with cycle_lock(cfg.db_path, CYCLE_WAIT_S, on_wait=_waiting(cfg.db_path, logger)) as lock:
-            waited_lock_s = time.monotonic() - t_lock
-            if lock.previous is not None:  # a cycle died holding it: its slots' leases released now
-                heal_dead_cycle(lock.previous, logger)
-            lock.record(flow_run_id=flow_run_id())
-            with _cycle_slot(slot, CYCLE_WAIT_S, on_lease=lambda lease: lock.record(lease_id=lease)) as waited_s:
-                late_s = max(waited_s + waited_lock_s, _start_delay_s())
-                if late_s > 60:
-                    logger.warning("Cycle %s started %.0f s late (the previous cycle was still running or the "
-                                   "worker was busy)", scheduled.isoformat(), late_s)
-                # The rounds' time, read now that no other cycle of the database runs: two cycles that waited for
-                # each other never share it (their round ids differ; the save refuses one that would not)
-                round_ts = cycle_ts or utcnow()
-                warm_up()  # one probe worker for every model
-                t0 = time.monotonic()
-                with _once_per_cycle(chosen, cfg.db_path, round_ts, logger,
-                                     on_lease=lambda lease: lock.record(round_lease_id=lease)):
-                    summaries = _run_models(chosen, {**config, "run_id": flow_run_id(), "in_cycle": True},
-                                            round_ts, cfg.models_in_flight, confirmation, logger)
-                refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
-                wall_s = time.monotonic() - t0
+        with cycle_turn(cfg.db_path, slot, CYCLE_WAIT_S, scheduled, logger) as (lock, late_s):
+            # The rounds' time, read now that no other cycle of the database runs: two cycles that waited for
+            # each other never share it (their round ids differ; the save refuses one that would not)
+            round_ts = cycle_ts or utcnow()
+            t0 = time.monotonic()
+            summaries = _rounds_of_cycle(chosen, cfg, config, confirmation, round_ts, lock, logger)
+            refresh_analysts_snapshot(cfg)  # once per cycle, not once per write
+            wall_s = time.monotonic() - t0
     except (TimeoutError, CycleLockTimeout) as exc:
-        reason = (str(exc) if isinstance(exc, CycleLockTimeout)
-                  else f"the previous cycle still held the slot {slot} after {CYCLE_WAIT_S:.0f} s")
-        logger.error("Cycle %s not run: %s", scheduled, reason)
-        return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "slot": slot,
-                "reason": reason, "rounds": []}
+        return _late(exc, scheduled, slot, logger)
     logger.info("Cycle of %d models in %.1f s (slot %s, %s): %s", len(chosen), wall_s, slot, cfg.db_path,
                 ", ".join(f"{s['model']} {s.get('status')}" for s in summaries))
     return {"cycle_ts": round_ts.isoformat(), "status": "complete", "late_s": late_s, "wall_s": wall_s,
             "slot": slot, "db_path": cfg.db_path, "rounds": summaries}
 
 
-def _waiting(db_path: str, logger: Any) -> Any:
-    def say(holder: Any) -> None:
-        who = holder.describe() if holder is not None else "another process"
-        logger.warning("Waiting for the previous cycle of %s (%s) to end", db_path, who)
+def _rounds_of_cycle(chosen: list[str], cfg: CanaryConfig, config: dict[str, Any], confirmation: dict[str, Any],
+                     round_ts: datetime, lock: CycleLock, logger: Any) -> list[dict[str, Any]]:
+    """The chosen models' rounds, with what they share done once (`_once_per_cycle`); their summaries."""
+    from tasks.round.probe_task import warm_up
+    from tasks.round.steps import flow_run_id
 
-    return say
+    warm_up()  # one probe worker for every model
+    with _once_per_cycle(chosen, cfg.db_path, round_ts, logger,
+                         on_lease=lambda lease: lock.record(round_lease_id=lease)):
+        return _run_models(chosen, {**config, "run_id": flow_run_id(), "in_cycle": True},
+                           round_ts, cfg.models_in_flight, confirmation, logger)
+
+
+def _late(exc: Exception, scheduled: datetime, slot: str, logger: Any) -> dict[str, Any]:
+    """The cycle that waited `CYCLE_WAIT_S` in vain: not run, and its result says why."""
+    reason = (str(exc) if isinstance(exc, CycleLockTimeout)
+              else f"the previous cycle still held the slot {slot} after {CYCLE_WAIT_S:.0f} s")
+    logger.error("Cycle %s not run: %s", scheduled, reason)
+    return {"cycle_ts": scheduled.isoformat(), "status": "late", "late_s": CYCLE_WAIT_S, "slot": slot,
+            "reason": reason, "rounds": []}
 
 
 @contextlib.contextmanager

@@ -55,7 +55,7 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
     """Queue an alert per silent model, then deliver the outbox (queued alerts of crashed rounds included)
     with the database closed."""
     from tasks.errors import StoreError
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
     from tasks.store_alarm import alarm_unreadable_store
 
     logger = get_run_logger()

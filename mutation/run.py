@@ -25,7 +25,6 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Iterable, Mapping
-from importlib.metadata import version
 from pathlib import Path
 
 from mutation.gate import (
@@ -33,8 +32,6 @@ from mutation.gate import (
     Equivalent,
     Mutant,
     Verdict,
-    digest,
-    equivalents_digest,
     failure_message,
     function_name,
     judge,
@@ -42,16 +39,20 @@ from mutation.gate import (
     load_known,
     parse_diff,
     record_table,
-    stale,
     table,
-    toml_string,
+)
+from mutation.record_files import (
+    EQUIVALENTS,
+    HERE,
+    KNOWN,
+    RECORD,
+    ROOT,
+    owe,
+    stale_files,
+    tool,
+    write_record,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-HERE = ROOT / "mutation"
-RECORD = HERE / "record.json"
-EQUIVALENTS = HERE / "equivalents.toml"
-KNOWN = HERE / "survivors.toml"
 #: Left out of the scratch copy: the mutation gate itself and the notebooks (no test of the decision code reads
 #: them); everything else git knows of is copied (tests read the README, docs/, examples/, ...).
 NOT_COPIED = ("mutation", "notebooks")
@@ -59,10 +60,6 @@ NOT_COPIED = ("mutation", "notebooks")
 
 class Refused(Exception):
     """A one-line reason the run cannot be made."""
-
-
-def tool() -> str:
-    return f"mutmut {version('mutmut')}"
 
 
 def settings() -> dict[str, object]:
@@ -213,74 +210,8 @@ def covering_tests(work: Path, files: list[str]) -> dict[str, set[str]]:
     return out
 
 
-def file_digest(rel: str) -> str | None:
-    path = ROOT / rel
-    return digest(path.read_bytes()) if path.exists() else None
-
-
-def stale_files(files: list[str], record: Mapping[str, object], equivalents: list[Equivalent]) -> dict[str, str]:
-    if record.get("tool") not in (tool(), None):
-        return dict.fromkeys(files, f"recorded with {record.get('tool')}, this is {tool()}")
-    modules = record.get("modules")
-    entries = modules if isinstance(modules, Mapping) else {}
-    out = {}
-    for f in files:
-        entry = entries.get(f)
-        tests = entry.get("tests", {}) if isinstance(entry, Mapping) else {}
-        why = stale(entries, f, file_digest(f) or "", equivalents_digest(equivalents, f),
-                    {t: file_digest(t) for t in tests})
-        if why:
-            out[f] = why
-    return out
-
-
-def write_record(record: dict[str, object], verdict: Verdict, covered: dict[str, set[str]],
-                 seconds: dict[str, float], equivalents: list[Equivalent]) -> list[str]:
-    """The files that passed, written into the record (the others keep their old entry)."""
-    if record.get("tool") != tool():
-        record = {"tool": tool(), "modules": {}}
-    modules = dict(record.get("modules") or {})  # type: ignore[call-overload]
-    failed = {m.file for m in verdict.survivors} | {e.file for e in verdict.unmatched}
-    written = []
-    for f, t in verdict.tallies.items():
-        if f in failed:
-            continue
-        modules[f] = {"source": file_digest(f), "equivalents": equivalents_digest(equivalents, f),
-                      "tests": {t_: file_digest(t_) for t_ in sorted(covered.get(f, ()))},
-                      "mutants": t.total, "caught": t.caught, "known": t.known, "equivalent": t.equivalent,
-                      "seconds": round(seconds.get(f, 0.0), 1)}
-        written.append(f)
-    out = {"tool": tool(), "modules": dict(sorted(modules.items()))}
-    RECORD.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    return written
-
-
-def owe(known: list[Equivalent], verdict: Verdict, files: list[str]) -> list[Equivalent]:
-    """mutation/survivors.toml rewritten: the entries of the modules run are now exactly their survivors."""
-    kept = [e for e in known if e.file not in files]
-    owed = {(m.file, m.function, m.before, m.after): m for m in [*verdict.known, *verdict.survivors]}
-    entries = kept + [Equivalent(f, fn, b, a, "") for (f, fn, b, a) in sorted(owed)]
-    head = [ln for ln in KNOWN.read_text(encoding="utf-8").splitlines() if ln.startswith("#")] if KNOWN.exists() \
-        else []
-    body = [f"[[survivor]]\nfile = {toml_string(e.file)}\nfunction = {toml_string(e.function)}\n"
-            f"before = {toml_string(e.before)}\nafter = {toml_string(e.after)}\n" for e in entries]
-    KNOWN.write_text("\n".join(head) + "\n\n" + "\n".join(body), encoding="utf-8")
-    print(f"mutation: {len(owed)} survivor(s) of {len(files)} module(s) written into {KNOWN.relative_to(ROOT)}")
-    return entries
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/mutation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="*", help="decision modules (files or folders); default: all of them")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
-    mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
-    mode.add_argument("--table", action="store_true", help="print the record's figures as docs/mutation.md's table")
-    parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
-                        "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch copy (to `mutmut show` there)")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         cfg = settings()
         modules = list(cfg["modules"])  # type: ignore[call-overload]
@@ -292,16 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(record_table(record.get("modules") or {}))
             return 0
         if args.gate:
-            why = stale_files(files, record, [*equivalents, *known])
-            unrecorded = [f for f, reason in why.items()
-                          if reason == "never recorded" or reason.startswith("recorded with")]
-            if unrecorded:  # a module enters the gate with its first record (docs/mutation.md)
-                print(f"mutation gate: not gated until recorded (`scripts/mutation --record PATH`): "
-                      f"{', '.join(unrecorded)}")
-            for f, reason in why.items():
-                if f not in unrecorded:
-                    print(f"mutation: {f}: {reason}")
-            files = [f for f in files if f in why and f not in unrecorded]
+            files = _stale(files, record, [*equivalents, *known])
             if not files:
                 print("mutation gate: every recorded decision module is as recorded; nothing to run")
                 return 0
@@ -317,13 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table(verdict))
     print(f"mutation: {len(found)} mutants in {took:.0f} s (load {os.getloadavg()[0]:.1f})")
-    if args.record and args.owe:  # read again: another run may have written since this one started
-        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
-        verdict = judge(found, equivalents, files, known)
     if args.record:
-        record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-        written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
-        print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
+        verdict = _record(args.owe, found, verdict, equivalents, known, files, work, seconds)
     elif args.gate and verdict.passed:
         print("mutation gate: passed; the record is stale for these modules: `scripts/mutation --record "
               + " ".join(files) + "` and commit mutation/record.json to spare CI the run")
@@ -334,6 +251,46 @@ def main(argv: list[str] | None = None) -> int:
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scripts/mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", help="decision modules (files or folders); default: all of them")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--gate", action="store_true", help="run only the modules whose record is stale (CI)")
+    mode.add_argument("--record", action="store_true", help="write the modules that pass into the record")
+    mode.add_argument("--table", action="store_true", help="print the record's figures as docs/mutation.md's table")
+    parser.add_argument("--owe", action="store_true", help="with --record: list the run's survivors as owed a "
+                        "test in mutation/survivors.toml (adopting a module with survivors; the diff shows it)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy (to `mutmut show` there)")
+    return parser
+
+
+def _stale(files: list[str], record: Mapping[str, object], entries: list[Equivalent]) -> list[str]:
+    """The gate's modules: those whose record is stale (each named with why); one never recorded (or recorded
+    with another mutmut) is named and left out until its first record (docs/mutation.md)."""
+    why = stale_files(files, record, entries)
+    unrecorded = [f for f, reason in why.items() if reason == "never recorded" or reason.startswith("recorded with")]
+    if unrecorded:
+        print(f"mutation gate: not gated until recorded (`scripts/mutation --record PATH`): {', '.join(unrecorded)}")
+    for f, reason in why.items():
+        if f not in unrecorded:
+            print(f"mutation: {f}: {reason}")
+    return [f for f in files if f in why and f not in unrecorded]
+
+
+def _record(owe_them: bool, found: list[Mutant], verdict: Verdict, equivalents: list[Equivalent],
+            known: list[Equivalent], files: list[str], work: Path, seconds: dict[str, float]) -> Verdict:
+    """--record: (with --owe, the survivors listed as owed first) the modules that passed written into the
+    record; the verdict, judged again when survivors were owed."""
+    if owe_them:  # read again: another run may have written since this one started
+        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
+        verdict = judge(found, equivalents, files, known)
+    record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+    written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
+    print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
+    return verdict
 
 
 if __name__ == "__main__":

@@ -25,12 +25,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from simulator import catalog_wire, wire
-from simulator.faults import PROTOCOL_KINDS, FaultCounters, select_fault
-from simulator.fleet import EndpointSpec, Fleet
+from simulator.faults import PROTOCOL_KINDS, Fault, FaultCounters, select_fault
+from simulator.fleet import EndpointSpec, Fleet, ModelSpec
 from simulator.language import detect_language
 from simulator.plan import Plan, has_tools, is_structured, last_user_text, plan_reply, request_seed
 from simulator.player import ReplyPlayer
 from simulator.protocol import protocol_response
+from simulator.routing import Route as Candidates
 from simulator.routing import RoutingError, route, validate_provider
 from simulator.text import estimate_tokens
 
@@ -143,6 +144,29 @@ def build_app(state: SimulatorState) -> ASGIApp:
 
 
 async def _chat(state: SimulatorState, request: Request) -> Response:
+    checked = await _checked_request(state, request)
+    if isinstance(checked, Response):
+        return checked
+    body, model = checked
+    seed = request_seed(body)
+    try:
+        chosen = route(model, body, validate_provider(body.get("provider")), seed)
+    except RoutingError as exc:
+        return _json(exc.status, wire.error_body(exc.message, exc.status, exc.metadata, user=False))
+
+    now = state.now(request)
+    stream = body.get("stream") is True
+    plan, endpoint, fault = _plan_over(state, body, model, chosen, seed, now)
+    if plan.http_error is not None:
+        headers = {"Retry-After": wire.js_number(plan.retry_after_s)} if plan.retry_after_s else None
+        return _json(
+            plan.http_error, wire.upstream_error(plan.http_error, model.id, endpoint.provider_name), headers
+        )
+    return await _reply(state, request, body, model, plan, endpoint, fault, now, stream)
+
+
+async def _checked_request(state: SimulatorState, request: Request) -> Response | tuple[dict[str, Any], ModelSpec]:
+    """The request's body and model, or the error response OpenRouter gives (auth, JSON, model, messages)."""
     token = _bearer(request)
     if not token:
         return _json(401, wire.error_body("No auth credentials found", 401, user=False))
@@ -161,17 +185,17 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
         return _json(400, wire.error_body(f"{model_id} is not a valid model ID", 400))
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         return _json(400, wire.error_body('Input required: specify "prompt" or "messages"', 400))
-    seed = request_seed(body)
-    try:
-        chosen = route(model, body, validate_provider(body.get("provider")), seed)
-    except RoutingError as exc:
-        return _json(exc.status, wire.error_body(exc.message, exc.status, exc.metadata, user=False))
+    return body, model
 
-    now = state.now(request)
+
+def _plan_over(state: SimulatorState, body: dict[str, Any], model: ModelSpec, chosen: Candidates, seed: int,
+               now: datetime) -> tuple[Plan, EndpointSpec, Fault | None]:
+    """The reply's plan on the route's first endpoint, or (with fallbacks) the next while one fails over HTTP."""
     stream = body.get("stream") is True
     structured = is_structured(body)
     lang = detect_language(last_user_text(body["messages"]))
     plan: Plan | None = None
+    fault: Fault | None = None
     endpoint: EndpointSpec = chosen.candidates[0]
     for i, endpoint in enumerate(chosen.candidates):
         fault = select_fault(
@@ -189,12 +213,12 @@ async def _chat(state: SimulatorState, request: Request) -> Response:
         if plan.http_error is None or not chosen.allow_fallbacks or i + 1 == len(chosen.candidates):
             break
     assert plan is not None
-    if plan.http_error is not None:
-        headers = {"Retry-After": wire.js_number(plan.retry_after_s)} if plan.retry_after_s else None
-        return _json(
-            plan.http_error, wire.upstream_error(plan.http_error, model.id, endpoint.provider_name), headers
-        )
+    return plan, endpoint, fault
 
+
+async def _reply(state: SimulatorState, request: Request, body: dict[str, Any], model: ModelSpec, plan: Plan,
+                 endpoint: EndpointSpec, fault: Fault | None, now: datetime, stream: bool) -> Response:
+    """The planned reply: a protocol fault's bytes, a stream, a slow JSON body, or the JSON body."""
     unix = int(now.timestamp())
     gen_id = state.new_id(unix)
     head = wire.chunk_head(gen_id, unix, model.id, plan.provider)

@@ -86,46 +86,10 @@ def plan_reply(
     kind = fault.kind if fault else "healthy"
     p: Mapping[str, Any] = fault.params if fault else {}
     schema = structured.schema_of(body.get("response_format"))
-    finish, native = "stop", "stop"
-
-    if schema is not None:
-        reply_lang = p.get("to", lang) if kind == "language_switch" else lang
-        value = structured.instance(schema, reply_lang, seed)
-        if kind == "schema_violation":
-            value = structured.violate(value, schema, str(p.get("mode", "missing_required")))
-        content = structured.render(value, seed)
-        if kind == "invalid_json":
-            content = structured.make_invalid(content, str(p.get("mode", "truncated")))
-        elif kind == "fenced_json":
-            content = "```json\n" + content + "\n```"
-    elif kind == "language_switch":
-        content = text.reply_text(str(p["to"]), seed)
-    elif kind == "language_mix":
-        content = text.mixed_reply(lang, str(p["with"]), seed)
-    elif kind == "corrupted_opening":
-        prefixes = list(p.get("prefixes") or ['",'])
-        content = prefixes[seed % len(prefixes)] + text.action_opening_reply(lang, seed)
-    else:
-        content = text.reply_text(lang, seed)
-
-    if kind == "mojibake":
-        content = text.mojibake(content, str(p.get("codec", "cp1252")))
-    elif kind == "refusal":
-        content = str(p.get("text") or text.refusal_text(lang))
-    elif kind == "content_filter":
-        content = text.first_words(content, int(p.get("keep_words", 0)))
-        finish, native = "content_filter", "SAFETY"
-    elif kind == "empty_reply":
-        content = ""
-    elif kind == "truncated":
-        content = text.first_words(content, int(p.get("words", 4)))
-        finish, native = "length", "length"
-
-    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0:
-        if text.estimate_tokens(content) > max_tokens:
-            content = _cut_to_tokens(content, max_tokens)
-            finish, native = "length", "length"
+    content = _structured_content(schema, kind, p, lang, seed) if schema is not None else \
+        _text_content(kind, p, lang, seed)
+    content, finish, native = _content_fault(content, kind, p, lang)
+    content, finish, native = _within_max_tokens(body, content, finish, native)
 
     calls: tuple[tools.PlannedCall, ...] = ()
     if schema is None and has_tools(body):
@@ -157,6 +121,56 @@ def plan_reply(
         tool_calls=calls,
     )
     return _transport(plan, kind, p)
+
+
+def _structured_content(schema: Mapping[str, Any], kind: str, p: Mapping[str, Any], lang: str, seed: int) -> str:
+    """The JSON reply to a `response_format` request, with its structured fault (if any)."""
+    reply_lang = p.get("to", lang) if kind == "language_switch" else lang
+    value = structured.instance(schema, reply_lang, seed)
+    if kind == "schema_violation":
+        value = structured.violate(value, schema, str(p.get("mode", "missing_required")))
+    content = structured.render(value, seed)
+    if kind == "invalid_json":
+        content = structured.make_invalid(content, str(p.get("mode", "truncated")))
+    elif kind == "fenced_json":
+        content = "```json\n" + content + "\n```"
+    return content
+
+
+def _text_content(kind: str, p: Mapping[str, Any], lang: str, seed: int) -> str:
+    """The free-text reply, in the language its fault asks for."""
+    if kind == "language_switch":
+        return text.reply_text(str(p["to"]), seed)
+    if kind == "language_mix":
+        return text.mixed_reply(lang, str(p["with"]), seed)
+    if kind == "corrupted_opening":
+        prefixes = list(p.get("prefixes") or ['",'])
+        return prefixes[seed % len(prefixes)] + text.action_opening_reply(lang, seed)
+    return text.reply_text(lang, seed)
+
+
+def _content_fault(content: str, kind: str, p: Mapping[str, Any], lang: str) -> tuple[str, str, str]:
+    """(content, finish_reason, native_finish_reason) after a fault that changes the reply's text."""
+    if kind == "mojibake":
+        return text.mojibake(content, str(p.get("codec", "cp1252"))), "stop", "stop"
+    if kind == "refusal":
+        return str(p.get("text") or text.refusal_text(lang)), "stop", "stop"
+    if kind == "content_filter":
+        return text.first_words(content, int(p.get("keep_words", 0))), "content_filter", "SAFETY"
+    if kind == "empty_reply":
+        return "", "stop", "stop"
+    if kind == "truncated":
+        return text.first_words(content, int(p.get("words", 4))), "length", "length"
+    return content, "stop", "stop"
+
+
+def _within_max_tokens(body: Mapping[str, Any], content: str, finish: str, native: str) -> tuple[str, str, str]:
+    """The reply cut at the request's `max_tokens` (`max_completion_tokens`), finishing for `length` then."""
+    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0:
+        if text.estimate_tokens(content) > max_tokens:
+            return _cut_to_tokens(content, max_tokens), "length", "length"
+    return content, finish, native
 
 
 def _transport(plan: Plan, kind: str, p: Mapping[str, Any]) -> Plan:

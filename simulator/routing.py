@@ -103,6 +103,17 @@ def requested_parameters(body: Mapping[str, Any]) -> list[str]:
 
 def route(model: ModelSpec, body: Mapping[str, Any], prefs: Mapping[str, Any], seed: int) -> Route:
     """Candidates for this request, in the order they are tried."""
+    endpoints = _allowed(model, prefs)
+    endpoints = _able(endpoints, body, prefs)
+    allow_fallbacks = prefs.get("allow_fallbacks", True) is not False
+    order = prefs.get("order")
+    if order:
+        return Route(_ordered(model, endpoints, order, allow_fallbacks, prefs), allow_fallbacks)
+    return Route(tuple(_balanced(endpoints, seed)), allow_fallbacks)
+
+
+def _allowed(model: ModelSpec, prefs: Mapping[str, Any]) -> list[EndpointSpec]:
+    """The model's endpoints that `only`, `ignore` and `quantizations` allow (404 when none is)."""
     endpoints = list(model.endpoints)
     only, ignore = prefs.get("only"), prefs.get("ignore") or []
     if only is not None:
@@ -113,26 +124,34 @@ def route(model: ModelSpec, body: Mapping[str, Any], prefs: Mapping[str, Any], s
         endpoints = [ep for ep in endpoints if _quant_ok(ep.quantization, quants)]
     if not endpoints:
         raise _no_allowed(model, prefs)
-    wanted = requested_parameters(body)
+    return endpoints
+
+
+def _able(endpoints: list[EndpointSpec], body: Mapping[str, Any], prefs: Mapping[str, Any]) -> list[EndpointSpec]:
+    """With `require_parameters`, only the endpoints supporting every requested parameter (404 when none does);
+    else a `response_format` prefers the endpoints that support it."""
     if prefs.get("require_parameters"):
+        wanted = requested_parameters(body)
         endpoints = [ep for ep in endpoints if all(p in ep.supported_parameters for p in wanted)]
         if not endpoints:
             raise RoutingError(404, "No endpoints found that can handle the requested parameters.")
     elif body.get("response_format") is not None:
         supporting = [ep for ep in endpoints if "response_format" in ep.supported_parameters]
         endpoints = supporting or endpoints
-    allow_fallbacks = prefs.get("allow_fallbacks", True) is not False
-    order = prefs.get("order")
-    if order:
-        primary: list[EndpointSpec] = []
-        for entry in order:
-            primary += [ep for ep in endpoints if matches(entry, ep) and ep not in primary]
-        rest = [ep for ep in endpoints if ep not in primary]
-        ordered = primary + (rest if allow_fallbacks else [])
-        if not ordered:
-            raise _no_allowed(model, prefs)
-        return Route(tuple(ordered), allow_fallbacks)
-    return Route(tuple(_balanced(endpoints, seed)), allow_fallbacks)
+    return endpoints
+
+
+def _ordered(model: ModelSpec, endpoints: list[EndpointSpec], order: Sequence[str], allow_fallbacks: bool,
+             prefs: Mapping[str, Any]) -> tuple[EndpointSpec, ...]:
+    """`order`'s endpoints first, in its order, then (with fallbacks) the rest (404 when nothing is left)."""
+    primary: list[EndpointSpec] = []
+    for entry in order:
+        primary += [ep for ep in endpoints if matches(entry, ep) and ep not in primary]
+    rest = [ep for ep in endpoints if ep not in primary]
+    ordered = primary + (rest if allow_fallbacks else [])
+    if not ordered:
+        raise _no_allowed(model, prefs)
+    return tuple(ordered)
 
 
 def _quant_ok(quant: str | None, wanted: Sequence[str]) -> bool:

@@ -67,13 +67,7 @@ def _value(
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
-        props = _mapping(node.get("properties"))
-        required = set(node.get("required") or [])
-        out: dict[str, Any] = {}
-        for name, sub in props.items():
-            if name in required or depth > 3 or rng.random() < 0.7:
-                out[name] = _value(sub if isinstance(sub, Mapping) else {}, root, rng, lang, name, depth + 1)
-        return out
+        return _object(node, root, rng, lang, depth)
     if kind == "array":
         items = _mapping(node.get("items"))
         lo = int(node.get("minItems", 1))
@@ -81,6 +75,23 @@ def _value(
         return [
             _value(items, root, rng, lang, key, depth + 1) for _ in range(rng.randint(lo, min(hi, lo + 3)))
         ]
+    return _scalar(kind, node, rng, lang, key)
+
+
+def _object(node: Mapping[str, Any], root: Mapping[str, Any], rng: random.Random, lang: str, depth: int,
+            ) -> dict[str, Any]:
+    """Every required property, and each optional one with a chance of 0.7 (all of them below depth 3)."""
+    props = _mapping(node.get("properties"))
+    required = set(node.get("required") or [])
+    out: dict[str, Any] = {}
+    for name, sub in props.items():
+        if name in required or depth > 3 or rng.random() < 0.7:
+            out[name] = _value(sub if isinstance(sub, Mapping) else {}, root, rng, lang, name, depth + 1)
+    return out
+
+
+def _scalar(kind: Any, node: Mapping[str, Any], rng: random.Random, lang: str, key: str) -> Any:
+    """A number, boolean, null or string of `kind` within the node's bounds."""
     if kind == "integer":
         lo, hi = int(node.get("minimum", 0)), int(node.get("maximum", 100))
         return rng.randint(lo, max(lo, hi))

@@ -21,7 +21,7 @@ def slack_warning(env: Mapping[str, str] | None = None, *, use_blocks: bool | No
     """The one-line warning about this process's Slack settings, None when alerts go to Slack. `env`: default the
     process environment; `use_blocks` (default: when a Prefect API is configured) also looks in the Prefect Secret
     blocks, as delivery does."""
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
 
     env = os.environ if env is None else env
     blocks = bool(env.get("PREFECT_API_URL")) if use_blocks is None else use_blocks

@@ -20,7 +20,7 @@ A cycle takes its rounds' slots at once (`cycle_round_slots`): one read of every
 free slot under one lease (one renewal thread, one release at the cycle's end), instead of ~4 API calls and a
 renewal thread per round. A round of such a model finds its slot held by its own process's cycle and runs
 (`round_slot`); a slot another holder has goes the round's own way (release a dead holder's lease, wait, or skip).
-The cycle's own slot is leased the same way (flows/cycle.py); a cycle that died holding its database's lock
+The cycle's own slot is leased the same way (tasks/cycle_turn.py); a cycle that died holding its database's lock
 (tasks/cycle_lock.py records both leases there) has them released by the next cycle (`heal_dead_cycle`).
 """
 

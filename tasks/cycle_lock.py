@@ -5,7 +5,7 @@
         lock.record(flow_run_id=..., lease_id=..., round_lease_id=...)
 
 Two `canary run` without PREFECT_API_URL each start a private Prefect server, so the Prefect slot of the cycle
-(flows/cycle.py) is not shared between them; the kernel's lock is. The lock goes with its process (SIGKILL
+(tasks/cycle_turn.py) is not shared between them; the kernel's lock is. The lock goes with its process (SIGKILL
 included), so it can never be stale. A second cycle waits for it, as long as it would wait for the Prefect slot,
 then gives up with one line naming the holder (`CycleLockTimeout`). While it holds the lock a cycle records who
 it is (pid, host, process start, its flow run, its slot's lease and its rounds' slots' lease) in the file, and empties

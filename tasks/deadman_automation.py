@@ -37,7 +37,7 @@ from typing import Any
 from uuid import UUID
 
 from tasks.core.silence import automation_name, duration_words, silence_text, silence_window
-from tasks.slack_client import SlackSettings
+from tasks.slack_settings import SlackSettings
 
 #: The Webhook block the automation's action calls; `canary serve` overwrites it with the current Slack settings.
 WEBHOOK_BLOCK = "canary-deadman-slack"

@@ -40,20 +40,12 @@ from tasks.core.render.postable import FALLBACK_KIND, fallback_alert, post_key
 from tasks.core.render.text import name
 from tasks.core.types import Alert
 from tasks.delivery_threads import Threads, read_threads, record_threads, update_parents
-from tasks.delivery_trail import DeadTrails, dead_trails, open_trail
+from tasks.delivery_trail import DeadTrails, Trail, dead_trails, open_trail
 from tasks.errors import StoreError
 from tasks.failpoints import failpoint
 from tasks.liveness import ProcessId, claim_is_dead
-from tasks.slack_client import (
-    BATCH_FATAL_ERRORS,
-    RATE_LIMITED,
-    DeliveryResult,
-    SlackSettings,
-    Spot,
-    deliver,
-    found_posts,
-    posted_keys,
-)
+from tasks.slack_client import BATCH_FATAL_ERRORS, RATE_LIMITED, DeliveryResult, Spot, deliver, found_posts, posted_keys
+from tasks.slack_settings import SlackSettings
 
 _log = logging.getLogger("canary.delivery")
 #: How long delivery waits for the write window before leaving the alerts for the next delivery, seconds.
@@ -86,14 +78,10 @@ def deliver_outbox(
     lock_timeout_s: float = DELIVERY_LOCK_TIMEOUT_S, _nested: bool = False, pace: Callable[[], None] | None = None,
 ) -> DeliverySummary:
     """Deliver the outbox (see the module docstring); `pace` is called before each post or update."""
-    from tasks import store
-
     log = logger or _log
     claimer = ProcessId.current().as_claim()
     try:
-        with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
-            claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=claim_is_dead)
-            threads = read_threads(con, [a for a, _ in claimed])
+        claimed, threads = _claim(db_path, now, limit, claimer, lock_timeout_s)
     except StoreError as exc:
         log.warning("Alerts stay queued (the database is busy): %s", exc)
         return DeliverySummary(settings.transport, skipped=True, errors=(str(exc),))
@@ -104,56 +92,106 @@ def deliver_outbox(
     already, still_unknown, trails = _settle_unknown(db_path, settings, unknown, now, threads)
     to_post = [a for a, _ in claimed if a.key not in already]
     trail = open_trail(db_path, claimer, [a.key for a in to_post])
-    results = deliver(
-        to_post, settings, now=now, logger=log, before_post=lambda a: trail.before(a.key),
-        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent), threads=threads.spots, pace=pace,
-    )
-    results = _look_up_answered(settings, results, to_post, threads, now, log)
-    failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
-    updates = update_parents(settings, threads, to_post, results, pace)
+    results, updates = _post(to_post, settings, threads, trail, now, log, pace)
     by_key = {a.key: a for a in to_post}
-    fallbacks = [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
-                 if r.permanent and by_key[r.key].kind != FALLBACK_KIND and not _destination_refused(r)]
-
+    fallbacks = _fallbacks(results, by_key, now)
+    outcome = _Outcome(already, still_unknown, results, updates)
     try:
-        with store.open_store(db_path, snapshot=False, lock_timeout_s=max(lock_timeout_s, 30.0)) as con:
-            for key in already:
-                store.record_delivery(con, key, now, sent=True)
-            for r in results:
-                _record(store, con, r, now, was_unknown=r.key in still_unknown)
-            record_threads(con, results, updates)
-            queued = store.enqueue_alerts(con, fallbacks) if fallbacks else 0
+        queued = _record_outcome(db_path, max(lock_timeout_s, 30.0), outcome, fallbacks, now)
         trail.close()  # recorded: the trail has said what it had to
         trails.remove()
     except StoreError as exc:  # the posts happened; their claims expire and the history check finds them
         log.warning("Delivered alerts could not be recorded yet: %s", exc)
         queued = 0
     _log_refusals(log, [r for r in results if r.permanent], by_key)
+    _log_parents_not_updated(log, updates)
+    summary = _summary(settings, outcome, queued, claimed=len(claimed))
+    if queued and not _nested:  # the alerts about refused alerts go out now, not a round later
+        more = deliver_outbox(db_path, settings, now, log, limit=limit, lock_timeout_s=lock_timeout_s,
+                              _nested=True, pace=pace)
+        summary = merged(summary, more)
+    return summary
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one delivery's posts came to, before it is recorded."""
+
+    already: set[str]  # found posted in the channel history: marked sent, not posted again
+    still_unknown: set[str]  # an earlier post's fate unknown: a repost is a possible duplicate
+    results: list[DeliveryResult]
+    updates: dict[str, str | None]  # parent key -> why its rewrite failed (None: rewritten)
+
+
+def _claim(db_path: str, now: datetime, limit: int, claimer: str,
+           lock_timeout_s: float) -> tuple[list[tuple[Alert, bool]], Threads]:
+    """Step 1: the first short write window claims the due alerts and reads their threads."""
+    from tasks import store
+
+    with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
+        claimed = store.claim_alerts(con, now, limit, claimer=claimer, is_dead=claim_is_dead)
+        return claimed, read_threads(con, [a for a, _ in claimed])
+
+
+def _post(to_post: list[Alert], settings: SlackSettings, threads: Threads, trail: Trail, now: datetime, log: Any,
+          pace: Callable[[], None] | None) -> tuple[list[DeliveryResult], dict[str, str | None]]:
+    """Step 3, the database closed: post each alert (its trail written around the post), look up the ones Slack
+    answered 5xx, then rewrite the parents that got a follow-up."""
+    results = deliver(
+        to_post, settings, now=now, logger=log, before_post=lambda a: trail.before(a.key),
+        after_post=lambda r: trail.after(r.key, known=not r.unknown, sent=r.sent), threads=threads.spots, pace=pace,
+    )
+    results = _look_up_answered(settings, results, to_post, threads, now, log)
+    failpoint("during-delivery")  # posted, not yet recorded: the next delivery must not post them again
+    return results, update_parents(settings, threads, to_post, results, pace)
+
+
+def _fallbacks(results: list[DeliveryResult], by_key: dict[str, Alert], now: datetime) -> list[Alert]:
+    """A `delivery_failed` alert for each alert Slack refused for good (not for a fallback, nor when Slack refuses
+    every message)."""
+    return [fallback_alert(by_key[r.key], r.error or "refused", now) for r in results
+            if r.permanent and by_key[r.key].kind != FALLBACK_KIND and not _destination_refused(r)]
+
+
+def _record_outcome(db_path: str, lock_timeout_s: float, outcome: _Outcome, fallbacks: list[Alert],
+                    now: datetime) -> int:
+    """Step 4: the second short write window records every result and queues the fallbacks (how many)."""
+    from tasks import store
+
+    with store.open_store(db_path, snapshot=False, lock_timeout_s=lock_timeout_s) as con:
+        for key in outcome.already:
+            store.record_delivery(con, key, now, sent=True)
+        for r in outcome.results:
+            _record(store, con, r, now, was_unknown=r.key in outcome.still_unknown)
+        record_threads(con, outcome.results, outcome.updates)
+        return store.enqueue_alerts(con, fallbacks) if fallbacks else 0
+
+
+def _log_parents_not_updated(log: Any, updates: dict[str, str | None]) -> None:
     for key, error in updates.items():
         if error is not None:
             log.warning("The message of alert %s was not updated with how it ended (%s); the next delivery "
                         "updates it", name(post_key(key), "log", 160), error)
+
+
+def _summary(settings: SlackSettings, outcome: _Outcome, queued: int, *, claimed: int) -> DeliverySummary:
+    results, still_unknown = outcome.results, outcome.still_unknown
     failed = [r for r in results if not r.sent and r.attempted and not r.unknown]
-    summary = DeliverySummary(
+    return DeliverySummary(
         transport=settings.transport,
-        sent=sum(r.sent for r in results) + len(already),
+        sent=sum(r.sent for r in results) + len(outcome.already),
         failed=len(failed),
         unknown=sum(r.unknown for r in results),
-        deduplicated=len(already),
+        deduplicated=len(outcome.already),
         possible_duplicates=sum(1 for r in results if r.key in still_unknown and r.attempted and r.sent),
         not_attempted=sum(not r.attempted for r in results),
         retry_after_s=max((r.retry_after_s for r in results if r.retry_after_s is not None), default=None),
         errors=tuple(dict.fromkeys(r.error for r in failed if r.error)),
         gave_up=sum(r.permanent for r in results),
         fallbacks=queued,
-        claimed=len(claimed),
+        claimed=claimed,
         rate_limited=any(r.error is not None and r.error.startswith(RATE_LIMITED) for r in results),
     )
-    if queued and not _nested:  # the alerts about refused alerts go out now, not a round later
-        more = deliver_outbox(db_path, settings, now, log, limit=limit, lock_timeout_s=lock_timeout_s,
-                              _nested=True, pace=pace)
-        summary = merged(summary, more)
-    return summary
 
 
 def _look_up_answered(settings: SlackSettings, results: list[DeliveryResult], posted: list[Alert], threads: Threads,

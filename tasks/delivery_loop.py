@@ -30,7 +30,7 @@ from typing import Any
 
 from tasks.core.pacing import Bucket, Pace, hold, take
 from tasks.delivery import DeliverySummary, deliver_outbox, merged
-from tasks.slack_client import SlackSettings
+from tasks.slack_settings import SlackSettings
 
 _log = logging.getLogger("canary.delivery")
 #: Alerts claimed per pass: at one a second a pass lasts about this many seconds, far inside the claim lease.

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from tasks.core.render.decision_groups import ended_parent
 from tasks.core.types import Alert
-from tasks.slack_client import DeliveryResult, SlackSettings, Spot, update_message
+from tasks.slack_client import DeliveryResult, Spot, update_message
+from tasks.slack_settings import SlackSettings
 from tasks.store.alert_threads import (
     Parent,
     follow_ups,

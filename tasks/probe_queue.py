@@ -1,4 +1,4 @@
-"""The probe worker's waiting calls (tasks/probe_worker.py `LoopRunner`): plain data, no I/O, no clock.
+"""The probe worker's waiting calls (tasks/probe_loop.py `LoopRunner`): plain data, no I/O, no clock.
 
 Calls wait in priority order (lowest first: tasks/round/probe_task.py gives a chain's later attempts first, then the
 first contract of every endpoint in flight, then round by round). The worker starts the next one whenever fewer than

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
-from urllib.parse import urlparse
+from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -43,10 +41,8 @@ from tasks.core.http_rules import is_try_again_status, parse_retry_after
 from tasks.core.render.postable import post_key, postable
 from tasks.core.render.text import name, unmrkdwn
 from tasks.core.types import Alert
-from tasks.errors import ConfigError
-from tasks.secrets import SecretStr, read_secret, redact
+from tasks.slack_settings import SlackSettings
 
-DEFAULT_TIMEOUT_S = 10
 #: The longest wait a 429's Retry-After may impose on the outbox. Slack asks for seconds to minutes; a huge or
 #: far-future value (garbled, or a proxy's) would hold every alert for ever, or overflow the outbox's next-try
 #: time, so it is cut to an hour: the outbox asks again then, and a real limit answers 429 again.
@@ -69,8 +65,6 @@ TRANSIENT_ERRORS = frozenset({
 
 #: How the error of a post Slack answered 429 begins.
 RATE_LIMITED = "slack rate limited"
-#: How Slack's conversation IDs start (public and private channels; older private channels: G).
-CHANNEL_ID_PREFIXES = ("C", "G")
 
 _log = logging.getLogger("canary.alerts")
 _sdk_log = logging.getLogger("canary.alerts.slack_sdk")
@@ -79,56 +73,6 @@ _sdk_log.propagate = False
 _sdk_log.setLevel(logging.CRITICAL)
 
 Logger = logging.Logger | logging.LoggerAdapter[Any]
-
-
-@dataclass(frozen=True)
-class SlackSettings:
-    bot_token: SecretStr | None = None
-    channel: str | None = None
-    webhook_url: SecretStr | None = None
-    api_url: str | None = None  # WebClient base URL (ends with "/"); None = https://slack.com/api/
-    timeout_s: int = DEFAULT_TIMEOUT_S
-
-    @property
-    def transport(self) -> Literal["web", "webhook", "log"]:
-        if self.bot_token and self.channel:
-            return "web"
-        return "webhook" if self.webhook_url else "log"
-
-    @property
-    def can_check_history(self) -> bool:
-        """Whether a post of unknown fate can be looked up before posting again (exactly once): the Web API and
-        the channel given by its ID (`C0123...`; conversations.history takes no `#name`). The token also needs
-        `channels:history` (`groups:history` for a private channel); without it the lookup answers None."""
-        return self.transport == "web" and (self.channel or "").startswith(CHANNEL_ID_PREFIXES)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
-        """Read SLACK_* from `env` (default: the process environment, then Prefect Secret blocks)."""
-        use_blocks = env is None
-        env = os.environ if env is None else env
-        token = read_secret("SLACK_BOT_TOKEN", env=env, use_blocks=use_blocks)
-        webhook = read_secret("SLACK_WEBHOOK_URL", env=env, use_blocks=use_blocks)
-        channel = (env.get("SLACK_CHANNEL") or "").strip() or None
-        api_url = (env.get("SLACK_API_URL") or "").strip() or None
-        if token and not channel:
-            raise ConfigError("config: SLACK_CHANNEL must be set together with SLACK_BOT_TOKEN")
-        if api_url is not None:
-            if not _is_http_url(api_url):
-                raise ConfigError(f"config: SLACK_API_URL must be an http(s) URL (got {redact(api_url)!r})")
-            api_url = api_url if api_url.endswith("/") else api_url + "/"
-        if webhook and not _is_http_url(webhook.get()):
-            raise ConfigError("config: SLACK_WEBHOOK_URL must be an http(s) URL (not shown: it is a secret)")
-        return cls(bot_token=token, channel=channel, webhook_url=webhook, api_url=api_url)
-
-    def scrub(self, text: str) -> str:
-        """Remove our secrets' values and anything shaped like a secret."""
-        return redact(text, self.bot_token, self.webhook_url)
-
-
-def _is_http_url(value: str) -> bool:
-    parsed = urlparse(value)
-    return parsed.scheme in ("http", "https") and bool(parsed.hostname)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ def _alarm_once(
     db_path: str, marker_name: str, error: CanaryError, now: datetime,
     render: Callable[[str, str, datetime], Alert], log: Any, log_line: str,
 ) -> bool:
-    from tasks.slack_client import SlackSettings, deliver
+    from tasks.slack_client import deliver
+    from tasks.slack_settings import SlackSettings
 
     day = now.date().isoformat()
     name = marker_name + ".json"

@@ -34,6 +34,9 @@ MAX_WINDOW = timedelta(days=31)
 #: What `canary at` shows of each suspicion (docs/design.md "Suspicion").
 SUSPICION_COLUMNS = ("detected_at", "tag", "signal", "evidence", "status", "confirm_round_id", "round_status",
                      "note")
+#: What `canary at` shows of each exclusion added or removed in the window.
+EXCLUSION_CHANGE_COLUMNS = ("tag", "model", "reason", "who", "added_at", "until", "removed_at", "removed_by",
+                            "removed_reason")
 
 
 def parse_time(text: str) -> datetime:
@@ -142,10 +145,44 @@ def build_report(
         notes.append(f"no round of {model} between {since:%Y-%m-%d %H:%M} and {until:%Y-%m-%d %H:%M} UTC")
     er["round_ts"] = pd.to_datetime(er["round_ts"], utc=True)
     rounds = er.drop_duplicates("round_id").sort_values("round_ts", kind="stable")
-    nearest: str | None = None
-    if not rounds.empty:
-        pos = int((rounds["round_ts"] - pd.Timestamp(t)).abs().to_numpy().argmin())
-        nearest = str(rounds["round_id"].iloc[pos])
+    nearest = _nearest_round(rounds, t)
+    endpoints = _endpoint_reports(er, nearest, outcomes, attempts, t)
+    onsets = _failing_since(lookback if lookback is not None else er, t)
+    endpoints = [replace(e, failing_since=onsets.get(e.tag)) for e in endpoints]
+    in_force, ignore = _in_force_at(model, t, until, sorted(set(er["tag"].astype(str))), builtin, exclusions,
+                                    suspensions)
+    return Report(
+        model=model,
+        time=t,
+        since=since,
+        until=until,
+        round_ids=tuple(str(r) for r in rounds["round_id"]),
+        nearest_round=nearest,
+        endpoints=tuple(endpoints),
+        suspects=_suspects(endpoints),
+        in_force=in_force,
+        ignore_at_t=ignore,
+        decisions=frame_records(
+            decisions, ("decided_at", "tag", "action", "mode", "ladder_step", "until", "reason", "actor")
+        ),
+        exclusion_changes=frame_records(_exclusion_changes(exclusions, since, until), EXCLUSION_CHANGE_COLUMNS),
+        route_events=frame_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
+        suspicions=frame_records(suspicions, SUSPICION_COLUMNS),
+        notes=tuple(notes),
+    )
+
+
+def _nearest_round(rounds: pd.DataFrame, t: datetime) -> str | None:
+    """The id of the window's round nearest to t (None: no round)."""
+    if rounds.empty:
+        return None
+    pos = int((rounds["round_ts"] - pd.Timestamp(t)).abs().to_numpy().argmin())
+    return str(rounds["round_id"].iloc[pos])
+
+
+def _endpoint_reports(er: pd.DataFrame, nearest: str | None, outcomes: pd.DataFrame, attempts: pd.DataFrame | None,
+                      t: datetime) -> list[EndpointReport]:
+    """Per endpoint of the window (by tag): its statuses, its status at T, its failing outcomes nearest T."""
     endpoints: list[EndpointReport] = []
     for tag, group in er.groupby("tag", sort=True):
         counts = {str(k): int(v) for k, v in group["status"].value_counts().items()}
@@ -164,10 +201,13 @@ def build_report(
                 more_findings=more,
             )
         )
-    onsets = _failing_since(lookback if lookback is not None else er, t)
-    endpoints = [replace(e, failing_since=onsets.get(e.tag)) for e in endpoints]
+    return endpoints
+
+
+def _suspects(endpoints: Iterable[EndpointReport]) -> tuple[str, ...]:
+    """The tags with failing or transport rounds, in `build_report`'s suspect order."""
     far = datetime.min.replace(tzinfo=UTC)
-    suspects = tuple(
+    return tuple(
         e.tag
         for e in sorted(
             (e for e in endpoints if e.failing_rounds or e.statuses.get("transport")),
@@ -181,6 +221,13 @@ def build_report(
             ),
         )
     )
+
+
+def _in_force_at(
+    model: str, t: datetime, until: datetime, tags: list[str], builtin: Iterable[BuiltinExclusion],
+    exclusions: pd.DataFrame | None, suspensions: pd.DataFrame | None,
+) -> tuple[tuple[InForce, ...], tuple[str, ...]]:
+    """What was excluded at T, layer by layer, and the merged ignore list traffic used then."""
     builtin_list = [b for b in builtin if b.model is None or b.model == model]
     operational = operational_at(exclusions, model, t)
     suspended = suspensions_at(suspensions, t)
@@ -191,7 +238,6 @@ def build_report(
         for s in suspended
         if s.layer == "canary"
     ]
-    tags = sorted(set(er["tag"].astype(str)))
     merged = merge_ignore_list(model, tags, builtin_list, operational, states, t)
     in_force = (
         [InForce(b.tag, "builtin", b.reason, None, None) for b in builtin_list]
@@ -201,42 +247,13 @@ def build_report(
         ]
         + sorted(suspended, key=lambda s: (s.layer, s.tag))
     )
-    changes = exclusions
-    if exclusions is not None and not exclusions.empty:
-        added = pd.to_datetime(exclusions["added_at"], utc=True)
-        removed = pd.to_datetime(exclusions["removed_at"], utc=True)
-        changes = exclusions[
-            ((added >= since) & (added <= until)) | ((removed >= since) & (removed <= until))
-        ]
-    return Report(
-        model=model,
-        time=t,
-        since=since,
-        until=until,
-        round_ids=tuple(str(r) for r in rounds["round_id"]),
-        nearest_round=nearest,
-        endpoints=tuple(endpoints),
-        suspects=suspects,
-        in_force=tuple(in_force),
-        ignore_at_t=merged.ignore,
-        decisions=frame_records(
-            decisions, ("decided_at", "tag", "action", "mode", "ladder_step", "until", "reason", "actor")
-        ),
-        exclusion_changes=frame_records(
-            changes,
-            (
-                "tag",
-                "model",
-                "reason",
-                "who",
-                "added_at",
-                "until",
-                "removed_at",
-                "removed_by",
-                "removed_reason",
-            ),
-        ),
-        route_events=frame_records(route_events, ("event_at", "key", "tier", "upstream", "reason", "latency_ms")),
-        suspicions=frame_records(suspicions, SUSPICION_COLUMNS),
-        notes=tuple(notes),
-    )
+    return tuple(in_force), merged.ignore
+
+
+def _exclusion_changes(exclusions: pd.DataFrame | None, since: datetime, until: datetime) -> pd.DataFrame | None:
+    """The exclusions rows added or removed in the window."""
+    if exclusions is None or exclusions.empty:
+        return exclusions
+    added = pd.to_datetime(exclusions["added_at"], utc=True)
+    removed = pd.to_datetime(exclusions["removed_at"], utc=True)
+    return exclusions[((added >= since) & (added <= until)) | ((removed >= since) & (removed <= until))]

@@ -84,6 +84,28 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
     ec = a.error_class
     if ec is ErrorClass.PROTOCOL:
         return protocol_judgement(a)
+    fault = _wire_fault_judgement(a)
+    if fault is not None:
+        return fault
+    status = a.error_code if ec is ErrorClass.HTTP_STATUS and a.error_code else a.http_status
+    if is_redirect_status(status):
+        return protocol_judgement(a)
+    if ec is ErrorClass.HTTP_STATUS or (status is not None and status != 200):
+        return _status_judgement(a, status)
+    if a.http_status is None:
+        return Judgement(Outcome.TRANSPORT, Reason.NO_RESPONSE, "http_status (none)")
+    upstream = upstream_judgement(a)
+    if upstream is not None:
+        return upstream
+    if a.finish_reason == "error":
+        return _finish_error_judgement(a)
+    return None
+
+
+def _wire_fault_judgement(a: Attempt) -> Judgement | None:
+    """The judgement of a broken exchange (connect, timeout, a cut stream, a bad frame, an error event mid-stream);
+    None for another error class or none."""
+    ec = a.error_class
     if ec is ErrorClass.CONNECT:
         return Judgement(Outcome.TRANSPORT, Reason.CONNECT, f"error (connect) {a.error_detail or ''}".strip())
     if ec is ErrorClass.TIMEOUT:
@@ -109,30 +131,28 @@ def exchange_judgement(a: Attempt) -> Judgement | None:
         return Judgement(
             Outcome.INCONCLUSIVE, Reason.MIDSTREAM_ERROR, f"midstream error.code ({a.error_code}){said}"
         )
-    status = a.error_code if ec is ErrorClass.HTTP_STATUS and a.error_code else a.http_status
-    if is_redirect_status(status):
-        return protocol_judgement(a)
-    if ec is ErrorClass.HTTP_STATUS or (status is not None and status != 200):
-        said = _said(a)
-        if is_try_again_status(status):
-            return Judgement(Outcome.TRANSPORT, http_reason(status), f"http_status ({status}){said}")
-        return Judgement(
-            Outcome.INCONCLUSIVE, http_reason(status), f"http_status ({status}) not a transport code{said}"
-        )
-    if a.http_status is None:
-        return Judgement(Outcome.TRANSPORT, Reason.NO_RESPONSE, "http_status (none)")
-    upstream = upstream_judgement(a)
-    if upstream is not None:
-        return upstream
-    if a.finish_reason == "error":
-        if is_try_again_status(a.error_code):
-            return Judgement(
-                Outcome.TRANSPORT, midstream_reason(a.error_code), f"finish_reason (error) {a.error_code}"
-            )
-        return Judgement(
-            Outcome.INCONCLUSIVE, Reason.PROVIDER_ERROR, f"finish_reason (error) code ({a.error_code})"
-        )
     return None
+
+
+def _status_judgement(a: Attempt, status: int | None) -> Judgement:
+    """A non-200 answer: `transport` for a code worth trying again, else `inconclusive`."""
+    said = _said(a)
+    if is_try_again_status(status):
+        return Judgement(Outcome.TRANSPORT, http_reason(status), f"http_status ({status}){said}")
+    return Judgement(
+        Outcome.INCONCLUSIVE, http_reason(status), f"http_status ({status}) not a transport code{said}"
+    )
+
+
+def _finish_error_judgement(a: Attempt) -> Judgement:
+    """A 200 stream that finished with `error`: `transport` for a code worth trying again, else `inconclusive`."""
+    if is_try_again_status(a.error_code):
+        return Judgement(
+            Outcome.TRANSPORT, midstream_reason(a.error_code), f"finish_reason (error) {a.error_code}"
+        )
+    return Judgement(
+        Outcome.INCONCLUSIVE, Reason.PROVIDER_ERROR, f"finish_reason (error) code ({a.error_code})"
+    )
 
 
 def protocol_judgement(a: Attempt) -> Judgement | None:

@@ -114,6 +114,10 @@ def _result(attempts: Sequence[Attempt], spec: ContractSpec, j: Judgement) -> Co
     )
 
 
+_Groups = dict[tuple[str, str], dict[str, list[Attempt]]]
+_Judgements = dict[tuple[str, str], dict[str, Judgement]]
+
+
 def judge_round(
     attempts: Sequence[Attempt],
     endpoints: Sequence[Endpoint],
@@ -127,51 +131,97 @@ def judge_round(
     judge with another schema)."""
     registry = specs()
     probed = [s for s in registry if s.is_probed]
-    groups: dict[tuple[str, str], dict[str, list[Attempt]]] = defaultdict(lambda: defaultdict(list))
-    for a in attempts:
-        groups[(a.model, a.tag)][a.contract].append(a)
-    order = {(e.model, e.tag): i for i, e in enumerate(endpoints)}
-    keys = sorted(groups, key=lambda k: (k[0], order.get(k, len(order)), k[1]))
+    groups, keys = _group(attempts, endpoints)
     controls = set(cfg.refusal_controls)
-
-    judgements: dict[tuple[str, str], dict[str, Judgement]] = {}
+    judgements: _Judgements = {}
     weak: list[str] = []
     pins: dict[str, str] = {}
     for key in keys:
-        per_contract: dict[str, Judgement] = {}
-        for spec in probed:
-            group = groups[key].get(spec.name)
-            if not group:
-                continue
-            pin = _pin_judgement(group)
-            if pin is not None:
-                pins.setdefault(key[1], pin.evidence)
-                per_contract[spec.name] = pin
-                continue
-            j = (judges or {}).get(spec.name, spec.judge)(group, cfg)
-            if spec.name == Contract.REFUSAL and key[1] in controls:
-                if j.outcome is Outcome.PASS:
-                    weak.append(key[1])
-                j = _control_judgement(j)
-            per_contract[spec.name] = j
-        judgements[key] = per_contract
-
+        judgements[key] = _judge_endpoint(groups[key], key[1], probed, cfg, judges or {}, controls, weak, pins)
     if weak:
-        for key, per_contract in judgements.items():
-            old = per_contract.get(Contract.REFUSAL)
-            if old is not None and key[1] not in controls and old.outcome.is_quality():
-                per_contract[Contract.REFUSAL] = Judgement(
-                    Outcome.INCONCLUSIVE,
-                    Reason.PROBE_WEAK,
-                    f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
-                )
+        _weaken_refusals(judgements, weak, controls)
+    by_model = _attempts_by_model(groups, keys)
+    unprobed = _judge_round_level(registry, probed, by_model, judgements, cfg)
+    findings = RoundFindings(
+        probe_weak=bool(weak),
+        weak_controls=tuple(weak),
+        pin_mismatches=tuple(sorted(pins)),
+        pin_evidence=dict(sorted(pins.items())),
+    )
+    return RoundJudgement(_results(keys, groups, judgements, unprobed, by_model), findings)
 
+
+def _group(attempts: Sequence[Attempt], endpoints: Sequence[Endpoint]) -> tuple[_Groups, list[tuple[str, str]]]:
+    """The attempts by (model, tag) and contract, and the (model, tag) keys in the endpoints' order."""
+    groups: _Groups = defaultdict(lambda: defaultdict(list))
+    for a in attempts:
+        groups[(a.model, a.tag)][a.contract].append(a)
+    order = {(e.model, e.tag): i for i, e in enumerate(endpoints)}
+    return groups, sorted(groups, key=lambda k: (k[0], order.get(k, len(order)), k[1]))
+
+
+def _judge_endpoint(
+    by_contract: Mapping[str, list[Attempt]],
+    tag: str,
+    probed: Sequence[ContractSpec],
+    cfg: CanaryConfig,
+    judges: Mapping[str, Judge],
+    controls: set[str],
+    weak: list[str],
+    pins: dict[str, str],
+) -> dict[str, Judgement]:
+    """One endpoint's probed contracts judged (rules 1 and 2); a pin mismatch goes to `pins`, a control whose
+    refusal probe passed to `weak`."""
+    per_contract: dict[str, Judgement] = {}
+    for spec in probed:
+        group = by_contract.get(spec.name)
+        if not group:
+            continue
+        pin = _pin_judgement(group)
+        if pin is not None:
+            pins.setdefault(tag, pin.evidence)
+            per_contract[spec.name] = pin
+            continue
+        j = judges.get(spec.name, spec.judge)(group, cfg)
+        if spec.name == Contract.REFUSAL and tag in controls:
+            if j.outcome is Outcome.PASS:
+                weak.append(tag)
+            j = _control_judgement(j)
+        per_contract[spec.name] = j
+    return per_contract
+
+
+def _weaken_refusals(judgements: _Judgements, weak: Sequence[str], controls: set[str]) -> None:
+    """A control passed: every other endpoint's refusal pass/fail becomes `probe_weak` (rule 2)."""
+    for key, per_contract in judgements.items():
+        old = per_contract.get(Contract.REFUSAL)
+        if old is not None and key[1] not in controls and old.outcome.is_quality():
+            per_contract[Contract.REFUSAL] = Judgement(
+                Outcome.INCONCLUSIVE,
+                Reason.PROBE_WEAK,
+                f"controls passed ({', '.join(weak)}); was {old.outcome} {old.reason}",
+            )
+
+
+def _attempts_by_model(groups: _Groups, keys: Sequence[tuple[str, str]]) -> dict[str, dict[str, list[Attempt]]]:
     by_model: dict[str, dict[str, list[Attempt]]] = defaultdict(dict)
     for model, tag in keys:
         by_model[model][tag] = [a for group in groups[(model, tag)].values() for a in group]
+    return by_model
+
+
+def _judge_round_level(
+    registry: Sequence[ContractSpec],
+    probed: Sequence[ContractSpec],
+    by_model: Mapping[str, Mapping[str, list[Attempt]]],
+    judgements: _Judgements,
+    cfg: CanaryConfig,
+) -> _Judgements:
+    """Rule 3: the round-level judges (peer comparisons: tools; unprobed contracts: opening). A probed contract's
+    row lands in `judgements`; the unprobed contracts' rows are returned."""
     text = frozenset(s.name for s in probed if s.free_text)
-    unprobed: dict[tuple[str, str], dict[str, Judgement]] = defaultdict(dict)
-    for spec in registry:  # round-level judges: peer comparisons (tools), unprobed contracts (opening)
+    unprobed: _Judgements = defaultdict(dict)
+    for spec in registry:
         if spec.round_judge is None:
             continue
         for model, per_tag in by_model.items():
@@ -179,20 +229,23 @@ def judge_round(
                    for c, j in js.items() if c == spec.name and j.reason != Reason.PIN_MISMATCH}
             for tag, j in spec.round_judge(PeerRound(per_tag, own, text), cfg).items():
                 (judgements if spec.is_probed else unprobed)[(model, tag)][spec.name] = j
+    return unprobed
 
+
+def _results(
+    keys: Sequence[tuple[str, str]],
+    groups: _Groups,
+    judgements: _Judgements,
+    unprobed: _Judgements,
+    by_model: Mapping[str, Mapping[str, list[Attempt]]],
+) -> list[ContractResult]:
     results: list[ContractResult] = []
     for key in keys:
         for contract, j in judgements[key].items():
             results.append(_result(groups[key][contract], spec_of(contract), j))
         for contract, j in unprobed[key].items():
             results.append(_result(by_model[key[0]][key[1]], spec_of(contract), j))
-    findings = RoundFindings(
-        probe_weak=bool(weak),
-        weak_controls=tuple(weak),
-        pin_mismatches=tuple(sorted(pins)),
-        pin_evidence=dict(sorted(pins.items())),
-    )
-    return RoundJudgement(results, findings)
+    return results
 
 
 def findings_from_results(results: Sequence[ContractResult], cfg: CanaryConfig) -> RoundFindings:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -215,57 +216,101 @@ def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> 
         )
     detector = detector or get_detector()
     top, conf, scores = _top(detector, " ".join(split_sentences(text)))
-    labels = label_sentences(text, expected, detector)
-    n_expected = sum(1 for lab in labels if lab.label == "expected")
-    others = Counter(lab.language for lab in labels if lab.label == "other")
-    n_other = sum(others.values())
-    labelled = n_expected + n_other
-    share = n_other / labelled if labelled else 0.0
-    other_lang, n_top_other = others.most_common(1)[0] if others else (None, 0)
+    s = _Sentences.of(label_sentences(text, expected, detector))
     base: dict[str, Any] = dict(
         expected=expected,
         detected=top,
         confidence=conf,
-        mixed_share=share,
-        sentences=labelled,
-        other_sentences=n_other,
-        other_language=other_lang,
+        mixed_share=s.other_share,
+        sentences=s.labelled,
+        other_sentences=s.n_other,
+        other_language=s.other_language,
     )
-    expected_share = n_expected / labelled if labelled else 0.0
-    if top is not None and top != expected and conf >= SWITCH_CONFIDENCE and expected_share < MIX_SHARE:
+    found = _switch_or_mix(text, expected, top, conf, s, base)
+    if found is not None:
+        return found
+    if top == expected:
+        return LanguageVerdict(
+            Outcome.PASS,
+            "ok",
+            evidence=f"detected ({top} {conf:.2f}); other sentences {s.n_other}/{s.labelled}",
+            **base,
+        )
+    return _undecided(text, expected, top, conf, scores.get(expected, 0.0), s, base)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentences:
+    """A reply's sentences labelled: in the expected language, in others (the most frequent other one apart)."""
+
+    n_expected: int
+    n_other: int
+    other_language: str | None
+    n_top_other: int
+
+    @classmethod
+    def of(cls, labels: Sequence[SentenceLabel]) -> _Sentences:
+        n_expected = sum(1 for lab in labels if lab.label == "expected")
+        others = Counter(lab.language for lab in labels if lab.label == "other")
+        other_lang, n_top_other = others.most_common(1)[0] if others else (None, 0)
+        return cls(n_expected, sum(others.values()), other_lang, n_top_other)
+
+    @property
+    def labelled(self) -> int:
+        return self.n_expected + self.n_other
+
+    def _share(self, n: int) -> float:
+        return n / self.labelled if self.labelled else 0.0
+
+    @property
+    def other_share(self) -> float:
+        return self._share(self.n_other)
+
+    @property
+    def expected_share(self) -> float:
+        return self._share(self.n_expected)
+
+    @property
+    def top_other_share(self) -> float:
+        return self._share(self.n_top_other)
+
+
+def _switch_or_mix(text: str, expected: str, top: str | None, conf: float, s: _Sentences,
+                   base: dict[str, Any]) -> LanguageVerdict | None:
+    """`language_switch` (the whole reply confidently in another language, few sentences in the expected one;
+    Japanese with kana is never Chinese), else `language_mix` (enough sentences in one other language)."""
+    if top is not None and top != expected and conf >= SWITCH_CONFIDENCE and s.expected_share < MIX_SHARE:
         if not (expected == "ja" and top == "zh" and has_kana(text)):
             return LanguageVerdict(
                 Outcome.FAIL,
                 "language_switch",
                 evidence=f"detected ({top} {conf:.2f}) != expected ({expected}); "
-                f"sentences {n_other}/{labelled} other",
+                f"sentences {s.n_other}/{s.labelled} other",
                 **base,
             )
-    top_share = n_top_other / labelled if labelled else 0.0
-    if labelled >= MIX_MIN_SENTENCES and n_top_other >= MIX_MIN_OTHER and top_share >= MIX_SHARE:
+    if s.labelled >= MIX_MIN_SENTENCES and s.n_top_other >= MIX_MIN_OTHER and s.top_other_share >= MIX_SHARE:
         return LanguageVerdict(
             Outcome.FAIL,
             "language_mix",
-            evidence=f"sentences in {other_lang} ({n_top_other}/{labelled} = {top_share:.0%}) "
+            evidence=f"sentences in {s.other_language} ({s.n_top_other}/{s.labelled} = {s.top_other_share:.0%}) "
             f">= {MIX_SHARE:.0%} of a {expected} reply",
             **base,
         )
-    if top == expected:
-        return LanguageVerdict(
-            Outcome.PASS,
-            "ok",
-            evidence=f"detected ({top} {conf:.2f}); other sentences {n_other}/{labelled}",
-            **base,
-        )
-    exp_conf = scores.get(expected, 0.0)
+    return None
+
+
+def _undecided(text: str, expected: str, top: str | None, conf: float, exp_conf: float, s: _Sentences,
+               base: dict[str, Any]) -> LanguageVerdict:
+    """Neither passed nor failed: the sentences disagree with a confident detection (rule 7), or it is not
+    confident."""
     if top is not None and conf >= SWITCH_CONFIDENCE:  # confident, but not a switch: rule 7
         script = "; kana in the reply (Japanese script)" if expected == "ja" and has_kana(text) else ""
         return LanguageVerdict(
             Outcome.INCONCLUSIVE,
             "sentences_disagree",
             evidence=f"detected ({top} {conf:.2f}) for the whole reply, but sentences in {expected} "
-            f"{n_expected}/{labelled} = {expected_share:.0%} (a switch needs < {MIX_SHARE:.0%}){script}; "
-            f"in {other_lang or '-'} {n_top_other}/{labelled} (a mix needs {MIX_MIN_OTHER} of >= "
+            f"{s.n_expected}/{s.labelled} = {s.expected_share:.0%} (a switch needs < {MIX_SHARE:.0%}){script}; "
+            f"in {s.other_language or '-'} {s.n_top_other}/{s.labelled} (a mix needs {MIX_MIN_OTHER} of >= "
             f"{MIX_MIN_SENTENCES})",
             **base,
         )
@@ -273,6 +318,6 @@ def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> 
         Outcome.INCONCLUSIVE,
         "low_confidence",
         evidence=f"detected ({top} {conf:.2f}), {expected} ({exp_conf:.2f}); "
-        f"other sentences {n_other}/{labelled}",
+        f"other sentences {s.n_other}/{s.labelled}",
         **base,
     )

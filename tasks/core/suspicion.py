@@ -33,11 +33,13 @@ what the probes said; a suspicion they do not confirm is recorded and changes no
 
     found = suspect(model, counts, endpoints, states, ignore, last_suspected, rules, now, cleared)
     request = confirmation_request(model, found, listed_tags, controls, now)
+
+The counts are summed per endpoint (and class) by tasks/core/live_tally.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -46,7 +48,8 @@ from typing import TYPE_CHECKING
 from tasks.core.confirm import ConfirmationRequest, contracts_to_probe, with_refusal_controls
 from tasks.core.contracts import probed
 from tasks.core.exclusions import matches
-from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
+from tasks.core.live_records import LiveCount, LiveQuality
+from tasks.core.live_tally import LiveTally, QualityTally, quality_tally, tally
 from tasks.core.types import Contract, Endpoint, EndpointState, IgnoreList, RoundStatus
 
 if TYPE_CHECKING:
@@ -56,8 +59,6 @@ __all__ = [
     "CLEARED_RATE_KEEPS",
     "QUALITY_CONTRACTS",
     "ClearedRate",
-    "LiveTally",
-    "QualityTally",
     "Signal",
     "Suspicion",
     "SuspicionRules",
@@ -66,11 +67,9 @@ __all__ = [
     "contracts_for",
     "live_suspicion",
     "quality_suspicion",
-    "quality_tally",
     "resolution",
     "rules_of",
     "suspect",
-    "tally",
     "uptime_suspicion",
 ]
 
@@ -122,43 +121,6 @@ def rules_of(cfg: CanaryConfig) -> SuspicionRules:
 
 
 @dataclass(frozen=True, slots=True)
-class LiveTally:
-    """One endpoint's live traffic in the window: counted requests, failures, and failures per outcome."""
-
-    tag: str
-    requests: int
-    failures: int
-    by_outcome: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def rate(self) -> float:
-        return self.failures / self.requests if self.requests else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class QualityTally:
-    """One endpoint's judged answers of one quality class in the window, and its peers' (the same model's other
-    endpoints, from counts that do not stand for this one) over the whole window."""
-
-    tag: str
-    quality: LiveQuality
-    judged: int
-    failures: int
-    by_reason: tuple[tuple[str, int], ...] = ()
-    peer_judged: int = 0
-    peer_failures: int = 0
-    peer_endpoints: int = 0
-
-    @property
-    def rate(self) -> float:
-        return self.failures / self.judged if self.judged else 0.0
-
-    @property
-    def peer_rate(self) -> float:
-        return self.peer_failures / self.peer_judged if self.peer_judged else 0.0
-
-
-@dataclass(frozen=True, slots=True)
 class ClearedRate:
     """The latest resolved quality suspicion of an endpoint and class, when its probes cleared it: the rate
     the pinned probes found to be the client's doing (tasks/store/live.py `cleared_rates`)."""
@@ -191,45 +153,6 @@ class Suspicion:
         return f"{self.model}|{self.tag}|{signal}|{self.detected_at.isoformat()}"
 
 
-def _tags_of(endpoints: Sequence[Endpoint]) -> Callable[[LiveCount], list[str]]:
-    """A count's tags among `endpoints`: the tag it names, else every tag of its provider name (none when the
-    tag or provider is not listed)."""
-    listed = {e.tag for e in endpoints}
-    by_provider: dict[str, list[str]] = {}
-    for e in endpoints:
-        by_provider.setdefault(e.provider_name, []).append(e.tag)
-
-    def tags(c: LiveCount) -> list[str]:
-        if c.tag:
-            return [c.tag] if c.tag in listed else []
-        return by_provider.get(c.provider_name or "", [])
-
-    return tags
-
-
-def tally(counts: Iterable[LiveCount], endpoints: Sequence[Endpoint], *, since: Mapping[str, datetime],
-          until: datetime) -> dict[str, LiveTally]:
-    """Per tag of `endpoints`, the attempt counts in [since[tag], until): a count names its tag, else its
-    provider name stands for every tag of that provider. Tags not listed are left out."""
-    tags_of = _tags_of(endpoints)
-    sums: dict[str, dict[str, int]] = {}
-    for c in counts:
-        if c.quality is not None or not c.outcome.is_counted or c.minute_at >= until:
-            continue  # judged-answer rows are not attempts
-        for tag in tags_of(c):
-            start = since.get(tag)
-            if start is not None and c.minute_at < start:
-                continue
-            sums.setdefault(tag, {})
-            sums[tag][c.outcome.value] = sums[tag].get(c.outcome.value, 0) + c.requests
-    out = {}
-    for tag, outcomes in sorted(sums.items()):
-        failures = sum(n for o, n in outcomes.items() if LiveOutcome(o).is_failure)
-        out[tag] = LiveTally(tag, sum(outcomes.values()), failures,
-                             tuple(sorted((o, n) for o, n in outcomes.items() if LiveOutcome(o).is_failure)))
-    return out
-
-
 def live_suspicion(model: str, t: LiveTally, rules: SuspicionRules, now: datetime) -> Suspicion | None:
     """A suspicion when at least `min_requests` requests failed at `failure_rate` or more."""
     if t.requests < max(1, rules.min_requests) or t.rate < rules.failure_rate:
@@ -239,41 +162,6 @@ def live_suspicion(model: str, t: LiveTally, rules: SuspicionRules, now: datetim
                 f"{rules.failure_rate:.0%} in {rules.window_s:g} s ({detail})")
     return Suspicion(model, t.tag, Signal.LIVE_FAILURE_RATE, now, evidence, requests=t.requests,
                      failures=t.failures, failure_rate=round(t.rate, 4))
-
-
-def quality_tally(counts: Iterable[LiveCount], endpoints: Sequence[Endpoint], *, since: Mapping[str, datetime],
-                  window_start: datetime, until: datetime) -> dict[tuple[str, LiveQuality], QualityTally]:
-    """Per (tag, class) with judged answers: the endpoint's own in [since[tag], until), and its peers' in
-    [window_start, until): every judged count of the class that does not stand for the tag (a count known only
-    by its provider name stands for each tag of that provider, so it is never its own peer)."""
-    tags_of = _tags_of(endpoints)
-    own: dict[tuple[str, LiveQuality], dict[str, int]] = {}
-    sources: dict[tuple[LiveQuality, tuple[str, ...]], list[int]] = {}  # judged, failures per source
-    for c in counts:
-        judged = c.quality is not None and c.outcome in (LiveOutcome.OK, LiveOutcome.QUALITY_FAIL)
-        if not judged or c.quality is None or c.minute_at >= until or c.minute_at < window_start:
-            continue
-        failed = c.outcome is LiveOutcome.QUALITY_FAIL
-        tags = tuple(tags_of(c))
-        if not tags:
-            continue
-        src = sources.setdefault((c.quality, tags), [0, 0])
-        src[0] += c.requests
-        src[1] += c.requests if failed else 0
-        for tag in tags:
-            if c.minute_at < since.get(tag, window_start):
-                continue
-            reasons = own.setdefault((tag, c.quality), {})
-            key = (c.reason or "quality_fail") if failed else ""
-            reasons[key] = reasons.get(key, 0) + c.requests
-    out: dict[tuple[str, LiveQuality], QualityTally] = {}
-    for (tag, quality), reasons in sorted(own.items()):
-        peers = [(n, f, ts) for (q, ts), (n, f) in sources.items() if q is quality and tag not in ts]
-        out[(tag, quality)] = QualityTally(
-            tag, quality, sum(reasons.values()), sum(n for r, n in reasons.items() if r),
-            tuple(sorted((r, n) for r, n in reasons.items() if r)),
-            sum(n for n, _, _ in peers), sum(f for _, f, _ in peers), len({t for *_, ts in peers for t in ts}))
-    return out
 
 
 def quality_suspicion(model: str, t: QualityTally, cleared: ClearedRate | None, rules: SuspicionRules,

@@ -207,7 +207,8 @@ class _Chain:
 
     def _send(self, n: int) -> Any:
         from tasks.core.probe_request import build_request, prompt_language
-        from tasks.probe_worker import ProbeCall, dispatcher
+        from tasks.probe_loop import ProbeCall
+        from tasks.probe_worker import dispatcher
 
         probe, cfg, endpoint = self.probe, self.cfg, self.probe.endpoint
         body = build_request(probe.contract, endpoint.model, endpoint.tag, probe.language, cfg, attempt_no=n)

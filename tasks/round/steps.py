@@ -289,7 +289,7 @@ def deliver(cfg: CanaryConfig, now: datetime) -> int:
     channel's paced loop (tasks/delivery_loop.py: in a cycle, the first round to get here posts for every round;
     the others hand their alerts over and go on)."""
     from tasks.delivery_loop import deliver_paced
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
 
     summary = deliver_paced(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent

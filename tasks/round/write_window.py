@@ -120,30 +120,12 @@ def land_leftovers(
     round whose journal names a process that still runs (tasks/liveness.py: pid, host and start time) is left
     alone, whatever its row says. Returns one line per thing done (for the run log)."""
     done: list[str] = []
-    landed: set[str] = set()
-    for js in spools:
-        if _land_spool(con, cfg, js, now, done):
-            landed.add(js.spool.info.round_id)
+    landed = {js.spool.info.round_id for js in spools if _land_spool(con, cfg, js, now, done)}
     trail = round_journals(cfg.db_path, model, besides=current_round_id)
     live = {d.info.round_id for d in trail if d.alive}  # its process still runs: never marked crashed
     journals = {d.info.round_id: d for d in trail if not d.alive}
-    for rid, kept in list(journals.items()):  # a dead round's kept probes land, as the round or a partial one
-        if rid not in landed and kept.error is None and stored_round_status(con, rid) != "complete" \
-                and _land_kept(con, cfg, kept, now, done):
-            landed.add(rid)
-            del journals[rid]
-            _forget(cfg, kept)
-    for row in unfinished_rounds(con, model, besides=current_round_id):
-        rid = str(row["round_id"])
-        if rid in landed or rid in live:
-            continue
-        dead = journals.pop(rid, None)
-        step = dead.step if dead is not None else str(row.get("step") or "unknown")
-        info = RoundInfo(rid, model, row["round_ts"], Mode(str(row["mode"])),  # type: ignore[arg-type]
-                         run_id=dead.info.run_id if dead is not None else None)
-        done.append(_end_round(con, info, step, dead.error if dead is not None else None, now))
-        if dead is not None:
-            _forget(cfg, dead)
+    _land_dead_rounds_kept(con, cfg, journals, landed, now, done)
+    _end_unfinished_rows(con, cfg, model, current_round_id, journals, landed | live, now, done)
     for dead in journals.values():  # died before its round row was written, or after it was saved
         status = stored_round_status(con, dead.info.round_id)
         if dead.info.round_id in landed:
@@ -154,6 +136,35 @@ def land_leftovers(
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
         _forget(cfg, dead)
     return done
+
+
+def _land_dead_rounds_kept(con: store.Connection, cfg: CanaryConfig, journals: dict[str, DeadRound],
+                           landed: set[str], now: datetime, done: list[str]) -> None:
+    """A dead round's kept probes land, as the round or a partial one: its id joins `landed`, its journal leaves
+    `journals`."""
+    for rid, kept in list(journals.items()):
+        if rid not in landed and kept.error is None and stored_round_status(con, rid) != "complete" \
+                and _land_kept(con, cfg, kept, now, done):
+            landed.add(rid)
+            del journals[rid]
+            _forget(cfg, kept)
+
+
+def _end_unfinished_rows(con: store.Connection, cfg: CanaryConfig, model: str, current_round_id: str,
+                         journals: dict[str, DeadRound], spared: set[str], now: datetime, done: list[str]) -> None:
+    """End each unfinished round row of `model` not in `spared` (landed, or its process alive): failed or crashed,
+    with the step its journal (taken out of `journals`) or its row says."""
+    for row in unfinished_rounds(con, model, besides=current_round_id):
+        rid = str(row["round_id"])
+        if rid in spared:
+            continue
+        dead = journals.pop(rid, None)
+        step = dead.step if dead is not None else str(row.get("step") or "unknown")
+        info = RoundInfo(rid, model, row["round_ts"], Mode(str(row["mode"])),  # type: ignore[arg-type]
+                         run_id=dead.info.run_id if dead is not None else None)
+        done.append(_end_round(con, info, step, dead.error if dead is not None else None, now))
+        if dead is not None:
+            _forget(cfg, dead)
 
 
 def _land_spool(con: store.Connection, cfg: CanaryConfig, js: JudgedSpool, now: datetime, done: list[str]) -> bool:

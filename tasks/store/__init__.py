@@ -4,14 +4,15 @@
         land_round(con, info, attempts, endpoints=endpoints)
     con = open_snapshot(cfg.db_path)               # analysts: read-only, never blocks a round
 
-Modules: connection (windows), snapshot (analysts' copy), migrations/schema/views (DDL), landing (writes
+Modules: connection (windows), connect (one connect: the wait for the lock, a broken file's line),
+snapshot (analysts' copy), snapshot_reader (`open_snapshot`), migrations/schema/views (DDL), landing (writes
 of rounds, attempts, outcomes), history (reads of complete rounds), records (row conversions), state
 (policy state, decisions, settings), exclusions (operational layer), outbox (alerts), route_events,
 costs (what the canary spent: the cost views, the budget projection), metric_rollup (what a Prometheus
 scrape reads, kept by the save transaction).
 """
 
-from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, kept_open, open_snapshot, open_store
+from tasks.store.connection import DEFAULT_LOCK_TIMEOUT_S, held_open, kept_open, open_store
 from tasks.store.costs import daily_costs, read_projection
 from tasks.store.exclusions import (
     active_exclusions,
@@ -45,6 +46,7 @@ from tasks.store.outbox import (
 from tasks.store.route_events import append_route_events, route_event_rows
 from tasks.store.rows import Connection, transaction
 from tasks.store.snapshot import snapshot_path
+from tasks.store.snapshot_reader import open_snapshot
 from tasks.store.state import (
     MODE_KEY,
     append_decisions,

@@ -30,7 +30,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,34 +39,19 @@ from pathlib import Path
 import duckdb
 
 from tasks.errors import StoreError
+from tasks.store.connect import broken_file, connect, is_broken_file, waiting_path
 from tasks.store.migrations import LATEST_VERSION, migrate, schema_version
 from tasks.store.rows import Connection
-from tasks.store.snapshot import SnapshotCopy, is_snapshot_stale, snapshot_path
+from tasks.store.snapshot import SnapshotCopy, is_snapshot_stale
 
 #: How long a window waits for another process to release the file before giving up, seconds. A round's
 #: own windows last milliseconds; 15 s rides out a concurrent CLI command or a snapshot copy, and still
 #: fails fast enough for an operator to see why (usually a notebook holding the live file).
 DEFAULT_LOCK_TIMEOUT_S = 15.0
-#: First pause between lock retries, seconds; doubled after each try, capped at _MAX_BACKOFF_S (a file kept open
-#: by a cycle is let go for a waiter within a window's time: its next try should come soon after).
-_FIRST_BACKOFF_S = 0.05
-_MAX_BACKOFF_S = 0.25
 #: A kept file (`kept_open`) is let go after this long without a window, seconds.
 LINGER_S = 1.0
 #: How often a kept file's watcher looks for waiting processes and idleness, seconds.
 CHECK_S = 0.1
-#: The file beside the database on which a process waiting for it holds a shared flock.
-WAITING_SUFFIX = ".waiting"
-
-#: DuckDB errors that say the file or the disk under it is broken, not our SQL: a truncated or foreign file reads
-#: as IOException (or a Serialization/Internal error, and DuckDB then refuses everything with a Fatal one).
-BROKEN_FILE_ERRORS: tuple[type[Exception], ...] = (
-    duckdb.IOException, duckdb.FatalException, duckdb.SerializationException, duckdb.InternalException,
-)
-#: ...and a commit that the disk refused (a full disk: `TransactionException: Failed to commit: Could not write
-#: file "x.duckdb.wal": No space left on device`), told apart from a write conflict by DuckDB's own words.
-_DISK_WORDS = ("Could not write", "Could not read", "No space left", "Read-only file system", "Input/output error")
-
 _log = logging.getLogger("tasks.store")
 #: How long each recent window held the file (path, read_only, seconds): what a benchmark reports as the time
 #: the lock is held per round. The snapshot copy happens after close and is not counted.
@@ -76,10 +60,6 @@ _registry_lock = threading.Lock()
 _process_locks: dict[str, threading.RLock] = {}
 _depths: dict[str, int] = {}
 _held: dict[str, Connection] = {}  # files this process holds open (held_open): path -> its connection
-#: Each DuckDB connect this process made (path, monotonic time): what a benchmark or a test counts as opens.
-OPENED: collections.deque[tuple[str, float]] = collections.deque(maxlen=10_000)
-
-
 @contextmanager
 def open_store(
     db_path: str | os.PathLike[str],
@@ -104,34 +84,15 @@ def open_store(
     try:
         outermost = _depths.get(key, 0) == 0
         _depths[key] = _depths.get(key, 0) + 1
-        if read_only and not path.exists():  # a read never creates a database (or its directory)
-            raise StoreError(f"store: no database at {path}")
-        kept = _kept.get(key)
-        held = key in _held or kept is not None  # this process has the file, migrated (or migrates it at open)
-        if read_only and not held and not _is_migrated(path, lock_timeout_s, sleep, monotonic):
-            with open_store(
-                path, snapshot=False, lock_timeout_s=lock_timeout_s, sleep=sleep, monotonic=monotonic
-            ):
-                pass
-        if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        con = kept.cursor(lock_timeout_s, sleep, monotonic) if kept is not None else \
-            _connect(path, read_only, lock_timeout_s, sleep, monotonic)
+        con, kept, held = _window_connection(path, read_only, lock_timeout_s, sleep, monotonic)
         opened = time.monotonic()
         copy: SnapshotCopy | None = None
         try:
             if not held:  # a held file was migrated, and its TimeZone set, when this process took it
-                con.execute("SET TimeZone = 'UTC'")
-                if read_only:
-                    _require_version(con, path)
-                else:
-                    migrate(con)
+                _prepare(con, path, read_only)
             yield con
             if outermost and not read_only and (snapshot is not False or not held):
-                con.execute("CHECKPOINT")  # held open (a history, a cycle) and no snapshot wanted: DuckDB's own
-                # wal autocheckpoint and the final close do it
-                if snapshot or (snapshot is None and is_snapshot_stale(path)):
-                    copy = SnapshotCopy.take(path)
+                copy = _checkpoint(con, path, snapshot)
         except duckdb.Error as exc:
             if kept is not None:
                 kept.release()  # a kept connection that failed is not reused: the next window opens afresh
@@ -149,6 +110,46 @@ def open_store(
     finally:
         _depths[key] -= 1
         lock.release()
+
+
+def _window_connection(
+    path: Path, read_only: bool, timeout_s: float, sleep: Callable[[float], None], monotonic: Callable[[], float],
+) -> tuple[Connection, _Kept | None, bool]:
+    """The window's connection (a cursor when this process keeps or holds the file), the kept file if any, and
+    whether this process has the file migrated already. A read never creates a database; a read of a file not
+    migrated yet migrates it first, in a write window of its own."""
+    key = str(path)
+    if read_only and not path.exists():  # a read never creates a database (or its directory)
+        raise StoreError(f"store: no database at {path}")
+    kept = _kept.get(key)
+    held = key in _held or kept is not None  # this process has the file, migrated (or migrates it at open)
+    if read_only and not held and not _is_migrated(path, timeout_s, sleep, monotonic):
+        with open_store(path, snapshot=False, lock_timeout_s=timeout_s, sleep=sleep, monotonic=monotonic):
+            pass
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    con = kept.cursor(timeout_s, sleep, monotonic) if kept is not None else \
+        _connect(path, read_only, timeout_s, sleep, monotonic)
+    return con, kept, held
+
+
+def _prepare(con: Connection, path: Path, read_only: bool) -> None:
+    """A fresh connection: TimeZone UTC, and the schema migrated (a read: checked)."""
+    con.execute("SET TimeZone = 'UTC'")
+    if read_only:
+        _require_version(con, path)
+    else:
+        migrate(con)
+
+
+def _checkpoint(con: Connection, path: Path, snapshot: bool | None) -> SnapshotCopy | None:
+    """The end of the outermost write window: checkpoint the file, and take the analysts' snapshot copy when
+    `snapshot` asks or (None) the snapshot is stale."""
+    con.execute("CHECKPOINT")  # held open (a history, a cycle) and no snapshot wanted: DuckDB's own
+    # wal autocheckpoint and the final close do it
+    if snapshot or (snapshot is None and is_snapshot_stale(path)):
+        return SnapshotCopy.take(path)
+    return None
 
 
 @contextmanager
@@ -214,7 +215,7 @@ class _Kept:
         """True while another process holds the shared flock of `<db>.waiting` (it waits for the file)."""
         if self._waiting_fd is None:
             try:
-                self._waiting_fd = os.open(_waiting_path(self.path), os.O_RDWR | os.O_CREAT, 0o644)
+                self._waiting_fd = os.open(waiting_path(self.path), os.O_RDWR | os.O_CREAT, 0o644)
             except OSError:
                 return False
         try:
@@ -286,27 +287,12 @@ def _watch_kept(kept: _Kept, lock: threading.RLock, stop: threading.Event) -> No
             lock.release()
 
 
-def _waiting_path(path: Path) -> Path:
-    return path.with_name(path.name + WAITING_SUFFIX)
-
-
-@contextmanager
-def _announced(path: Path) -> Iterator[None]:
-    """While this process waits for `path`: a shared flock on `<db>.waiting`, so a process keeping the file open
-    lets go of it (nothing when the directory cannot take the file: the keeper lets go when idle)."""
-    try:
-        fd = os.open(_waiting_path(path), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:
-            pass
-        yield
-    finally:
-        os.close(fd)
+def _connect(path: Path, read_only: bool, timeout_s: float, sleep: Callable[[float], None],
+             monotonic: Callable[[], float]) -> Connection:
+    """`connect` (tasks/store/connect.py), or a cursor on the database when this process holds it open
+    (`held_open`)."""
+    held = _held.get(str(path))
+    return held.cursor() if held is not None else connect(path, read_only, timeout_s, sleep, monotonic)
 
 
 def _process_lock(key: str) -> threading.RLock:
@@ -336,112 +322,3 @@ def _require_version(con: Connection, path: Path) -> None:
         raise StoreError(f"store: {path} is at schema version {version}, expected {LATEST_VERSION}")
 
 
-_PID = re.compile(r"\(PID (\d+)\)")
-
-
-def _connect(
-    path: Path,
-    read_only: bool,
-    timeout_s: float,
-    sleep: Callable[[float], None],
-    monotonic: Callable[[], float],
-) -> Connection:
-    """duckdb.connect with a bounded backoff while another process holds the file (a cursor on the database
-    when this process holds it open: `held_open`)."""
-    held = _held.get(str(path))
-    if held is not None:
-        return held.cursor()
-    deadline = monotonic() + timeout_s
-    delay = _FIRST_BACKOFF_S
-    with contextlib.ExitStack() as waiting:
-        while True:
-            try:
-                con = duckdb.connect(str(path), read_only=read_only)
-            except duckdb.IOException as exc:
-                if "lock" in str(exc).lower() and not waiting:  # say so: a process keeping the file lets go
-                    waiting.enter_context(_announced(path))
-                _connect_failed(path, exc, deadline, timeout_s, monotonic)
-                sleep(min(delay, max(0.0, deadline - monotonic())))
-                delay = min(delay * 2, _MAX_BACKOFF_S)
-                continue
-            except duckdb.Error as exc:
-                raise StoreError(f"store: cannot open {path}: {_first_line(str(exc))}") from exc
-            OPENED.append((str(path), time.monotonic()))
-            return con
-
-
-def _connect_failed(path: Path, exc: duckdb.IOException, deadline: float, timeout_s: float,
-                    monotonic: Callable[[], float]) -> None:
-    """A connect DuckDB refused: raise StoreError unless it is the lock and there is time left to wait."""
-    message = str(exc)
-    if "lock" not in message.lower():
-        raise StoreError(f"store: cannot open {path}: {_first_line(message)}") from exc
-    if deadline - monotonic() <= 0:
-        pid = _PID.search(message)
-        holder = f" (pid {pid.group(1)})" if pid else ""
-        raise StoreError(
-            f"store: {path} is locked by another process{holder} for more than {timeout_s:g} s;"
-            " notebooks should read open_snapshot() instead of the live file", busy=True,
-        ) from exc
-
-
-def is_broken_file(exc: BaseException) -> bool:
-    """A DuckDB error that says the file or its disk failed (not busy, not our SQL)."""
-    if isinstance(exc, BROKEN_FILE_ERRORS):
-        return True
-    return isinstance(exc, duckdb.Error) and any(w in str(exc) for w in _DISK_WORDS)
-
-
-def broken_file(path: Path, exc: Exception) -> StoreError:
-    """The one line for a database that opened but failed on read or write (not busy: an admin must look)."""
-    return StoreError(f"store: cannot read or write {path}: {_first_line(str(exc))}")
-
-
-def _first_line(message: str) -> str:
-    lines = [line for line in message.splitlines() if line.strip()]
-    return lines[0].strip() if lines else "unknown error"
-
-
-def open_snapshot(db_path: str | os.PathLike[str],
-                  into: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to the analysts' snapshot of ``db_path`` (never blocks a round).
-
-    The connection shows the snapshot as of when it was opened; call again to see newer rounds (each
-    call opens the file anew). If no snapshot exists yet but the database does, one is published first
-    (a short write window). Its catalog is named ``snapshot``; unqualified table and view names work.
-    `into`: attach to that in-memory connection (returned) instead of a new instance, which a process reading
-    every new snapshot keeps (creating and closing an instance costs ~18 ms: tasks/metrics.py); let the
-    snapshot go with `detach_snapshot`.
-    """
-    target = snapshot_path(db_path)
-    if not target.exists():
-        if not Path(db_path).exists():
-            raise StoreError(f"store: no database at {db_path} yet; run a round first")
-        with open_store(db_path, snapshot=True):
-            pass
-    # A fresh in-memory instance that ATTACHes the file: duckdb.connect(path) would reuse this process's
-    # cached instance of an older snapshot still open elsewhere (a notebook's earlier connection), and
-    # so show the old inode instead of the round that just landed.
-    con = duckdb.connect() if into is None else into
-    try:
-        con.execute(f"ATTACH '{_sql_string(target)}' AS snapshot (READ_ONLY)")
-        con.execute("USE snapshot")
-        con.execute("SET TimeZone = 'UTC'")
-    except duckdb.Error as exc:
-        if into is None:
-            con.close()
-        else:
-            detach_snapshot(con)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StoreError(f"store: cannot open snapshot {target}: {first}") from exc
-    return con
-
-
-def detach_snapshot(con: duckdb.DuckDBPyConnection) -> None:
-    """Let go of the snapshot `open_snapshot(..., into=con)` attached (the file is closed; `con` stays)."""
-    con.execute("USE memory")
-    con.execute("DETACH DATABASE IF EXISTS snapshot")
-
-
-def _sql_string(path: Path) -> str:
-    return str(path).replace("'", "''")

@@ -87,6 +87,27 @@ def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHand
     machine's load. The second round's time is read once its run has the lock, so it comes after the first
     round ended: two round ids, even when both runs start in one second."""
     db = tmp_path / "c.duckdb"
+    order, outs, errs = _two_runs_one_held_until_the_other_waits(sim, tmp_path, db)
+    assert ["Waiting for the previous cycle" in e for e in errs] == [False, True], [e[-2000:] for e in errs]
+    with store.open_store(db, read_only=True) as con:
+        rounds = con.execute(
+            "SELECT r.round_id, r.status, r.round_ts, min(a.started_at), r.finished_at FROM rounds r"
+            " JOIN attempts a USING (round_id) WHERE r.model = ? GROUP BY ALL ORDER BY r.round_ts", [MODEL]).fetchall()
+    # both rounds landed (a deferred one, spooled on a busy file, would be missing: its run's stderr says why)
+    assert [r[1] for r in rounds] == ["complete", "complete"], (rounds, [e[-3000:] for e in errs])
+    (first_id, _, _, _, first_end), (second_id, _, second_ts, second_probe, _) = rounds
+    assert first_id != second_id
+    assert first_end <= second_ts <= second_probe, rounds  # its time read after the lock; one after the other
+    said = [[ln.split(": ", 1)[0] for ln in outs[i].read_text().splitlines() if ln.startswith(f"{MODEL}@")]
+            for i in order]  # (before it: the private server's progress lines)
+    assert said == [[first_id], [second_id]]  # each its own round
+
+
+def _two_runs_one_held_until_the_other_waits(sim: SimulatorHandle, tmp_path: Path, db: Path,
+                                             ) -> tuple[list[int], list[Path], list[str]]:
+    """The two `canary run`s, each with its own private server; the one that takes the lock first is SIGSTOPped
+    until the other says it waits. Both must exit 0. Returns the runs' order (the lock's first holder first),
+    their stdout files and their stderr texts in that order."""
     cfg = write_config(sim, tmp_path, db)
     logs = [tmp_path / f"run-{i}.err" for i in range(2)]
     outs = [tmp_path / f"run-{i}.out" for i in range(2)]
@@ -113,20 +134,7 @@ def test_two_runs_without_an_api_take_turns_and_crash_nothing(sim: SimulatorHand
                 p.kill()
     errs = [logs[i].read_text() for i in order]
     assert codes == [0, 0], [e[-2000:] for e in errs]
-    assert ["Waiting for the previous cycle" in e for e in errs] == [False, True], [e[-2000:] for e in errs]
-
-    with store.open_store(db, read_only=True) as con:
-        rounds = con.execute(
-            "SELECT r.round_id, r.status, r.round_ts, min(a.started_at), r.finished_at FROM rounds r"
-            " JOIN attempts a USING (round_id) WHERE r.model = ? GROUP BY ALL ORDER BY r.round_ts", [MODEL]).fetchall()
-    # both rounds landed (a deferred one, spooled on a busy file, would be missing: its run's stderr says why)
-    assert [r[1] for r in rounds] == ["complete", "complete"], (rounds, [e[-3000:] for e in errs])
-    (first_id, _, _, _, first_end), (second_id, _, second_ts, second_probe, _) = rounds
-    assert first_id != second_id
-    assert first_end <= second_ts <= second_probe, rounds  # its time read after the lock; one after the other
-    said = [[ln.split(": ", 1)[0] for ln in outs[i].read_text().splitlines() if ln.startswith(f"{MODEL}@")]
-            for i in order]  # (before it: the private server's progress lines)
-    assert said == [[first_id], [second_id]]  # each its own round
+    return order, outs, errs
 
 
 def flow_run_states(ids: list[str]) -> dict[str, str]:

@@ -25,7 +25,7 @@ import secrets
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.echo_upstream import ECHO_TAGS, EchoUpstream, cut
 from tests.support.rounds import round_overrides
+from tests.support.secret_scan import duckdb_texts, file_texts, leaks, prefect_texts, slack_texts
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.e2e
@@ -98,82 +99,7 @@ def fleet(faulty: bool) -> Any:
     return parse_fleet({"models": [{"id": MODEL, "endpoints": endpoints}]})
 
 
-# --- the scanner -----------------------------------------------------------------------------------------
-def duckdb_texts(path: Path) -> Iterator[str]:
-    """Every value of every table, as text (lists and structs included)."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = [
-            r[0]
-            for r in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-            ).fetchall()
-        ]
-        assert tables, f"no tables in {path}"
-        for table in tables:
-            for row in con.execute(f'SELECT * FROM "{table}"').fetchall():
-                for value in row:
-                    if value is not None:
-                        yield f"{table}: {value}"
-    finally:
-        con.close()
-
-
-def file_texts(root: Path) -> Iterator[str]:
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            yield f"{p}: " + p.read_bytes().decode("utf-8", errors="replace")
-
-
-def prefect_texts(model: str) -> Iterator[str]:
-    """Artifacts, logs and parameters of every flow run of `model`, as the Prefect API holds them."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterFlowRunId,
-        FlowRunFilter,
-        FlowRunFilterName,
-        LogFilter,
-        LogFilterFlowRunId,
-    )
-
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=model)))
-        assert runs, f"no flow runs of {model}"
-        ids = [r.id for r in runs]
-        for run in runs:
-            yield f"flow run {run.name}: {json.dumps(run.parameters, default=str)}"
-            if run.state is not None:
-                yield f"flow run state {run.name}: {run.state.name} {run.state.message or ''}"
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=ids))
-        )
-        for a in artifacts:
-            yield f"artifact {a.key}: {a.description} {json.dumps(a.data, default=str)}"
-        offset = 0
-        while page := client.read_logs(
-            LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)), limit=200, offset=offset
-        ):
-            yield from (f"log: {log.message}" for log in page)
-            offset += len(page)
-
-
-def slack_texts(slack: SlackServer) -> Iterator[str]:
-    """What reached Slack: bodies of every request (the Authorization header is where a token belongs)."""
-    for r in slack.requests:
-        yield f"slack {r.path}: " + r.raw.decode("utf-8", errors="replace")
-
-
-def leaks(needles: Iterable[str], texts: Iterable[str]) -> list[str]:
-    found = []
-    for text in texts:
-        for needle in needles:
-            if needle in text:
-                at = text.index(needle)
-                found.append(text[max(0, at - 120) : at + 40])
-    return found
-
-
+# --- the scanner (tests/support/secret_scan.py) ----------------------------------------------------------
 @pytest.mark.integration
 def test_the_scanner_finds_a_planted_secret_everywhere(tmp_path: Path) -> None:
     key = WRONG_KEY
@@ -277,62 +203,15 @@ def test_planted_secrets_appear_nowhere(
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from cli.runs import run_once
-    from flows.round import canary_round
-    from tasks.delivery import deliver_outbox
-    from tasks.slack_client import SlackSettings
-
     sim, echo = upstream
     ov = round_overrides(sim, tmp_path, MODEL, ttft_s=2.5, languages=["en", "de"], min_hosts=2)  # load-proof
     ov["base_url"] = echo.base_url
     _capture_all_logs(caplog)
-    raised: list[str] = []
     with SlackServer(token=TOKEN) as slack:
-        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
-        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
-        monkeypatch.setenv("SLACK_CHANNEL", "#canary-admins")
-        monkeypatch.setenv("SLACK_API_URL", slack.api_url)
-        for i in range(2):  # two failing rounds: suspensions with evidence excerpts go to Slack
-            canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
-        assert len(slack.messages) >= 1, "the faults must have produced alerts"
-        assert echo.echo_count >= 8, "the echo endpoints must have been probed"
-
-        monkeypatch.setenv("OPENROUTER_API_KEY", WRONG_KEY)  # every forwarded probe: 401 "User not found."
-        echo.echoed.insert(0, WRONG_KEY)
-        wrong_ts = T0 + timedelta(minutes=60)
-        try:
-            canary_round(model=MODEL, round_ts=wrong_ts, overrides=ov)
-        except Exception as e:  # whether the round fails or lands 401s, its error must not carry the key
-            raised += [str(e), repr(e)]
-        with store.open_store(ov["db_path"], read_only=True) as con:
-            statuses = {
-                r[0]
-                for r in con.execute(
-                    "SELECT DISTINCT a.http_status FROM attempts a JOIN rounds r USING (round_id)"
-                    " WHERE r.round_ts = ? AND a.tag IN ('alpha', 'beta', 'gamma')",
-                    [wrong_ts],
-                ).fetchall()
-            }
-        assert raised or statuses == {401}, (raised, statuses)
-
-        # A wrong Slack token: the alerts of later rounds are refused (invalid_auth) and kept as failed.
-        monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
-        monkeypatch.setenv("SLACK_BOT_TOKEN", WRONG_TOKEN)
-        echo.echoed.append(WRONG_TOKEN)
-        sim.set_fleet(fleet(False))
-        for i in (3, 4):  # slowco back to health: restore alerts, refused by Slack (wrong token)
-            canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
-        summary = deliver_outbox(ov["db_path"], SlackSettings.from_env(), T0 + timedelta(hours=3))
-        with store.open_store(ov["db_path"]) as con:
-            box = store.alert_rows(con)
-            errors = list(box["last_error"].dropna())
-        assert any("invalid_auth" in e for e in errors), (summary, box[["kind", "status", "last_error"]])
-
-        # `canary run` (its own code path); a base URL with userinfo is refused by config validation (below).
-        monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
-        config = tmp_path / "canary.toml"
-        config.write_text(toml_text({k: v for k, v in ov.items() if k != "base_url"}), encoding="utf-8")
-        run_once(config=config, model=MODEL, base_url=echo.base_url, mode=None, db=None)
+        _failing_rounds(ov, slack, echo, monkeypatch)
+        raised = _a_round_with_a_wrong_key(ov, echo, monkeypatch)
+        _rounds_with_a_wrong_slack_token(ov, sim, echo, monkeypatch)
+        config = _canary_run(ov, echo, tmp_path, monkeypatch)
         captured = capsys.readouterr()
         assert f"{MODEL}" in captured.out
 
@@ -354,6 +233,83 @@ def test_planted_secrets_appear_nowhere(
         "cli stderr": [refused.stdout, refused.stderr, denied.stdout, denied.stderr],
         "errors": raised,
     }
+    _nothing_leaked(places)
+    _the_scan_was_not_vacuous(places, echo)
+
+
+def _failing_rounds(ov: dict[str, Any], slack: SlackServer, echo: EchoUpstream,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two failing rounds: suspensions with evidence excerpts go to Slack."""
+    from flows.round import canary_round
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("SLACK_CHANNEL", "#canary-admins")
+    monkeypatch.setenv("SLACK_API_URL", slack.api_url)
+    for i in range(2):
+        canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
+    assert len(slack.messages) >= 1, "the faults must have produced alerts"
+    assert echo.echo_count >= 8, "the echo endpoints must have been probed"
+
+
+def _a_round_with_a_wrong_key(ov: dict[str, Any], echo: EchoUpstream, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A round with a wrong OpenRouter key (every forwarded probe: 401 "User not found."); what it raised."""
+    from flows.round import canary_round
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", WRONG_KEY)
+    echo.echoed.insert(0, WRONG_KEY)
+    wrong_ts = T0 + timedelta(minutes=60)
+    raised: list[str] = []
+    try:
+        canary_round(model=MODEL, round_ts=wrong_ts, overrides=ov)
+    except Exception as e:  # whether the round fails or lands 401s, its error must not carry the key
+        raised += [str(e), repr(e)]
+    with store.open_store(ov["db_path"], read_only=True) as con:
+        statuses = {
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT a.http_status FROM attempts a JOIN rounds r USING (round_id)"
+                " WHERE r.round_ts = ? AND a.tag IN ('alpha', 'beta', 'gamma')",
+                [wrong_ts],
+            ).fetchall()
+        }
+    assert raised or statuses == {401}, (raised, statuses)
+    return raised
+
+
+def _rounds_with_a_wrong_slack_token(ov: dict[str, Any], sim: SimulatorHandle, echo: EchoUpstream,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong Slack token: the alerts of later rounds are refused (invalid_auth) and kept as failed."""
+    from flows.round import canary_round
+    from tasks.delivery import deliver_outbox
+    from tasks.slack_settings import SlackSettings
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", WRONG_TOKEN)
+    echo.echoed.append(WRONG_TOKEN)
+    sim.set_fleet(fleet(False))
+    for i in (3, 4):  # slowco back to health: restore alerts, refused by Slack (wrong token)
+        canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov)
+    summary = deliver_outbox(ov["db_path"], SlackSettings.from_env(), T0 + timedelta(hours=3))
+    with store.open_store(ov["db_path"]) as con:
+        box = store.alert_rows(con)
+        errors = list(box["last_error"].dropna())
+    assert any("invalid_auth" in e for e in errors), (summary, box[["kind", "status", "last_error"]])
+
+
+def _canary_run(ov: dict[str, Any], echo: EchoUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`canary run` (its own code path); a base URL with userinfo is refused by config validation (the caller).
+    Returns the config file it ran with."""
+    from cli.runs import run_once
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+    config = tmp_path / "canary.toml"
+    config.write_text(toml_text({k: v for k, v in ov.items() if k != "base_url"}), encoding="utf-8")
+    run_once(config=config, model=MODEL, base_url=echo.base_url, mode=None, db=None)
+    return config
+
+
+def _nothing_leaked(places: dict[str, list[str]]) -> None:
     for where, texts in places.items():
         assert texts or where == "errors", f"nothing was collected from {where}"
     found = {
@@ -363,7 +319,10 @@ def test_planted_secrets_appear_nowhere(
     print_table(places, found)
     needles = [n for v in SHAPES.values() for n in forms(v)]
     assert {where: leaks(needles, texts) for where, texts in places.items()} == {w: [] for w in places}
-    # The scan was not vacuous: what we collected is where such a secret would have shown up.
+
+
+def _the_scan_was_not_vacuous(places: dict[str, list[str]], echo: EchoUpstream) -> None:
+    """What was collected is where such a secret would have shown up."""
     assert any("suspend" in t for t in places["slack"])
     assert any("invalid_auth" in t for t in places["duckdb"])
     assert any("echoco" in t and "Your key is" in t for t in places["duckdb"])  # the echoed reply text

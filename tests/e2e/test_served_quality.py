@@ -39,13 +39,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import jsonschema
 import pytest
 
 from tasks import store
@@ -54,6 +53,7 @@ from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
+from tests.support.served_clients import Reply, client_loop
 
 # Not `timing`: no verdict rests on a latency margin (the TTFT threshold is 8 s against first tokens of
 # milliseconds; every wait is a poll with a generous bound).
@@ -70,11 +70,6 @@ LEAD_S = 45
 #: The served round interval: a week, so no scheduled round falls within the test (schedules are anchored at
 #: SCHEDULE_ANCHOR: at 900 s one came on every quarter hour, and a run crossing one saw a scheduled round).
 SERVE_INTERVAL_S = 7 * 24 * 3600
-WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
-                                              "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-           "required": ["city", "unit"], "additionalProperties": False}
-TOOLS = [{"type": "function", "function": {"name": "lookup_weather", "description": "The weather in a city.",
-                                           "parameters": WEATHER}}]
 ROUTES = {"agent": ("alpha", "beta"), "agent-eu": ("gamma", "beta"), "chat": ("delta", "beta")}
 
 
@@ -97,74 +92,6 @@ def _fleet(faults_at: datetime | None) -> str:
 
 
 _env = served_env
-
-
-# -- the clients ------------------------------------------------------------------------------------------------
-
-@dataclass
-class Reply:
-    route: str
-    stream: bool
-    sent: float  # time.time() when sent
-    tier: str | None = None  # x-canary-tier
-    error: str | None = None  # what the client raised
-    content: str = ""
-    calls: list[tuple[str, str]] = field(default_factory=list)  # (function name, arguments)
-
-    @property
-    def empty(self) -> bool:
-        return not self.content.strip() and not self.calls
-
-    def calls_valid(self) -> bool:
-        try:
-            for name, arguments in self.calls:
-                assert name == "lookup_weather"
-                jsonschema.validate(json.loads(arguments), WEATHER)
-        except (AssertionError, ValueError, jsonschema.ValidationError):
-            return False
-        return bool(self.calls)
-
-
-def _ask(client: Any, route: str, stream: bool) -> Reply:
-    reply = Reply(route, stream, time.time())
-    tools = {"tools": TOOLS} if route != "chat" else {}
-    prompt = "Please lookup the weather in Lisbon." if tools else "Hello"
-    try:
-        raw = client.chat.completions.with_raw_response.create(
-            model=route, messages=[{"role": "user", "content": prompt}], stream=stream, **tools)
-        reply.tier = raw.headers.get("x-canary-tier")
-        answer = raw.parse()
-        if not stream:
-            message = answer.choices[0].message
-            reply.content = message.content or ""
-            reply.calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
-            return reply
-        calls: dict[int, list[str]] = {}
-        for chunk in answer:
-            if not chunk.choices:
-                continue
-            delta = chunk.choices[0].delta
-            reply.content += delta.content or ""
-            for call in delta.tool_calls or []:
-                name_args = calls.setdefault(call.index, ["", ""])
-                name_args[0] += (call.function.name or "") if call.function else ""
-                name_args[1] += (call.function.arguments or "") if call.function else ""
-        reply.calls = [(n, a) for n, a in calls.values()]
-    except Exception as exc:  # an SDK error is the router failing the client; anything else is said too
-        reply.error = f"{type(exc).__name__}: {str(exc)[:200]}"
-    return reply
-
-
-def _client_loop(base_url: str, route: str, replies: list[Reply], stop: threading.Event) -> None:
-    """One client of `route`: streamed and not in turn, a request every ~0.25 s, until `stop`."""
-    import openai
-
-    client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=60)
-    stream = True
-    while not stop.is_set():
-        replies.append(_ask(client, route, stream))
-        stream = not stream
-        stop.wait(0.25)
 
 
 # -- the stack --------------------------------------------------------------------------------------------------
@@ -259,7 +186,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         poll_while_running("the router", lambda: httpx.get(f"{router}/healthz", timeout=3).json()["ok"], 60, procs,
                            logs)
         for route in ROUTES:
-            clients.append(threading.Thread(target=_client_loop, args=(f"{router}/v1", route, replies, stop),
+            clients.append(threading.Thread(target=client_loop, args=(f"{router}/v1", route, replies, stop),
                                             daemon=True))
             clients[-1].start()
 
@@ -307,12 +234,22 @@ def test_a_tool_schema_fault_is_excluded_before_the_next_scheduled_round(story: 
     assert excluded < next_round
 
     cycle = _cycle_runs(story.api)
+    _only_confirmations_ran_before_the_next_scheduled_round(cycle, excluded)
+    _alpha_suspended_on_a_confirmed_tools_suspicion(story, cycle)
+    _the_agent_clients_failed_over(story, excluded)
+
+
+def _only_confirmations_ran_before_the_next_scheduled_round(cycle: list[dict[str, Any]], excluded: datetime) -> None:
     ran = [r for r in cycle if r["state_type"] != "SCHEDULED"]
     assert all(r["parameters"].get("confirms") for r in ran), [(r["name"], r["parameters"]) for r in ran]
     scheduled = [datetime.fromisoformat(r["expected_start_time"]) for r in cycle
                  if r["state_type"] == "SCHEDULED" and not r["parameters"].get("confirms")]
     assert all(excluded < at for at in scheduled)  # the next scheduled round is still to come
 
+
+def _alpha_suspended_on_a_confirmed_tools_suspicion(story: Story, cycle: list[dict[str, Any]]) -> None:
+    """A live quality suspicion of class tools, confirmed by a round that probed tools only, suspended alpha (and
+    touched no healthy endpoint); the follow-up confirmation decided."""
     with store.open_store(story.db, read_only=True, lock_timeout_s=30) as con:
         [(signal, quality, status, evidence, confirm_round)] = con.execute(
             "SELECT signal, quality, status, evidence, confirm_round_id FROM suspicions WHERE tag = 'alpha'"
@@ -330,6 +267,10 @@ def test_a_tool_schema_fault_is_excluded_before_the_next_scheduled_round(story: 
     assert follow_up and follow_up[0]["state_type"] == "COMPLETED"  # the follow-up confirmation decided
     assert {d[0] for d in decisions} <= {"alpha", "delta"}  # no healthy endpoint touched
 
+
+def _the_agent_clients_failed_over(story: Story, excluded: datetime) -> None:
+    """The fault reached a streamed client; the non-streamed retries, and everything after alpha's exclusion, were
+    served valid calls by tier 2."""
     agent = [r for r in story.replies if r.route == "agent"]
     broken = [r for r in agent if r.stream and r.sent > story.faults_at.timestamp() + 2 and r.tier == "1"
               and not r.calls_valid()]

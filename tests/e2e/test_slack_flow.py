@@ -145,21 +145,35 @@ def test_one_message_per_round_threads_and_outages_lose_or_repeat_nothing(
     # R1: both slow endpoints fail once: no transition, no message.
     r.run(at[0])
     assert r.decisions(at[0]) == {} and r.new_messages() == []
+    r2_msg = _r2_one_message_for_two_while_slack_is_down(r, slack, at[1])
+    _r3_slack_back_the_r2_message_arrives_once(r, slack, at[2], r2_msg)
+    r4_msg, expired = _r4_expiry_in_r2s_thread_a_written_post_never_again(r, sim, slack, at[3], r2_msg)
+    restored = _r5_restore_in_r4s_thread_after_a_429(r, sim, slack, at[4], r4_msg)
+    # R6: steady: nothing.
+    r.run(at[5])
+    assert r.decisions(at[5]) == {} and r.new_messages() == []
+    _every_message_went_out_once(r, slack, overrides, r2_msg, r4_msg, expired, restored)
 
-    # R2: driftco suspended; slowco held back by the floor (min_hosts 4): ONE message for the two. Slack is down.
+
+def _r2_one_message_for_two_while_slack_is_down(r: Rounds, slack: SlackServer, at: datetime) -> str:
+    """R2: driftco suspended; slowco held back by the floor (min_hosts 4): ONE message for the two. Slack is down:
+    the message stays pending (its key returned)."""
     slack.down()
-    r.run(at[1])
-    r2 = r.decisions(at[1])
+    r.run(at)
+    r2 = r.decisions(at)
     assert sorted(r2) == ["floor_blocked:slowco", "suspend:driftco"]
     assert r.new_messages() == []
     pending = r.outbox()
     [r2_msg] = [k for k in pending if k.startswith("decisions|")]
     assert pending[r2_msg]["status"] == "pending" and pending[r2_msg]["attempts"] == 1
+    return r2_msg
 
-    # R3: Slack is back. The R2 message arrives now, exactly once; R3 itself is steady (no message).
+
+def _r3_slack_back_the_r2_message_arrives_once(r: Rounds, slack: SlackServer, at: datetime, r2_msg: str) -> None:
+    """R3: Slack is back. The R2 message arrives now, exactly once; R3 itself is steady (no message)."""
     slack.up()
-    r.run(at[2])
-    assert r.decisions(at[2]) == {}
+    r.run(at)
+    assert r.decisions(at) == {}
     assert r.new_messages() == [r2_msg]
     text = _text(slack, r2_msg)
     assert text.startswith(f"{MODEL}: 1 suspended, 1 held back by the floor\n")
@@ -167,13 +181,18 @@ def test_one_message_per_round_threads_and_outages_lose_or_repeat_nothing(
     assert f"canary exclude add slowco --model {MODEL}" in text
     assert "/runs/flow-run/" in text and "Runbook: `docs/operations.md#" in text  # the round's flow run, the runbook
 
-    # R4: driftco's suspension expires (it now answers 502: transport, frozen, not suspended again), which frees
-    # the floor: slowco is suspended. The expiry goes in the R2 message's thread, slowco in R4's own message.
-    # Slack writes the first post and answers 500: it is found in the channel, never posted again.
+
+def _r4_expiry_in_r2s_thread_a_written_post_never_again(
+    r: Rounds, sim: SimulatorHandle, slack: SlackServer, at: datetime, r2_msg: str
+) -> tuple[str, str]:
+    """R4: driftco's suspension expires (it now answers 502: transport, frozen, not suspended again), which frees
+    the floor: slowco is suspended. The expiry goes in the R2 message's thread, slowco in R4's own message.
+    Slack writes the first post and answers 500: it is found in the channel, never posted again. Returns the keys
+    of R4's message and of the expiry."""
     sim.set_fleet(fleet(driftco=BAD_GATEWAY, slowco=SLOW))
     slack.write_then_fail_next(1, status=500)
-    r.run(at[3])
-    r4 = r.decisions(at[3])
+    r.run(at)
+    r4 = r.decisions(at)
     assert sorted(r4) == ["expire:driftco", "suspend:slowco"]
     arrived = r.new_messages()
     [r4_msg] = [k for k in arrived if k.startswith("decisions|")]
@@ -182,23 +201,29 @@ def test_one_message_per_round_threads_and_outages_lose_or_repeat_nothing(
     assert f"Suspension expired: driftco on {MODEL}" in _text(slack, expired)
     [r2_now] = _updates_of(slack, _ts(slack, r2_msg))  # the parent says how it ended
     assert "Since then (in the thread):" in r2_now and f"Suspension expired: driftco on {MODEL}" in r2_now
+    return r4_msg, expired
 
-    # R5: everyone healthy: slowco restored, in R4's thread. Slack answers 429 (Retry-After 1): waited out within
-    # the delivery, so it arrives in this round, not the next one.
+
+def _r5_restore_in_r4s_thread_after_a_429(
+    r: Rounds, sim: SimulatorHandle, slack: SlackServer, at: datetime, r4_msg: str
+) -> str:
+    """R5: everyone healthy: slowco restored, in R4's thread. Slack answers 429 (Retry-After 1): waited out within
+    the delivery, so it arrives in this round, not the next one. Returns the restore's key."""
     sim.set_fleet(fleet())
     slack.rate_limit_next(1, retry_after=1)
-    r.run(at[4])
-    assert list(r.decisions(at[4])) == ["restore:slowco"]
+    r.run(at)
+    assert list(r.decisions(at)) == ["restore:slowco"]
     [restored] = r.new_messages()
     assert _thread_of(slack, restored) == _ts(slack, r4_msg)
     [r4_now] = _updates_of(slack, _ts(slack, r4_msg))
     assert f"Restored: slowco on {MODEL}" in r4_now
+    return restored
 
-    # R6: steady: nothing.
-    r.run(at[5])
-    assert r.decisions(at[5]) == {} and r.new_messages() == []
 
-    # Every message went out exactly once, and every alert in the outbox is sent, none possibly twice.
+def _every_message_went_out_once(r: Rounds, slack: SlackServer, overrides: dict[str, Any], r2_msg: str, r4_msg: str,
+                                 expired: str, restored: str) -> None:
+    """Every message went out exactly once, and every alert in the outbox is sent, none possibly twice; each
+    suspension names its message."""
     keys = [m.alert_key or "?" for m in slack.messages]
     assert Counter(keys).most_common(1)[0][1] == 1
     assert sorted(keys) == sorted([r2_msg, r4_msg, expired, restored])
@@ -208,7 +233,7 @@ def test_one_message_per_round_threads_and_outages_lose_or_repeat_nothing(
     assert {int(row["possible_duplicates"] or 0) for row in box.values()} == {0}
     for key in keys:
         assert "What to do:" in _text(slack, key)
-    with store.open_store(overrides["db_path"], read_only=True) as con:  # each suspension names its message
+    with store.open_store(overrides["db_path"], read_only=True) as con:
         threads = dict(con.execute("SELECT action || ':' || tag, thread_key FROM decisions"
                                    " WHERE action IN ('suspend', 'expire', 'restore')").fetchall())
     assert threads == {"suspend:driftco": r2_msg, "expire:driftco": r2_msg, "suspend:slowco": r4_msg,

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from tasks.core.render.text import mrkdwn, unmrkdwn
 from tasks.core.types import Alert
-from tasks.slack_client import SlackSettings, deliver
+from tasks.slack_client import deliver
+from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

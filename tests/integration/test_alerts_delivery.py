@@ -12,7 +12,8 @@ import pytest
 
 from tasks.core.types import Alert
 from tasks.errors import ConfigError
-from tasks.slack_client import SlackSettings, deliver
+from tasks.slack_client import deliver
+from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import WEBHOOK_PATH, SlackServer
 
 pytestmark = pytest.mark.integration

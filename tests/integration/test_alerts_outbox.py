@@ -14,7 +14,8 @@ import pytest
 from tasks import store
 from tasks.core.types import Alert
 from tasks.delivery import deliver_outbox
-from tasks.slack_client import MAX_RETRY_AFTER_S, SlackSettings
+from tasks.slack_client import MAX_RETRY_AFTER_S
+from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

@@ -25,7 +25,7 @@ from router.server import RunningRouter, start_router
 from tasks.config import CanaryConfig
 from tasks.core.etag import strong_etag
 from tasks.errors import RoutesError
-from tasks.metrics import serve_metrics
+from tasks.metrics_http import serve_metrics
 from tasks.publish import write_atomically
 from tests.support.prometheus import free_port
 

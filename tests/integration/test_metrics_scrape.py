@@ -23,7 +23,8 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import CanaryCollector, accepts_gzip, exposition, serve_metrics
+from tasks.metrics import CanaryCollector, exposition
+from tasks.metrics_http import accepts_gzip, serve_metrics
 from tasks.store.settlement import save_settlement
 from tests.support.prometheus import free_port, require_binary
 

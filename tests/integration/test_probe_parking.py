@@ -1,5 +1,5 @@
 """A request still waiting for its first text after PARK_AFTER_S stops counting toward `concurrency`
-(tasks/probe_worker.py): slow starts do not hold the slots the other requests need, and at most PARKED_FACTOR x
+(tasks/probe_loop.py): slow starts do not hold the slots the other requests need, and at most PARKED_FACTOR x
 `concurrency` requests run at once. On the real worker process against the simulator."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import probe_worker
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe_worker import PARK_AFTER_S, PARKED_FACTOR, ProbeCall, dispatcher
+from tasks.probe_loop import PARK_AFTER_S, PARKED_FACTOR, ProbeCall
+from tasks.probe_worker import dispatcher
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing, pytest.mark.timeout(120)]  # verdicts on start times
 

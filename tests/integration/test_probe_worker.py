@@ -20,7 +20,8 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import probe_worker
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe_worker import ProbeCall, ProbeWorkerError, attempt_runner
+from tasks.probe_loop import ProbeCall
+from tasks.probe_worker import ProbeWorkerError, attempt_runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

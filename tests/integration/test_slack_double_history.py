@@ -11,7 +11,8 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from tasks.slack_client import SlackSettings, posted_keys
+from tasks.slack_client import posted_keys
+from tasks.slack_settings import SlackSettings
 from tests.support.slack_history import ts_us
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 

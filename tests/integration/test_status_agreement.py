@@ -160,15 +160,7 @@ def check_agreement(con: Connection, cases: Sequence[RoundCase], ids: Iterator[i
     judged = {k: str(v["derived_status"]) for k, v in view.items() if v["contracts"]}
     assert judged == expected  # every judged endpoint and round: same keys, same status
     for x in landed:
-        rid, model = x.info.round_id, x.case.model
-        unjudged = {e.tag for e in x.case.endpoints if not e.outcomes}
-        for e in x.case.endpoints:
-            row = view[(rid, model, e.tag)]
-            assert row["discovered"] is e.discovered
-            assert row["status"] == row["derived_status"]  # what was recorded is what SQL derives
-            assert row["status_recorded"] is (x.case.recorded and bool(e.outcomes))
-        assert {t for (r, _, t), v in view.items() if r == rid and not v["contracts"]} == unjudged
-        assert all(view[(rid, model, t)]["derived_status"] == "inconclusive" for t in unjudged)
+        _the_view_agrees_with_the_round(x, view)
         # The other places that state the rule agree with pandas.
         live = status_map(round_status(results_frame(x.results)))
         assert last_round_statuses(x.results) == live
@@ -176,8 +168,23 @@ def check_agreement(con: Connection, cases: Sequence[RoundCase], ids: Iterator[i
             if e.outcomes:
                 mine = [r for r in x.results if r.tag == e.tag]
                 assert markdown_status(mine) == str(live[e.tag])
-        assert_same_decisions(x, live, {t: RoundStatus(str(view[(rid, model, t)]["status"]))
+        rid = x.info.round_id
+        assert_same_decisions(x, live, {t: RoundStatus(str(view[(rid, x.case.model, t)]["status"]))
                                         for (r, _, t) in view if r == rid})
+
+
+def _the_view_agrees_with_the_round(x: Landed, view: Mapping[Key, Mapping[str, object]]) -> None:
+    """Every endpoint of the round: discovered as landed, recorded status = the one SQL derives; those never judged
+    are rows without contracts, inconclusive."""
+    rid, model = x.info.round_id, x.case.model
+    unjudged = {e.tag for e in x.case.endpoints if not e.outcomes}
+    for e in x.case.endpoints:
+        row = view[(rid, model, e.tag)]
+        assert row["discovered"] is e.discovered
+        assert row["status"] == row["derived_status"]  # what was recorded is what SQL derives
+        assert row["status_recorded"] is (x.case.recorded and bool(e.outcomes))
+    assert {t for (r, _, t), v in view.items() if r == rid and not v["contracts"]} == unjudged
+    assert all(view[(rid, model, t)]["derived_status"] == "inconclusive" for t in unjudged)
 
 
 def assert_same_decisions(x: Landed, live: Mapping[str, RoundStatus], replayed: Mapping[str, RoundStatus]) -> None:

@@ -79,44 +79,65 @@ def approx(t: CostTotals) -> CostTotals:
 def test_views_sum_the_attempts_table(tmp_db: str, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
                                       ) -> None:
     with store.open_store(tmp_db) as con:
-        raw = con.execute(
-            "SELECT count(*), sum(coalesce(prompt_tokens, 0)), sum(coalesce(completion_tokens, 0)),"
-            " sum(coalesce(cost, 0)), count(cost) FROM attempts"
-        ).fetchone()
-        assert raw is not None
-        for view in ("v_endpoint_round_costs", "v_round_costs", "v_daily_costs", "v_endpoint_daily_costs"):
-            t = totals(con, view, "true", [])
-            assert (t.requests, t.prompt_tokens, t.completion_tokens) == (raw[0], raw[1], raw[2]), view
-            assert t.reported_usd == pytest.approx(raw[3], rel=1e-9), view
-            assert t.requests - t.estimated_requests - t.unpriced_requests == raw[4], view
-        # The estimate, recomputed by hand from the attempts and the round's listed pricing.
-        by_hand = con.execute(
-            "SELECT sum(coalesce(a.prompt_tokens, 0) * e.prompt_price_usd"
-            " + coalesce(a.completion_tokens, 0) * e.completion_price_usd + coalesce(e.request_price_usd, 0))"
-            " FROM attempts a JOIN round_endpoints e USING (round_id, tag)"
-            " WHERE a.cost IS NULL AND a.prompt_tokens IS NOT NULL AND e.prompt_price_usd IS NOT NULL"
-        ).fetchone()
-        assert by_hand is not None
-        assert totals(con, "v_daily_costs", "true", []).estimated_usd == pytest.approx(by_hand[0], rel=1e-9)
-        for info, attempts, eps in rounds:  # per round and per endpoint: the same as the pure function
-            cost = round_cost(info.round_id, info.model, attempts, eps)
-            assert totals(con, "v_round_costs", "round_id = ?", [info.round_id]) == approx(cost.total)
-            for tag, t in cost.by_tag.items():
-                got = totals(con, "v_endpoint_round_costs", "round_id = ? AND tag = ?", [info.round_id, tag])
-                assert got == approx(t)
-        days = con.execute("SELECT day, model, rounds FROM v_daily_costs ORDER BY day, model").fetchall()
-        assert days == [(date(2026, 11, 1), MODELS[0], 4), (date(2026, 11, 1), MODELS[1], 4),
-                        (date(2026, 11, 2), MODELS[0], 4), (date(2026, 11, 2), MODELS[1], 4)]
-        per_day = store.daily_costs(con, date(2026, 11, 2), date(2026, 11, 2))
-        second_day = [rc for rc in rounds if rc[0].round_ts.date() == date(2026, 11, 2)]
-        for model in MODELS:
-            want = CostTotals()
-            for info, attempts, eps in (rc for rc in second_day if rc[0].model == model):
-                for tag_total in round_cost(info.round_id, model, attempts, eps).by_tag.values():
-                    want = _add(want, tag_total)
-            assert per_day[(date(2026, 11, 2), model)] == approx(want)
+        _every_view_sums_the_attempts(con)
+        _the_estimate_is_the_listed_pricing_by_hand(con)
+        _rounds_and_endpoints_cost_what_round_cost_says(con, rounds)
+        _days_cost_what_their_rounds_cost(con, rounds)
         endpoint_days = totals(con, "v_endpoint_daily_costs", "tag = 'unlisted'", [])
         assert endpoint_days.estimated_requests == 0 and endpoint_days.unpriced_requests > 0
+
+
+def _every_view_sums_the_attempts(con: store.Connection) -> None:
+    raw = con.execute(
+        "SELECT count(*), sum(coalesce(prompt_tokens, 0)), sum(coalesce(completion_tokens, 0)),"
+        " sum(coalesce(cost, 0)), count(cost) FROM attempts"
+    ).fetchone()
+    assert raw is not None
+    for view in ("v_endpoint_round_costs", "v_round_costs", "v_daily_costs", "v_endpoint_daily_costs"):
+        t = totals(con, view, "true", [])
+        assert (t.requests, t.prompt_tokens, t.completion_tokens) == (raw[0], raw[1], raw[2]), view
+        assert t.reported_usd == pytest.approx(raw[3], rel=1e-9), view
+        assert t.requests - t.estimated_requests - t.unpriced_requests == raw[4], view
+
+
+def _the_estimate_is_the_listed_pricing_by_hand(con: store.Connection) -> None:
+    """The estimate, recomputed by hand from the attempts and the round's listed pricing."""
+    by_hand = con.execute(
+        "SELECT sum(coalesce(a.prompt_tokens, 0) * e.prompt_price_usd"
+        " + coalesce(a.completion_tokens, 0) * e.completion_price_usd + coalesce(e.request_price_usd, 0))"
+        " FROM attempts a JOIN round_endpoints e USING (round_id, tag)"
+        " WHERE a.cost IS NULL AND a.prompt_tokens IS NOT NULL AND e.prompt_price_usd IS NOT NULL"
+    ).fetchone()
+    assert by_hand is not None
+    assert totals(con, "v_daily_costs", "true", []).estimated_usd == pytest.approx(by_hand[0], rel=1e-9)
+
+
+def _rounds_and_endpoints_cost_what_round_cost_says(
+    con: store.Connection, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
+) -> None:
+    """Per round and per endpoint: the same as the pure function."""
+    for info, attempts, eps in rounds:
+        cost = round_cost(info.round_id, info.model, attempts, eps)
+        assert totals(con, "v_round_costs", "round_id = ?", [info.round_id]) == approx(cost.total)
+        for tag, t in cost.by_tag.items():
+            got = totals(con, "v_endpoint_round_costs", "round_id = ? AND tag = ?", [info.round_id, tag])
+            assert got == approx(t)
+
+
+def _days_cost_what_their_rounds_cost(
+    con: store.Connection, rounds: list[tuple[RoundInfo, list[Attempt], list[Endpoint]]]
+) -> None:
+    days = con.execute("SELECT day, model, rounds FROM v_daily_costs ORDER BY day, model").fetchall()
+    assert days == [(date(2026, 11, 1), MODELS[0], 4), (date(2026, 11, 1), MODELS[1], 4),
+                    (date(2026, 11, 2), MODELS[0], 4), (date(2026, 11, 2), MODELS[1], 4)]
+    per_day = store.daily_costs(con, date(2026, 11, 2), date(2026, 11, 2))
+    second_day = [rc for rc in rounds if rc[0].round_ts.date() == date(2026, 11, 2)]
+    for model in MODELS:
+        want = CostTotals()
+        for info, attempts, eps in (rc for rc in second_day if rc[0].model == model):
+            for tag_total in round_cost(info.round_id, model, attempts, eps).by_tag.values():
+                want = _add(want, tag_total)
+        assert per_day[(date(2026, 11, 2), model)] == approx(want)
 
 
 def _add(a: CostTotals, b: CostTotals) -> CostTotals:

@@ -39,42 +39,26 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 from tests.support.slack_history import HistoryWindow, RateLimiter, channel_messages, truthy, ts_us
-from tests.support.slack_wire import Fault, Reply, answer, fault_reply, json_ok, parse_body, reply_ts, valid_blocks
+from tests.support.slack_wire import (
+    Fault,
+    Recorded,
+    Reply,
+    answer,
+    fault_reply,
+    handler_for,
+    json_ok,
+    parse_body,
+    reply_ts,
+    valid_blocks,
+)
 
 WEBHOOK_PATH = "/services/T0CANARY/B0CANARY/XXXXXXXXXXXXXXXXXXXXXXXX"
 CHANNEL_ID = "C0CANARY"
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One request as the server saw it, and what it answered."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any] | None  # parsed JSON or form; None if unparseable
-    raw: bytes
-    status: int
-    ok: bool  # the request was accepted as a posted message
-    ts: str | None = None  # the message's ts when one was posted through chat.postMessage
-    at: float = field(default_factory=time.monotonic)  # when it arrived (monotonic seconds)
-
-    @property
-    def alert_key(self) -> str | None:
-        """The idempotency key the canary puts in chat.postMessage's message metadata."""
-        meta = (self.body or {}).get("metadata")
-        if isinstance(meta, str):
-            try:
-                meta = json.loads(meta)
-            except ValueError:
-                return None
-        payload = meta.get("event_payload") if isinstance(meta, dict) else None
-        return payload.get("key") if isinstance(payload, dict) else None
 
 
 class SlackServer:
@@ -102,7 +86,7 @@ class SlackServer:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def start(self) -> SlackServer:
-        self._httpd = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
+        self._httpd = ThreadingHTTPServer((self.host, self.port), handler_for(self._handle))
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(
@@ -246,25 +230,30 @@ class SlackServer:
         if path == "/api/chat.update":
             return self._update(headers, body)
         if is_webhook or path == "/api/chat.postMessage":
-            reply = self._webhook(body) if is_webhook else self._post_message(headers, body)
-            posted = reply[0] == 200 and (reply[2] == "ok" or json_ok(reply[2]))
-            with self._lock:
-                delay = self._delays.popleft() if self._delays and posted else 0.0
-                broken = self._write_faults.popleft() if self._write_faults and posted else None
-            if broken is not None:  # written, then answered as a failure
-                with self._lock:
-                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
-                answer = "internal_error" if is_webhook else json.dumps({"ok": False, "error": "internal_error"})
-                return broken, reply[1], answer, {"x-already-recorded": "1"}
-            if delay:
-                with self._lock:  # posted now (visible in the history), answered late
-                    self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
-                time.sleep(delay)
-                return reply[0], reply[1], reply[2], {**reply[3], "x-already-recorded": "1"}
-            return reply
+            return self._post_or_fault(path, headers, body, is_webhook)
         if path.startswith(("/api/conversations.history", "/api/conversations.replies")):
             return self._history(headers, path, body)
         return 404, "application/json", json.dumps({"ok": False, "error": "unknown_method"}), {}
+
+    def _post_or_fault(self, path: str, headers: dict[str, str], body: dict[str, Any] | None,
+                       is_webhook: bool) -> Reply:
+        """A post, then the next write fault or delay set for it (the message is written either way)."""
+        reply = self._webhook(body) if is_webhook else self._post_message(headers, body)
+        posted = reply[0] == 200 and (reply[2] == "ok" or json_ok(reply[2]))
+        with self._lock:
+            delay = self._delays.popleft() if self._delays and posted else 0.0
+            broken = self._write_faults.popleft() if self._write_faults and posted else None
+        if broken is not None:  # written, then answered as a failure
+            with self._lock:
+                self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
+            answer = "internal_error" if is_webhook else json.dumps({"ok": False, "error": "internal_error"})
+            return broken, reply[1], answer, {"x-already-recorded": "1"}
+        if delay:
+            with self._lock:  # posted now (visible in the history), answered late
+                self._recorded.append(Recorded(path, headers, body, b"", 200, True, reply_ts(reply[2])))
+            time.sleep(delay)
+            return reply[0], reply[1], reply[2], {**reply[3], "x-already-recorded": "1"}
+        return reply
 
     def _posted(self) -> list[Recorded]:
         return [r for r in self.requests if r.ok and r.path == "/api/chat.postMessage" and r.ts is not None]
@@ -342,31 +331,3 @@ class SlackServer:
         ts = self._next_ts()
         return answer({"ok": True, "channel": CHANNEL_ID, "ts": ts,
                        "message": {"text": body.get("text", ""), "ts": ts}})
-
-
-def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            self.do_POST()
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, ctype, text, extra = server._handle(self.path, headers, raw)
-            data = text.encode("utf-8")
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in extra.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a delayed answer)
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            return
-
-    return Handler

@@ -1,10 +1,14 @@
 """What the Slack double (tests/support/slack_server.py) answers and accepts: Slack's JSON answers, request bodies
-(JSON or form), a chat.postMessage answer's ts, and Block Kit's size rules."""
+(JSON or form), a chat.postMessage answer's ts, Block Kit's size rules; each request as it recorded it, and the
+HTTP handler class that hands the requests to it."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -81,3 +85,59 @@ def valid_blocks(blocks: Any) -> bool:
         if cap is not None and isinstance(text, dict) and len(str(text.get("text") or "")) > cap:
             return False
     return True
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server saw it, and what it answered."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None  # parsed JSON or form; None if unparseable
+    raw: bytes
+    status: int
+    ok: bool  # the request was accepted as a posted message
+    ts: str | None = None  # the message's ts when one was posted through chat.postMessage
+    at: float = field(default_factory=time.monotonic)  # when it arrived (monotonic seconds)
+
+    @property
+    def alert_key(self) -> str | None:
+        """The idempotency key the canary puts in chat.postMessage's message metadata."""
+        meta = (self.body or {}).get("metadata")
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta)
+            except ValueError:
+                return None
+        payload = meta.get("event_payload") if isinstance(meta, dict) else None
+        return payload.get("key") if isinstance(payload, dict) else None
+
+
+def handler_for(handle: Callable[[str, dict[str, str], bytes], Reply]) -> type[BaseHTTPRequestHandler]:
+    """The HTTP handler class that hands every request (GET or POST) to `handle(path, headers, raw body)`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self.do_POST()
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, ctype, text, extra = handle(self.path, headers, raw)
+            data = text.encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in extra.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a delayed answer)
+                self.close_connection = True
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+    return Handler

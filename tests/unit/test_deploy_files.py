@@ -20,6 +20,8 @@ from tests.support.deploy_files import (
     INSTALL,
     STATE,
     VENV,
+    Service,
+    Unit,
     compose_services,
     dockerfile_env,
     parse_unit,
@@ -53,27 +55,36 @@ def test_the_units_and_the_compose_file_run_the_same_services_the_same_way(tmp_p
     services = compose_services(DEPLOY / "compose.yaml", env_dir=tmp_path)
     assert set(services) == {*SAME, DATABASE} and set(UNITS) == set(SAME.values())
     for name, unit_name in SAME.items():
-        svc, unit = services[name], UNITS[unit_name]
-        assert _bind_neutral(svc.argv) == _bind_neutral(unit.argv), name
-        assert svc.argv[0].startswith(f"{VENV}/bin/")
-        assert svc.cwd == unit.cwd == STATE, name
-        assert bool(svc.env_files) == bool(unit.env_files), f"{name}: secrets in one and not the other"
-        assert unit.env_files in ((), (f"{ETC}/canary.env",))
-        ours = {k: v for k, v in svc.env.items() if k in unit.env}
-        assert set(unit.env) <= set(svc.env) | set(dockerfile_env(DEPLOY / "Dockerfile")), name
-        for key, value in ours.items():
-            assert value == unit.env[key].replace("127.0.0.1", "prefect-server") or value == unit.env[key], key
-        assert unit.user == "canary" and compose()["x-service"]["user"] == "canary"
-        assert unit.restart == "always" and svc.restart == "unless-stopped"
-        assert unit.options["Service.StandardOutput"] == ["journal"]  # journald rotates the units' output
-        assert svc.logging["driver"] == "json-file" and svc.logging["options"]["max-size"]
-        homes = [v for k, v in unit.env.items() if k == "PREFECT_HOME" and unit_name == "canary-prefect-server"]
-        made = [f"/var/lib/{d}" for v in unit.options["Service.StateDirectory"] for d in v.split()]
-        assert all(h in made for h in homes), f"{unit_name}: systemd must create {homes} (sqlite will not)"
+        _same_command_and_environment(name, services[name], UNITS[unit_name])
+        _same_supervision(unit_name, services[name], UNITS[unit_name])
     for path in (f for s in services.values() for f in s.argv if f.startswith(ETC)):
         assert (DEPLOY / Path(path).name).is_file(), path  # every file a command names is in deploy/
     published = [p for s in services.values() for p in s.ports]
     assert published and all(p.startswith("127.0.0.1:") for p in published)  # loopback only
+
+
+def _same_command_and_environment(name: str, svc: Service, unit: Unit) -> None:
+    """One service's command, directory, secrets and environment, the same in Compose and its systemd unit."""
+    assert _bind_neutral(svc.argv) == _bind_neutral(unit.argv), name
+    assert svc.argv[0].startswith(f"{VENV}/bin/")
+    assert svc.cwd == unit.cwd == STATE, name
+    assert bool(svc.env_files) == bool(unit.env_files), f"{name}: secrets in one and not the other"
+    assert unit.env_files in ((), (f"{ETC}/canary.env",))
+    ours = {k: v for k, v in svc.env.items() if k in unit.env}
+    assert set(unit.env) <= set(svc.env) | set(dockerfile_env(DEPLOY / "Dockerfile")), name
+    for key, value in ours.items():
+        assert value == unit.env[key].replace("127.0.0.1", "prefect-server") or value == unit.env[key], key
+
+
+def _same_supervision(unit_name: str, svc: Service, unit: Unit) -> None:
+    """One service's user, restarts, logs and state directories, in Compose and its systemd unit."""
+    assert unit.user == "canary" and compose()["x-service"]["user"] == "canary"
+    assert unit.restart == "always" and svc.restart == "unless-stopped"
+    assert unit.options["Service.StandardOutput"] == ["journal"]  # journald rotates the units' output
+    assert svc.logging["driver"] == "json-file" and svc.logging["options"]["max-size"]
+    homes = [v for k, v in unit.env.items() if k == "PREFECT_HOME" and unit_name == "canary-prefect-server"]
+    made = [f"/var/lib/{d}" for v in unit.options["Service.StateDirectory"] for d in v.split()]
+    assert all(h in made for h in homes), f"{unit_name}: systemd must create {homes} (sqlite will not)"
 
 
 def test_the_prefect_server_uses_postgresql_through_its_socket_in_both(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.secrets import SecretStr
-from tasks.slack_client import SlackSettings
+from tasks.slack_settings import SlackSettings
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,8 @@ from tasks.core.live_promql import (
     split_failures,
 )
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
-from tasks.core.suspicion import SuspicionRules, quality_tally, suspect, tally
+from tasks.core.live_tally import quality_tally, tally
+from tasks.core.suspicion import SuspicionRules, suspect
 from tasks.core.types import Endpoint, IgnoreList
 
 pytestmark = pytest.mark.unit

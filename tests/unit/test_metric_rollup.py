@@ -15,6 +15,7 @@ from tasks.core.metric_rollup import (
     OUTCOMES,
     REQUESTS,
     SPEND,
+    RoundRollup,
     bounded_reason,
     cumulative_buckets,
     round_rollup,
@@ -69,6 +70,15 @@ def _attempt(tag: str, contract: Contract, no: int = 1, **kw: object) -> Attempt
 
 
 def test_a_round_rollup_counts_outcomes_failures_requests_spend_and_histograms() -> None:
+    r = _rollup()
+    _counters_say(r)
+    _buckets_say(r)
+    _last_probes_say(r)
+
+
+def _rollup() -> RoundRollup:
+    """A round of two endpoints: a's ttft passes, its language fails (two attempts), its opening is inconclusive;
+    b's ttft is a 429."""
     attempts = [
         _attempt("a", Contract.TTFT, ttft_ms=150.0, total_ms=900.0, usage=Usage(cost=0.002)),
         _attempt("a", Contract.LANGUAGE, ttft_ms=90.0, total_ms=700.0, usage=Usage(prompt_tokens=10,
@@ -83,7 +93,10 @@ def test_a_round_rollup_counts_outcomes_failures_requests_spend_and_histograms()
         ContractResult(INFO.round_id, "m", "b", Contract.TTFT, Outcome.TRANSPORT, "http_429"),
     ]
     endpoints = [Endpoint("m", "a", "A", prompt_price_usd=0.001, completion_price_usd=0.002), Endpoint("m", "b", "B")]
-    r = round_rollup(INFO, attempts, results, endpoints)
+    return round_rollup(INFO, attempts, results, endpoints)
+
+
+def _counters_say(r: RoundRollup) -> None:
     counters = {(c.name, c.tag, c.contract, c.label): c.value for c in r.counters}
     assert counters[(OUTCOMES, "a", "language", "fail")] == 1
     assert counters[(OUTCOMES, "a", "opening", "inconclusive")] == 1
@@ -95,13 +108,19 @@ def test_a_round_rollup_counts_outcomes_failures_requests_spend_and_histograms()
     assert counters[(SPEND, "a", "", "reported")] == pytest.approx(0.002)
     assert counters[(SPEND, "a", "", "estimated")] == pytest.approx(10 * 0.001 + 5 * 0.002)
     assert counters[(FIRST_CHUNK + "_sum", "a", "", "")] == pytest.approx(0.27)
+    assert counters[(DURATION + "_sum", "", "", "http_status")] == pytest.approx(0.02)
+
+
+def _buckets_say(r: RoundRollup) -> None:
     buckets = {(b.name, b.tag, b.label, b.le): b.count for b in r.buckets}
     assert buckets[(FIRST_CHUNK, "a", "", INF)] == 3 and buckets[(FIRST_CHUNK, "a", "", 0.04)] == 1
     # a failed request is still an operation (per model), under its GenAI error.type
     assert buckets[(DURATION, "", "http_status", 0.02)] == 1 and buckets[(DURATION, "", "http_status", INF)] == 1
     assert buckets[(DURATION, "", "", INF)] == 3  # the ones that completed carry no error type
-    assert counters[(DURATION + "_sum", "", "", "http_status")] == pytest.approx(0.02)
     assert (FIRST_CHUNK, "b", "", INF) not in buckets  # no first chunk: no observation
+
+
+def _last_probes_say(r: RoundRollup) -> None:
     last = {(p.tag, p.contract): p for p in r.last}
     assert last[("a", "language")].ttft_s == pytest.approx(0.09)  # the first attempt, not the confirmation
     assert last[("a", "opening")].ttft_s is None  # judged from the others' replies

@@ -10,7 +10,7 @@ import pytest
 
 from tasks.core.policy import PolicyConfig, carry_over, decide, lift
 from tasks.core.types import Action, Decision, Mode
-from tests.unit.test_policy import DAY, ENF, STEP, T0, M, run, st
+from tests.support.policy_rounds import DAY, ENF, STEP, T0, M, run, st
 
 pytestmark = pytest.mark.unit
 E, OBS = Mode.ENFORCE, Mode.OBSERVE

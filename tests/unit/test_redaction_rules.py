@@ -169,7 +169,7 @@ def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
     from router.events import event_to_json
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
-    from tasks.slack_client import SlackSettings
+    from tasks.slack_settings import SlackSettings
     from tasks.store.rows import one_line
     from tasks.store.rows import redact as row_redact
 

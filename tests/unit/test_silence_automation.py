@@ -13,7 +13,7 @@ import yaml
 
 from tasks.core.silence import automation_name, silence_text, silence_window
 from tasks.deadman_automation import SLACK_API_URL, silence_trigger, slack_request
-from tasks.slack_client import SlackSettings
+from tasks.slack_settings import SlackSettings
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from tasks.config import CanaryConfig
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.suspicion import Signal, Suspicion, SuspicionRules, confirmation_request, rules_of
 from tasks.core.types import Endpoint
-from tests.unit.test_suspicion import EPS, NOW, RULES, M, count, run
+from tests.support.suspicion_cases import EPS, NOW, RULES, M, count, run
 
 pytestmark = pytest.mark.unit
 
@@ -79,7 +79,7 @@ def test_a_confirmation_request_is_the_models() -> None:
 
 
 def test_the_quality_tally_whole_own_and_peers() -> None:
-    from tasks.core.suspicion import QualityTally, quality_tally
+    from tasks.core.live_tally import QualityTally, quality_tally
 
     def row(tag: str, outcome: LiveOutcome, n: int, reason: str | None = None, ago: float = 60,
             quality: LiveQuality | None = LiveQuality.TOOLS) -> LiveCount:
@@ -104,7 +104,8 @@ def test_the_quality_tally_whole_own_and_peers() -> None:
 
 
 def test_quality_suspicions_at_their_thresholds_whole() -> None:
-    from tasks.core.suspicion import ClearedRate, QualityTally, quality_suspicion
+    from tasks.core.live_tally import QualityTally
+    from tasks.core.suspicion import ClearedRate, quality_suspicion
 
     tools = LiveQuality.TOOLS
     at_rate = QualityTally("alpha", tools, 20, 10, (("schema_violation", 10),), 30, 0, 3)

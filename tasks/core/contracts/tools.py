@@ -128,22 +128,33 @@ def judge_attempt(a: Attempt, schemas: Mapping[str, Mapping[str, Any]], expected
     corrupted = encoding_judgement("\n".join([a.text, *(c.arguments for c in a.tool_calls)]))
     if corrupted is not None:
         return corrupted
-    calls = a.tool_calls
     if _turn(a) == "control":
-        if calls:
-            names = ", ".join(c.name or "?" for c in calls)
-            return Judgement(
-                Outcome.FAIL,
-                "unneeded_call",
-                f"control turn: tool_calls ({len(calls)}: {names}), finish_reason ({a.finish_reason})",
-            )
-        if not a.text.strip():
-            return Judgement(
-                Outcome.INCONCLUSIVE,
-                "empty_reply",
-                f"control turn: no text, finish_reason ({a.finish_reason})",
-            )
-        return Judgement(Outcome.PASS, "ok", f"control turn: no call, text_chars ({len(a.text.strip())})")
+        return _control_turn(a)
+    return _call_turn(a, schemas, expected)
+
+
+def _control_turn(a: Attempt) -> Judgement:
+    """The control turn needs no tool: a call fails it, text passes it."""
+    calls = a.tool_calls
+    if calls:
+        names = ", ".join(c.name or "?" for c in calls)
+        return Judgement(
+            Outcome.FAIL,
+            "unneeded_call",
+            f"control turn: tool_calls ({len(calls)}: {names}), finish_reason ({a.finish_reason})",
+        )
+    if not a.text.strip():
+        return Judgement(
+            Outcome.INCONCLUSIVE,
+            "empty_reply",
+            f"control turn: no text, finish_reason ({a.finish_reason})",
+        )
+    return Judgement(Outcome.PASS, "ok", f"control turn: no call, text_chars ({len(a.text.strip())})")
+
+
+def _call_turn(a: Attempt, schemas: Mapping[str, Mapping[str, Any]], expected: str) -> Judgement:
+    """The call turn needs the `expected` tool called with arguments its schema takes."""
+    calls = a.tool_calls
     if not calls:
         if a.finish_reason == "content_filter":
             return Judgement(Outcome.FAIL, "content_filter", "call turn: finish_reason (content_filter)")

@@ -86,7 +86,6 @@ def render_round_markdown(
     by_tag: dict[str, dict[str, ContractResult]] = {}
     for res in results:
         by_tag.setdefault(res.tag, {})[str(res.contract)] = res
-    contracts = in_order(c for row in by_tag.values() for c in row)
     out = [
         f"# Canary round {name(r.round_id, 'markdown')}",
         "",
@@ -97,14 +96,34 @@ def render_round_markdown(
     ]
     if cost is not None:
         out.append(f"- Cost of this round: {describe_totals(cost.total)}")
-    out += [
+    table, notes = _results_table(by_tag)
+    out += table
+    out += ["", "## Evidence", ""]
+    out += [f"{n}. {name(f.tag, 'markdown')} {f.contract} {f.outcome} {name(f.reason, 'markdown', 60)}"
+            + (f": {cell(f.evidence, 200)}" if f.evidence else "")
+            for n, f in enumerate(notes, start=1)] or ["None."]
+    out += ["", "## Decisions", ""]
+    out += [f"- {d.action} {name(d.tag, 'markdown')}" + (f" until {fmt_ts(d.until)}" if d.until else "")
+            + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
+    out += ["", "## Changes since last round", ""]
+    out += [f"- {line}" for line in changes_since_last_round] or ["None."]
+    out += render_listing_signals(endpoints)
+    out += _ignore_list_section(ignore_list)
+    return "\n".join(out) + "\n"
+
+
+def _results_table(by_tag: dict[str, dict[str, ContractResult]]) -> tuple[list[str], list[ContractResult]]:
+    """The endpoints × contracts table (and its legend when a cell has a note), and every result that is not a
+    pass, numbered in table order (the notes)."""
+    contracts = in_order(c for row in by_tag.values() for c in row)
+    out = [
         "",
         "## Endpoints × contracts",
         "",
         "| endpoint | status | " + " | ".join(contracts) + " |",
         "| --- | --- | " + " | ".join("---" for _ in contracts) + " |",
     ]
-    notes: list[ContractResult] = []  # every result that is not a pass, numbered in table order
+    notes: list[ContractResult] = []
     for tag in sorted(by_tag):
         row = by_tag[tag]
         cells = []
@@ -117,23 +136,15 @@ def render_round_markdown(
         out.append(f"| {name(tag, 'cell')} | {round_status(list(row.values()))} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", LEGEND]
-    out += ["", "## Evidence", ""]
-    out += [f"{n}. {name(f.tag, 'markdown')} {f.contract} {f.outcome} {name(f.reason, 'markdown', 60)}"
-            + (f": {cell(f.evidence, 200)}" if f.evidence else "")
-            for n, f in enumerate(notes, start=1)] or ["None."]
-    out += ["", "## Decisions", ""]
-    out += [f"- {d.action} {name(d.tag, 'markdown')}" + (f" until {fmt_ts(d.until)}" if d.until else "")
-            + (f": {cell(d.reason)}" if d.reason else "") for d in decisions] or ["None."]
-    out += ["", "## Changes since last round", ""]
-    out += [f"- {line}" for line in changes_since_last_round] or ["None."]
-    out += render_listing_signals(endpoints)
-    out += ["", "## Ignore list", ""]
+    return out, notes
+
+
+def _ignore_list_section(ignore_list: IgnoreList | None) -> list[str]:
+    out = ["", "## Ignore list", ""]
     if ignore_list is None or not ignore_list.entries:
-        out.append("Empty.")
-    else:
-        out += [f"- {name(e.tag, 'markdown')} ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
-                + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
-    return "\n".join(out) + "\n"
+        return [*out, "Empty."]
+    return out + [f"- {name(e.tag, 'markdown')} ({e.layer}" + (f" until {fmt_ts(e.until)}" if e.until else "")
+                  + f"): {cell(e.reason, 300)}" for e in ignore_list.entries]  # the evidence is in the reason
 
 
 #: Characters of the ignore list's JSON shown in the artifact (the JSON file holds all of it).

@@ -5,7 +5,7 @@ deep to parse, the expected tool a caller names, and a round with no call turn."
 from __future__ import annotations
 
 import pytest
-from test_tools import SCHEMAS, call, judge, turn
+from tool_turns import SCHEMAS, call, judge, turn
 
 from tasks.core.contracts import tools
 from tasks.core.types import Endpoint, Judgement, Outcome, ToolCall
@@ -59,7 +59,7 @@ def test_the_expected_tool_is_the_callers() -> None:
 
 
 def test_a_gap_of_exactly_the_threshold_is_flagged_with_every_figure() -> None:
-    from test_tools import compare, endpoint
+    from test_tools_peers import compare, endpoint
 
     half = endpoint("c", True) + [turn(3, tag="c", tool_calls=(), finish_reason="stop", text="You rolled 4.")]
     out = compare({"a": endpoint("a", True), "b": endpoint("b", True), "c": half})
@@ -68,7 +68,7 @@ def test_a_gap_of_exactly_the_threshold_is_flagged_with_every_figure() -> None:
 
 
 def test_nobody_calling_is_the_prompts_fault_and_says_so() -> None:
-    from test_tools import compare, endpoint
+    from test_tools_peers import compare, endpoint
 
     out = compare({t: endpoint(t, False) for t in ("a", "b", "c")})
     assert out["a"] == Judgement(Outcome.INCONCLUSIVE, "no_call_everywhere", judge(*endpoint("a", False)).evidence
