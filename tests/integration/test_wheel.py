@@ -24,8 +24,8 @@ DATA = ("tasks/exclusions.toml", "simulator/fleets/default.toml", "simulator/fle
         "simulator/fleets/tools.toml", "simulator/corpus/roleplay.json")
 #: Read from the installed copy, in a directory that is no checkout.
 PROBE = """
-import json, sys
-import simulator, tasks
+import json
+import tasks
 from simulator.fleet_file import load_fleet
 from simulator.fleet_records import DEFAULT_FLEET_PATH
 from simulator.text import CORPUS_PATH
@@ -33,8 +33,8 @@ from tasks.config_loading import load_config
 from tasks.core.exclusions import load_builtin
 cfg = load_config(env={})
 print(json.dumps({"tasks": tasks.__file__, "exclusions": cfg.exclusions_file,
-                  "builtin": len(load_builtin(cfg.exclusions_file)), "fleet": len(load_fleet(DEFAULT_FLEET_PATH).models),
-                  "corpus": CORPUS_PATH.is_file()}))
+                  "builtin": len(load_builtin(cfg.exclusions_file)),
+                  "fleet": len(load_fleet(DEFAULT_FLEET_PATH).models), "corpus": CORPUS_PATH.is_file()}))
 """
 
 
