@@ -32,6 +32,8 @@ def preflight(cfg: CanaryConfig) -> None:
     _check_writable_dir(Path(cfg.publish_dir), "publish_dir", cfg.publish_dir, "is not a writable directory")
     from tasks.core.exclusions import load_builtin
 
+    if not Path(cfg.exclusions_file).is_file():  # named by --set or in code (load_config checks the file's own)
+        raise ConfigError(f"config: exclusions_file: {cfg.exclusions_file} does not exist")
     try:
         load_builtin(cfg.exclusions_file)
     except ConfigError as exc:

@@ -93,3 +93,13 @@ def test_without_the_key_the_built_in_layer_is_the_packages_own_file(
     assert load_builtin(cfg.exclusions_file) == parse_builtin(text, str(shipped))
     path = _file(tmp_path / "etc", 'db_path = "c.duckdb"\n')  # a file that does not name one: the same
     assert load_config(path, env={}).exclusions_file == cfg.exclusions_file
+
+
+def test_preflight_refuses_a_missing_exclusions_file_named_anywhere(tmp_path: Path) -> None:
+    from tasks.config_preflight import preflight
+
+    cfg = CanaryConfig(db_path=str(tmp_path / "c.duckdb"), publish_dir=str(tmp_path / "pub"),
+                       exclusions_file=str(tmp_path / "gone.toml"))
+    with pytest.raises(ConfigError) as info:
+        preflight(cfg)
+    assert str(info.value) == f"config: exclusions_file: {tmp_path / 'gone.toml'} does not exist"
