@@ -83,6 +83,7 @@ from simulator.catalog import (  # noqa: E402
     roles,
 )
 from simulator.fleet_file import load_fleet  # noqa: E402
+from tests.support import NO_EXCLUSIONS  # noqa: E402
 
 CHILD_ENV = {
     "DO_NOT_TRACK": "1",
@@ -180,7 +181,7 @@ def write_config(path: Path, models: Sequence[str], base_url: str, work: Path, a
         f'base_url = "{base_url}"',
         f'db_path = "{work / "canary.duckdb"}"',
         f'publish_dir = "{work / "published"}"',
-        f'exclusions_file = "{work / "no-exclusions.toml"}"',
+        f'exclusions_file = "{NO_EXCLUSIONS}"',
         f"languages = {json.dumps(args.languages.split(','))}",
     ]
     if args.concurrency:

@@ -74,6 +74,7 @@ def main() -> None:
         with start_simulator(fleet) as sim:
             run_env = {**env, "PREFECT_HOME": str(tmp / "client"), "PREFECT_API_URL": api,
                        "OPENROUTER_API_KEY": sim.api_key}
+            (tmp / "none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (a missing file is an error)
             for n in counts:
                 cfg = tmp / f"canary-{n}.toml"
                 names = ", ".join(f'"{m}"' for m in models[:n])

@@ -358,6 +358,7 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
         stack.enter_context(history_prefect(True))
         sim = stack.enter_context(simulator_process(fleet, time_scale=0.05, clock=clock))
         os.environ["OPENROUTER_API_KEY"] = sim.api_key
+        (tmp / "none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (a missing file is an error)
         overrides = history_overrides(sim.base_url, db, time_scale=0.05, ladder=("1h",),
                                       exclusions_file=str(tmp / "none.toml"), publish_dir=str(tmp / f"{variant}-pub"))
         overrides["ttft_s"] = TTFT_S

@@ -170,6 +170,7 @@ def measure_scrapes(db: Path, repeat: int) -> dict[str, float]:
     from tasks.metrics import CanaryCollector
     from tasks.store.snapshot import snapshot_path
 
+    db.with_name("none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (a missing file is an error)
     cfg = CanaryConfig(exclusions_file=str(db.with_name("none.toml")))
     collector = CanaryCollector([db], cfg)
     before = _maxrss_mb()

@@ -48,6 +48,7 @@ def main() -> None:
             start_simulator(None, time_scale=1.0 if args.defaults else args.time_scale) as sim:
         os.environ["OPENROUTER_API_KEY"] = sim.api_key
         db = str(Path(tmp) / "bench.duckdb")
+        (Path(tmp) / "none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (missing: an error)
         ov = {"base_url": sim.base_url, "db_path": db, "publish_dir": str(Path(tmp) / "pub"),
               "exclusions_file": str(Path(tmp) / "none.toml"), "mode": "enforce"}
         if not args.defaults:

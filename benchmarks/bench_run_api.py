@@ -105,6 +105,7 @@ def main() -> None:
             _wait(f"{sim_url}/models", "simulator", sim)
             db = tmp / "run.duckdb"
             cfg = tmp / "canary.toml"
+            (tmp / "none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (missing: an error)
             cfg.write_text(f'models = ["{MODEL}"]\nbase_url = "{sim_url}"\ndb_path = "{db}"\n'
                            f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\n')
             env = {**base, "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "client"),

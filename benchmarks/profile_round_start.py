@@ -282,6 +282,7 @@ def main() -> None:
     models = [m.id for m in load_fleet(fleet).models]
     with simulator_process(fleet, work / "simulator.log") as (_, base_url, key):
         cfg = work / "canary.toml"
+        (work / "none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (missing: an error)
         lines = [f"models = {json.dumps(models)}", 'mode = "observe"', f'base_url = "{base_url}"',
                  f'db_path = "{work / "canary.duckdb"}"', f'publish_dir = "{work / "published"}"',
                  f'exclusions_file = "{work / "none.toml"}"']

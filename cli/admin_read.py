@@ -228,7 +228,7 @@ def export_history_command(*, out: Path, config: Path | None, model: str | None,
     from tasks.core.exclusions import load_builtin
     from tasks.store.settlement import partial_round_ids
 
-    builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
+    builtin = load_builtin(cfg.exclusions_file)
     layers: dict[tuple[str, str], dict[str, object]] = {}
     with store.open_store(cfg.db_path, read_only=True) as con:
         frame = store.round_status_history(con, model=_model(cfg, model) if model else None)

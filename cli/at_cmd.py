@@ -26,7 +26,7 @@ def _report(model: str, time: str, window: str, config: Path | None, db: str | N
     t, w = parse_time(time), parse_window(window)
     cfg = resolve_cli_config(config, db=db)
     require_database(cfg)
-    builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
+    builtin = load_builtin(cfg.exclusions_file)
     with store.open_store(cfg.db_path, read_only=True) as con:
         return report_from_connection(con, model, t, w, builtin)
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from router.routes import Client, Routes
 from router.routes_schema import PROVIDER_KEYS, ClientTable, RoutesFile
+from tasks.core.paths import file_dir, resolve_against
 from tasks.errors import RoutesError, read_text_file
 from tasks.schema_lines import Loc, dotted, first_line, model_at
 from tasks.secrets import SecretStr
@@ -68,17 +69,12 @@ def parse_client(raw: Any, index: int) -> Client:
         raise _told(exc, raw, ClientTable, ("client", index)) from None
 
 
-def _resolve(path: str, base_dir: Path | None) -> str:
-    expanded = Path(path).expanduser()
-    return str(expanded if base_dir is None or expanded.is_absolute() else base_dir / expanded)
-
-
 def _resolved(routes: Routes, base_dir: Path | None) -> Routes:
     """Every path setting (and tier `ignore_file`) made absolute against `base_dir` (`~` expanded)."""
     s = routes.settings
-    paths: dict[str, Any] = {k: _resolve(getattr(s, k), base_dir) for k in PATH_SETTINGS if getattr(s, k)}
+    paths: dict[str, Any] = {k: resolve_against(getattr(s, k), base_dir) for k in PATH_SETTINGS if getattr(s, k)}
     tiers_of = [
-        tuple(replace(t, ignore_file=_resolve(t.ignore_file, base_dir)) if t.ignore_file else t for t in r.tiers)
+        tuple(replace(t, ignore_file=resolve_against(t.ignore_file, base_dir)) if t.ignore_file else t for t in r.tiers)
         for r in routes.routes
     ]
     return replace(routes, settings=replace(s, **paths),
@@ -104,7 +100,7 @@ def load_routes(path: str | Path, known_savers: frozenset[str] | None = None) ->
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fail(f"{p} is not valid TOML ({exc})") from None
-    return parse_routes(raw, known_savers, base_dir=p.expanduser().resolve().parent)
+    return parse_routes(raw, known_savers, base_dir=file_dir(p))
 
 
 def resolve_api_keys(routes: Routes, env: Mapping[str, str]) -> dict[str, SecretStr]:

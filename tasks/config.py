@@ -1,8 +1,10 @@
 """Configuration: one TOML file, every default in one place (docs/design.md "Configuration").
 
-The file is `canary.toml` at the repo root by default (`--config` or `CANARY_CONFIG` override it). Keys are
-flat, named as in docs/design.md. Env: OPENROUTER_BASE_URL overrides `base_url`, CANARY_DB overrides
-`db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config: they are read by the I/O tasks.
+The file is `canary.toml` in the working directory by default (`--config` or `CANARY_CONFIG` override it). Keys
+are flat, named as in docs/design.md. A relative path in the file (`db_path`, `publish_dir`, `exclusions_file`)
+is read against the file's own directory (tasks/config_loading.py), `~` expanded. Env: OPENROUTER_BASE_URL
+overrides `base_url`, CANARY_DB overrides `db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config:
+they are read by the I/O tasks.
 
 This module holds the record (`CanaryConfig`) and every knob's default: meaning, unit, default, why.
 tasks/config_schema.py is the file's schema (types, bounds, rules; its defaults are read from here);
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from importlib.resources import files
 
 from tasks.core.redaction import strip_userinfo
 from tasks.core.types import Mode
@@ -115,6 +118,10 @@ LIVE_SOURCES: tuple[str, ...] = ("db", "prometheus")
 #: Its default port on this host; no credentials in the URL.
 DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9090"
 DEFAULT_DB_PATH = "canary.duckdb"
+#: The reviewed built-in layer of the ignore list (docs/design.md "Exclusions"): `tasks/exclusions.toml`, shipped
+#: in the package, so a wheel installed anywhere reads the same reviewed entries as a checkout. A deployment that
+#: reviews its own entries names its file here; a named file that is missing is an error, never an empty layer.
+DEFAULT_EXCLUSIONS_FILE = str(files("tasks") / "exclusions.toml")
 #: Where the published ignore lists (one JSON per model) are written.
 DEFAULT_PUBLISH_DIR = "published"
 #: Where this checkout's files are browsable (e.g. https://git.example/ops/provider-canary/blob/main/): each
@@ -133,7 +140,7 @@ class CanaryConfig:
     base_url: str = DEFAULT_BASE_URL
     db_path: str = DEFAULT_DB_PATH
     publish_dir: str = DEFAULT_PUBLISH_DIR
-    exclusions_file: str = "exclusions.toml"
+    exclusions_file: str = DEFAULT_EXCLUSIONS_FILE
     runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
     grafana_url: str = DEFAULT_GRAFANA_URL
     refusal_controls: tuple[str, ...] = ()
@@ -168,6 +175,9 @@ class CanaryConfig:
     #: else `mode`), and saves them back in the stored mode: not a mode switch (tasks/core/settle.py `run_modes`).
     run_mode: Mode | None = field(default=None, metadata={"per_run": True})
 
+
+#: The keys that name a file or a directory: relative in canary.toml, they are read against the file's directory.
+PATH_KEYS: tuple[str, ...] = ("db_path", "publish_dir", "exclusions_file")
 
 #: The keys a config file (and `--set`) may hold: every field but the per-run ones.
 FILE_KEYS: frozenset[str] = frozenset(f.name for f in fields(CanaryConfig) if not f.metadata.get("per_run"))

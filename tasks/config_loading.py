@@ -1,9 +1,12 @@
 """Loading the configuration: the TOML file, the environment, `--set` overrides, and their validation.
 
-`load_config` reads `canary.toml` (or `--config` / `CANARY_CONFIG`), then applies OPENROUTER_BASE_URL and
-CANARY_DB; `config_from_mapping` validates a TOML-shaped mapping into a `CanaryConfig` (tasks/config.py) with
-the file's schema (tasks/config_schema.py: every key's type, bounds and rule, and the rules between keys) and
-names the first problem before anything starts, in one line (`config: <key> ...`, tasks/schema_lines.py).
+`load_config` reads `canary.toml` (or `--config` / `CANARY_CONFIG`), reads the paths it names against the file's
+own directory (tasks/core/paths.py: `~` expanded, absolute paths as they are; a named `exclusions_file` that does
+not exist is an error, never an empty built-in layer), then applies OPENROUTER_BASE_URL and CANARY_DB (a path
+given on the command line or in the environment is read against the working directory); `config_from_mapping`
+validates a TOML-shaped mapping into a `CanaryConfig` (tasks/config.py) with the file's schema
+(tasks/config_schema.py: every key's type, bounds and rule, and the rules between keys) and names the first
+problem before anything starts, in one line (`config: <key> ...`, tasks/schema_lines.py).
 `preflight(cfg)` (tasks/config_preflight.py) then checks the file system (writable database directory and
 publish_dir, readable exclusions file); the CLI runs it before `run`, `serve` and `demo`.
 
@@ -23,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from tasks.config import FILE_KEYS, CanaryConfig
+from tasks.config import FILE_KEYS, PATH_KEYS, CanaryConfig
 from tasks.config_schema import INT_BOUNDS, CanaryFile, duration, format_duration, http_url
+from tasks.core.paths import file_dir, resolve_against
 from tasks.core.types import Mode
 from tasks.errors import ConfigError
 from tasks.schema_lines import first_line
@@ -126,15 +130,26 @@ def load_config(path: str | Path | None = None, *, env: Mapping[str, str] | None
             raw = tomllib.loads(p.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config: {p} is not valid TOML ({exc})") from None
+        raw = paths_resolved(raw, file_dir(p))
     elif explicit:
         raise ConfigError(f"config: file {p} not found")
     cfg = config_from_mapping(raw)
+    if "exclusions_file" in raw and not Path(cfg.exclusions_file).is_file():
+        raise ConfigError(f"config: exclusions_file: {cfg.exclusions_file} does not exist (a relative path is read "
+                          f"against the directory of {p})")
     overrides: dict[str, Any] = {}
     if env.get("OPENROUTER_BASE_URL"):
         overrides["base_url"] = validate_base_url(env["OPENROUTER_BASE_URL"], "OPENROUTER_BASE_URL")
     if env.get("CANARY_DB"):
         overrides["db_path"] = env["CANARY_DB"]
     return replace(cfg, **overrides)
+
+
+def paths_resolved(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    """`raw` with each path key (`PATH_KEYS`) that is a non-empty string read against `base_dir` (the file's
+    directory); anything else is left for the schema to judge."""
+    resolved = {k: resolve_against(v, base_dir) for k in PATH_KEYS if isinstance(v := raw.get(k), str) and v.strip()}
+    return {**raw, **resolved}
 
 
 def resolve_config(

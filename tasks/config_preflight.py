@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def preflight(cfg: CanaryConfig) -> None:
     """Check what the round will need from the file system, without creating anything: the database's
-    directory and `publish_dir` can be written (or created), the exclusions file (when present) reads and
+    directory and `publish_dir` can be written (or created), the exclusions file exists, reads and
     parses. Raises ConfigError naming the key."""
     db = Path(cfg.db_path)
     if db.is_dir():
@@ -30,13 +30,14 @@ def preflight(cfg: CanaryConfig) -> None:
         raise ConfigError(f"config: db_path {cfg.db_path!r} is not writable")
     _check_writable_dir(db.parent, "db_path", cfg.db_path, "is not in a writable directory")
     _check_writable_dir(Path(cfg.publish_dir), "publish_dir", cfg.publish_dir, "is not a writable directory")
-    if os.path.exists(cfg.exclusions_file):
-        from tasks.core.exclusions import load_builtin
+    from tasks.core.exclusions import load_builtin
 
-        try:
-            load_builtin(cfg.exclusions_file)
-        except ConfigError as exc:
-            raise ConfigError(f"config: exclusions_file {cfg.exclusions_file!r}: {exc}") from None
+    if not Path(cfg.exclusions_file).is_file():  # named by --set or in code (load_config checks the file's own)
+        raise ConfigError(f"config: exclusions_file: {cfg.exclusions_file} does not exist")
+    try:
+        load_builtin(cfg.exclusions_file)
+    except ConfigError as exc:
+        raise ConfigError(f"config: exclusions_file {cfg.exclusions_file!r}: {exc}") from None
 
 
 def _check_writable_dir(path: Path, key: str, shown: str, problem: str) -> None:

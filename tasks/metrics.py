@@ -221,8 +221,7 @@ class CanaryCollector:
         over the endpoints of each model's latest complete full round (what the capacity floor counts)."""
         if rows is None:
             return ""
-        path = Path(self.cfg.exclusions_file)
-        builtin = load_builtin(path) if path.exists() else []
+        builtin = load_builtin(self.cfg.exclusions_file)
         excluded: list[str] = []
         routable: list[tuple[Sequence[tuple[str, str]], float]] = []
         layers = [str(layer) for layer in Layer]

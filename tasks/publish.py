@@ -108,7 +108,7 @@ def current_ignore_list(
 ) -> IgnoreList:
     """The merged ignore list of `model` at `now`: builtin file + operational table + enforce suspensions."""
     tags = list(endpoint_tags) if endpoint_tags is not None else known_tags(con, model)
-    builtin = load_builtin(cfg.exclusions_file) if Path(cfg.exclusions_file).exists() else []
+    builtin = load_builtin(cfg.exclusions_file)
     operational = store.active_exclusions(con, now)
     states = store.load_states(con, model, Mode.ENFORCE)
     evidence = store.suspension_evidence(con, model, [t for t, st in states.items() if st.is_suspended])

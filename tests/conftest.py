@@ -114,6 +114,7 @@ SHARED_STATE_GROUPS = {
     "tests/integration/test_at.py": "shared_history",
     "tests/integration/test_live_prometheus.py": "live_prometheus",
     "tests/integration/test_notebooks.py": "shared_history",
+    "tests/integration/test_wheel.py": "wheel",
 }
 
 

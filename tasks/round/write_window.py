@@ -11,7 +11,6 @@ so a round always settles against the newest history even when another process c
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -54,7 +53,7 @@ def read_prior(con: store.Connection, cfg: CanaryConfig, model: str, round_ts: d
     mode, stored_mode = run_modes(cfg.run_mode, store.get_setting(con, store.MODE_KEY), cfg.mode)
     states = load_policy_states(con, model, stored_mode or mode)
     last, full = store.latest_complete_rounds(con, model, before=round_ts - timedelta(seconds=1))
-    builtin = load_builtin(cfg.exclusions_file) if os.path.exists(cfg.exclusions_file) else []
+    builtin = load_builtin(cfg.exclusions_file)
     return Prior(
         model=model,
         mode=mode,

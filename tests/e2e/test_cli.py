@@ -17,6 +17,7 @@ from cli.main import app
 from demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.clock import StepClock
+from tests.support import NO_EXCLUSIONS
 from tests.support.rounds import child_simulator, default_fleet_slow_start
 
 pytestmark = pytest.mark.e2e
@@ -121,7 +122,7 @@ def config_file(sim: SimulatorChild, tmp_path: Path) -> Path:
     cfg.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
         f'db_path = "{tmp_path}/c.duckdb"\n'
-        f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{tmp_path}/none.toml"\n'
+        f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
         'refusal_controls = ["amazon-bedrock"]\nttft_s = 3\nread_timeout_s = 5\nprobe_budget_s = 9\n'
     )
     return cfg

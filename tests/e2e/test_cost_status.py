@@ -15,6 +15,7 @@ from cli.main import app
 from demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.core.plan import model_slug
+from tests.support import NO_EXCLUSIONS
 from tests.support.rounds import child_simulator, default_fleet_slow_start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -37,7 +38,7 @@ def one_round(prefect_harness: None, sim: SimulatorChild, tmp_path_factory: pyte
     cfg = tmp / "canary.toml"
     cfg.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{tmp}/c.duckdb"\n'
-        f'publish_dir = "{tmp}/published"\nexclusions_file = "{tmp}/none.toml"\n'
+        f'publish_dir = "{tmp}/published"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
         'refusal_controls = ["amazon-bedrock"]\nttft_s = 3\nread_timeout_s = 5\nprobe_budget_s = 9\n'
         "budget_usd_per_day = 0.05\n"
     )

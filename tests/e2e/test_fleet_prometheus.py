@@ -41,6 +41,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
+from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import Prometheus, free_port, prometheus
@@ -169,7 +170,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             # the watcher looks every 10 s at a 60 s window; one failing round suspends; no follow-up rounds
             config.write_text(
                 f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{canary_sim.base_url}"\ndb_path = "{db}"\n'
-                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\nlanguages = ["en"]\n'
+                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\nlanguages = ["en"]\n'
                 'ttft_s = 8\nsuspect_confirm_after_s = 30\nsuspect_window_s = 60\nsuspect_min_requests = 10\n'
                 'suspect_failure_rate = 0.25\nconfirm_after_min = 0\nfail_rounds = 1\n'
                 f'live_source = "prometheus"\nprometheus_url = "{prom.base_url}"\n', encoding="utf-8")

@@ -154,6 +154,7 @@ def test_admin_schedule_scales_with_the_history() -> None:
 
 
 def test_thresholds_scale_with_the_simulator(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text("", encoding="utf-8")  # a named exclusions file must exist
     ov = history_overrides(
         "http://127.0.0.1:1/api/v1",
         str(tmp_path / "h.duckdb"),

@@ -26,6 +26,7 @@ import pytest
 from simulator.server import start_simulator
 from tasks import store
 from tasks.core.types import Decision
+from tests.support import NO_EXCLUSIONS
 from tests.support.operator_stack import (
     BIN,
     FLEET,
@@ -68,7 +69,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             config = tmp / "canary.toml"
             config.write_text(
                 f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
-                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\n'
+                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
                 # two runs seconds apart count as two rounds only without the policy's spacing (confirm_after_min)
                 'languages = ["en"]\nttft_s = 8\nfail_rounds = 2\nconfirm_after_min = 0\n', encoding="utf-8")
             env = stack_env(tmp / "client-home")
@@ -226,7 +227,7 @@ def test_a_sigkilled_cycle_runs_again_once_per_window(stack: Stack) -> None:
     config = stack.tmp / "serve" / "canary.toml"
     config.write_text(
         f'models = ["{SERVED}"]\nmode = "enforce"\nbase_url = "{stack.sim_url}"\ndb_path = "{db}"\n'
-        f'publish_dir = "{db.parent / "published"}"\nexclusions_file = "{stack.tmp / "none.toml"}"\n'
+        f'publish_dir = "{db.parent / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
         'languages = ["en"]\nttft_s = 30\nfail_rounds = 2\n', encoding="utf-8")
     env = {**stack.env, "PREFECT_RUNNER_POLL_FREQUENCY": "2", "CANARY_SERVE_INTERVAL_S": "86400",
            "PREFECT_HOME": str(stack.tmp / "serve-home")}

@@ -1,6 +1,6 @@
 """README "Running it for real" works as pasted (issue 44: a bare `prefect server start` and no wait for it made
 `canary serve` exit 2). The test takes the block out of README.md and runs it with bash, line by line as written,
-in a directory laid out like the clone (its canary.toml and exclusions.toml, its `.venv`), changing only what an
+in a directory laid out like the clone (its canary.toml and `.venv`; the package's exclusions), changing only what an
 operator fills in or what a parallel test must not share:
 
 * the key, the Slack token and channel are the simulator's and the local Slack-compatible server's; the
@@ -78,8 +78,7 @@ def test_the_readme_production_block_runs_as_pasted(sim: SimulatorHandle, tmp_pa
     started = time.monotonic()
     clone = tmp_path / "clone"
     clone.mkdir()
-    for name in ("canary.toml", "exclusions.toml"):
-        (clone / name).write_bytes((REPO / name).read_bytes())
+    (clone / "canary.toml").write_bytes((REPO / "canary.toml").read_bytes())  # exclusions: the package's own
     (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)
     api_port, metrics_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "CANARY_", "SLACK_", "OPENROUTER_"))}

@@ -32,6 +32,7 @@ import pytest
 
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.prefect_api.private_server import OWNER_ENV
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.e2e
 MODEL = "meta-llama/llama-3.3-70b-instruct"
@@ -60,7 +61,7 @@ def write_config(sim: SimulatorHandle, tmp_path: Path) -> Path:
     cfg = tmp_path / "canary.toml"
     cfg.write_text(
         f'models = ["{MODEL}"]\nbase_url = "{sim.base_url}"\ndb_path = "{tmp_path}/c.duckdb"\n'
-        f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{tmp_path}/none.toml"\n'
+        f'publish_dir = "{tmp_path}/published"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
     )
     return cfg
 

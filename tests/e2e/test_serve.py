@@ -23,6 +23,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.alert_route import NO_SLACK
+from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
 from tests.support.run_config import write_run_config
@@ -87,7 +88,7 @@ def test_canary_serve_runs_scheduled_cycles_of_every_model(sim: SimulatorHandle,
     config = tmp_path / "canary.toml"
     config.write_text(
         f'models = ["{MODEL}", "{MODEL_2}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
-        f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
+        f'publish_dir = "{tmp_path / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
         'languages = ["en"]\nttft_s = 30\nfail_rounds = 1\n',  # SLOW's 5 s only keeps rounds long: never a verdict
         encoding="utf-8",
     )

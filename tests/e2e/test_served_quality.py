@@ -50,6 +50,7 @@ import pytest
 from tasks import store
 from tasks.core.plan import model_slug
 from tasks.deployment_settings import SCHEDULE_ANCHOR
+from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
@@ -141,7 +142,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     config = tmp / "canary.toml"
     config.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim_url}"\ndb_path = "{db}"\n'
-        f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\nlanguages = ["en"]\n'
+        f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\nlanguages = ["en"]\n'
         # the watcher looks every 10 s; a failed confirmation round's follow-up a minute later
         'ttft_s = 8\nsuspect_confirm_after_s = 30\nconfirm_after_min = 1\n', encoding="utf-8")
     env = _env(tmp / "client-home")

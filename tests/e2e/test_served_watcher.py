@@ -36,6 +36,7 @@ from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tasks.store.live import append_live_counts
+from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.prefect_runs import read_events
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
@@ -106,7 +107,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             # the watcher looks every 10 s (suspect_confirm_after_s / 3); no follow-up confirmations, one language
             config.write_text(
                 f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\ndb_path = "{db}"\n'
-                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{tmp / "none.toml"}"\n'
+                f'publish_dir = "{tmp / "published"}"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
                 'languages = ["en"]\nttft_s = 8\nsuspect_confirm_after_s = 30\nconfirm_after_min = 0\n',
                 encoding="utf-8")
             env = _env(tmp / "client-home")
@@ -206,7 +207,7 @@ def test_canary_watch_is_the_watcher_as_its_own_service(served: Served) -> None:
     db = served.tmp / "other.duckdb"
     config.write_text(f'models = ["{OTHER}"]\nbase_url = "{served.sim.base_url}"\ndb_path = "{db}"\n'
                       f'publish_dir = "{served.tmp / "other-published"}"\n'
-                      f'exclusions_file = "{served.tmp / "none.toml"}"\n', encoding="utf-8")
+                      f'exclusions_file = "{NO_EXCLUSIONS}"\n', encoding="utf-8")
     with store.open_store(db) as con:  # its first full round
         info = RoundInfo(f"{OTHER}@full", OTHER, datetime.now(UTC) - timedelta(minutes=5), Mode.OBSERVE)
         store.land_round(con, info, [], endpoints=[Endpoint(OTHER, t, "") for t in ("dipping", "steady")],

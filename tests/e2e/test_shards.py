@@ -29,6 +29,7 @@ from tasks import store
 from tasks.core.plan import model_slug
 from tasks.store.catalog import open_catalog
 from tests.e2e.test_serve import BIN, REPO, _base_env, _free_port, _poll, _start, _stop
+from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 
 pytestmark = pytest.mark.e2e
@@ -124,7 +125,7 @@ def test_two_shards_on_two_workers_run_at_once_in_their_own_files(sim: Simulator
     config = tmp_path / "canary.toml"
     config.write_text(  # one config for every shard; db_path is the default no shard uses
         f'models = ["acme/unused"]\nmode = "enforce"\nbase_url = "{sim.base_url}"\n'
-        f'db_path = "{tmp_path / "canary.duckdb"}"\nexclusions_file = "{tmp_path / "none.toml"}"\n'
+        f'db_path = "{tmp_path / "canary.duckdb"}"\nexclusions_file = "{NO_EXCLUSIONS}"\n'
         'languages = ["en"]\nttft_s = 30\nfail_rounds = 1\n',  # SLOW's 10 s only keeps probes in flight
         encoding="utf-8",
     )

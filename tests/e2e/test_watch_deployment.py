@@ -19,6 +19,7 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.config_loading import apply_overrides
 from tasks.core.types import Endpoint, Mode, RoundInfo
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +33,7 @@ FLEET = {"models": [{"id": MODEL, "endpoints": [
 
 def _config(base_url: str, tmp: Path, model: str) -> CanaryConfig:
     cfg = apply_overrides(CanaryConfig(), {"base_url": base_url, "db_path": str(tmp / "c.duckdb"), "models": [model],
-                                         "exclusions_file": str(tmp / "none.toml"), "publish_dir": str(tmp / "pub")})
+                                         "exclusions_file": NO_EXCLUSIONS, "publish_dir": str(tmp / "pub")})
     info = RoundInfo(f"{model}@full", model, datetime.now(UTC) - timedelta(minutes=5), Mode.OBSERVE)
     with store.open_store(cfg.db_path) as con:  # the model's first full round: the watcher waits for one
         tags = [e["tag"] for m in FLEET["models"] if m["id"] == model for e in m["endpoints"]]

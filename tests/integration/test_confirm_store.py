@@ -17,6 +17,7 @@ from tasks.round.write_window import read_prior, settle_and_save
 from tasks.spool import SpooledRound, spool_round, spooled_rounds
 from tasks.store.history import known_tags
 from tasks.store.settlement import partial_round_ids
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"
@@ -32,7 +33,7 @@ def judgement(ts: datetime, outcomes: dict[str, Outcome]) -> RoundJudgement:
 
 def test_a_partial_round_lands_partial_and_settles_with_the_full_rounds_endpoints(tmp_path: Path) -> None:
     cfg = CanaryConfig(models=(MODEL,), mode=Mode.ENFORCE, db_path=str(tmp_path / "c.duckdb"),
-                       exclusions_file=str(tmp_path / "none.toml"))
+                       exclusions_file=NO_EXCLUSIONS)
     eps = [Endpoint(MODEL, t, t.upper()) for t in TAGS]
     at = T0 + timedelta(minutes=5)
     full = RoundInfo(make_round_id(MODEL, T0), MODEL, T0, Mode.ENFORCE)

@@ -20,6 +20,7 @@ from tasks.round.first_window import FirstWindow, _turns, first_window
 from tasks.store.connection import HELD_S
 from tasks.store.settlement import mark_running
 from tasks.variable_sync import UNREACHABLE
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ MODELS = [f"acme/model-{i}" for i in range(6)]
 
 def test_rounds_waiting_for_a_busy_store_share_one_window(tmp_path: Path) -> None:
     db = str(tmp_path / "canary.duckdb")
-    cfg = CanaryConfig(db_path=db, models=tuple(MODELS), exclusions_file=str(tmp_path / "none.toml"))
+    cfg = CanaryConfig(db_path=db, models=tuple(MODELS), exclusions_file=NO_EXCLUSIONS)
     taken = RoundInfo(make_round_id(MODELS[5], T0), MODELS[5], T0, Mode.OBSERVE, run_id="another-run")
     with store.open_store(db) as con:
         mark_running(con, taken, started_at=T0)  # another run's round holds model 5's id

@@ -17,6 +17,7 @@ from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import Contract, ContractResult, Endpoint, Layer, Mode, Outcome, RoundInfo
 from tasks.publish import current_ignore_list
 from tasks.round.write_window import settle_and_save
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"
@@ -26,7 +27,7 @@ TAGS = ("a", "b", "c", "d")
 
 def test_a_canary_entry_names_the_failing_contracts_and_the_evidence_rounds(tmp_path: Path) -> None:
     cfg = CanaryConfig(models=(MODEL,), mode=Mode.ENFORCE, db_path=str(tmp_path / "c.duckdb"),
-                       exclusions_file=str(tmp_path / "none.toml"))
+                       exclusions_file=NO_EXCLUSIONS)
     eps = [Endpoint(MODEL, t, t.upper()) for t in TAGS]
     saved = []
     with store.open_store(cfg.db_path) as con:

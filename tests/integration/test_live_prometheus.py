@@ -29,6 +29,7 @@ from tasks.live_prometheus import live_source_health, read_live_evidence
 from tasks.metrics import CanaryCollector, exposition
 from tasks.store.live import live_counts
 from tasks.watch_loop import WatchEngine, look_once
+from tests.support import NO_EXCLUSIONS
 from tests.support.live_fleet import FAULTS, MODEL, routers, simulator_for_fleet, traffic
 from tests.support.prometheus import Prometheus, prometheus
 
@@ -106,7 +107,7 @@ def test_prometheus_sums_the_replicas_into_the_records_the_databases_hold(fleet:
 def test_a_look_with_live_source_prometheus_suspects_the_endpoint_failing_behind_both(fleet: Fleet,
                                                                                      tmp_path: Path) -> None:
     cfg = _cfg(fleet, db_path=str(tmp_path / "canary.duckdb"), publish_dir=str(tmp_path / "published"),
-               exclusions_file=str(tmp_path / "none.toml"), suspect_window_s=60, suspect_min_requests=6)
+               exclusions_file=NO_EXCLUSIONS, suspect_window_s=60, suspect_min_requests=6)
     now = datetime.now(UTC)
     with store.open_store(cfg.db_path) as con:
         store.land_round(con, RoundInfo(f"{MODEL}@full", MODEL, now - timedelta(minutes=5), Mode.OBSERVE), [],

@@ -21,10 +21,11 @@ from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, ErrorClass, Mode, RoundInfo, Usage
 from tasks.metrics import CanaryCollector, exposition
 from tasks.store.settlement import mark_crashed, mark_running, save_settlement, unfinished_rounds
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)
-CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file="/nonexistent/exclusions.toml")
+CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file=NO_EXCLUSIONS)
 MODELS = ("m", "n")
 COUNTED = ("_total", "_bucket", "_sum", "_count")
 

@@ -22,10 +22,11 @@ from tasks.metrics import CanaryCollector, exposition
 from tasks.store.metric_text import FAMILIES, HISTOGRAMS
 from tasks.store.settlement import save_settlement
 from tasks.store.snapshot import snapshot_path
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file="/nonexistent/exclusions.toml")
+CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file=NO_EXCLUSIONS)
 STORED = {f.name for f in (*FAMILIES, *HISTOGRAMS) if f.per_model}
 Samples = dict[str, list[tuple[tuple[tuple[str, str], ...], float]]]
 

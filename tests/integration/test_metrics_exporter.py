@@ -20,10 +20,11 @@ from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, U
 from tasks.metrics import CanaryCollector, exposition
 from tasks.store.metric_text import FAMILIES
 from tasks.store.settlement import save_settlement
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)  # suspensions still running at scrape time
-CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file="/nonexistent/exclusions.toml")
+CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file=NO_EXCLUSIONS)
 
 
 def _settlement(model: str, ts: datetime, slow: str = "b") -> Settlement:

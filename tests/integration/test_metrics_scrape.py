@@ -26,11 +26,12 @@ from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, U
 from tasks.metrics import CanaryCollector, exposition
 from tasks.metrics_http import accepts_gzip, serve_metrics
 from tasks.store.settlement import save_settlement
+from tests.support import NO_EXCLUSIONS
 from tests.support.prometheus import free_port, require_binary
 
 pytestmark = pytest.mark.integration
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file="/nonexistent/exclusions.toml")
+CFG = CanaryConfig(ttft_s=1, min_hosts=1, exclusions_file=NO_EXCLUSIONS)
 CANARY = str(Path(sys.executable).with_name("canary"))
 HOSTILE_MODEL = 'acme/"quoted"\\back\nslash'
 HOSTILE_TAGS = ('say "hi"', "back\\slash\\", "new\nline", "x" * 10_000)

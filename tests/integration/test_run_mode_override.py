@@ -17,6 +17,7 @@ from tasks.core.plan import make_round_id
 from tasks.core.settle import Settlement
 from tasks.core.types import Contract, ContractResult, Endpoint, Mode, Outcome, RoundInfo
 from tasks.round.write_window import settle_and_save
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"
@@ -38,7 +39,7 @@ def run(con: store.Connection, cfg: CanaryConfig, n: int, failing: set[str], mod
 @pytest.mark.parametrize(("stored", "once"), [(Mode.OBSERVE, "enforce"), (Mode.ENFORCE, "observe")])
 def test_a_per_run_mode_is_not_a_mode_switch(tmp_path: Path, stored: Mode, once: str) -> None:
     cfg = CanaryConfig(models=(MODEL,), mode=stored, db_path=str(tmp_path / "c.duckdb"),
-                       exclusions_file=str(tmp_path / "none.toml"))
+                       exclusions_file=NO_EXCLUSIONS)
     with store.open_store(cfg.db_path) as con:
         first = run(con, cfg, 0, {"b"}, None)
         second = run(con, cfg, 1, {"b"}, None)  # b: suspended (enforce) or shadow-suspended (observe)
@@ -74,7 +75,7 @@ def test_the_flows_per_run_mode_is_not_the_stored_mode_without_an_admin_setting(
     path = tmp_path / "canary.toml"
     path.write_text(f'mode = "{stored}"\nmodels = ["{MODEL}"]\n', encoding="utf-8")
     cfg = resolve_config(path, {"db_path": str(tmp_path / "c.duckdb"),
-                                "exclusions_file": str(tmp_path / "none.toml")}, mode=once)
+                                "exclusions_file": NO_EXCLUSIONS}, mode=once)
     assert (cfg.mode, cfg.run_mode) == (stored, Mode(once))
     with store.open_store(cfg.db_path) as con:
         prior = read_prior(con, cfg, MODEL, T0)

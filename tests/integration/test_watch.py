@@ -23,6 +23,7 @@ from tasks.core.suspicion import SuspicionStatus
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.store.live import append_live_counts, cleared_rates, set_suspicion_status
 from tasks.watch import fetch_listing, watch_model
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +46,7 @@ def sim() -> Iterator[SimulatorHandle]:
 def config(sim: SimulatorHandle, tmp: Path, **extra: object) -> CanaryConfig:
     return apply_overrides(CanaryConfig(), {"base_url": sim.base_url, "db_path": str(tmp / "canary.duckdb"),
                                           "publish_dir": str(tmp / "published"), "models": [MODEL],
-                                          "exclusions_file": str(tmp / "none.toml"), **extra})
+                                          "exclusions_file": NO_EXCLUSIONS, **extra})
 
 
 def full_round(cfg: CanaryConfig, model: str, tags: list[str], at: datetime, *, partial: bool = False) -> None:

@@ -24,6 +24,7 @@ from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.errors import ConfigError
 from tasks.quiet_log import QuietLog
 from tasks.watch_loop import WatchEngine, look_once, run_watcher, watch_interval
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,7 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 def config(base_url: str, tmp: Path) -> CanaryConfig:
     return apply_overrides(CanaryConfig(), {"base_url": base_url, "db_path": str(tmp / "canary.duckdb"),
                                           "publish_dir": str(tmp / "published"), "models": [MODEL],
-                                          "exclusions_file": str(tmp / "none.toml")})
+                                          "exclusions_file": NO_EXCLUSIONS})
 
 
 def land_full_round(cfg: CanaryConfig) -> None:

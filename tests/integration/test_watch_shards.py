@@ -23,6 +23,7 @@ from tasks.core.events import CanaryEvent
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.quiet_log import QuietLog
 from tasks.watch_loop import Shard, WatchEngine, run_watcher
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +69,7 @@ def test_the_watcher_follows_each_shard_with_its_own_models_and_deployment(
 ) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-simulator")
     cfg = apply_overrides(CanaryConfig(), {"base_url": sim.base_url, "db_path": str(tmp_path / "canary.duckdb"),
-                                           "models": ["acme/unused"], "exclusions_file": str(tmp_path / "no.toml")})
+                                           "models": ["acme/unused"], "exclusions_file": NO_EXCLUSIONS})
     recorders = {s: Recorder() for s in SHARDS}
     dbs = {s: shard_file(tmp_path, s, m) for s, m in SHARDS.items()}
     shards = [Shard(dbs[s], recorders[s].engine()) for s in SHARDS]

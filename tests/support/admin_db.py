@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tasks import store
 from tasks.core.types import EndpointState, Mode, RoundInfo
+from tests.support import NO_EXCLUSIONS
 
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 TAGS = ("deepinfra/fp8", "fireworks", "groq", "lambda/fp8", "novita", "together")
@@ -21,7 +22,7 @@ def write_config(tmp: Path, *, db: Path | None = None, publish_dir: Path | None 
     cfg.write_text(
         f'models = ["{MODEL}"]\nmode = "enforce"\nbase_url = "http://127.0.0.1:9/api/v1"\n'
         f'db_path = "{db or tmp / "c.duckdb"}"\npublish_dir = "{publish_dir or tmp / "published"}"\n'
-        f'exclusions_file = "{tmp / "none.toml"}"\n'
+        f'exclusions_file = "{NO_EXCLUSIONS}"\n'
     )
     return cfg
 

@@ -11,6 +11,7 @@ import pytest
 from demo.simulator_process import SimulatorChild, simulator_process
 from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
 from simulator.server import SimulatorHandle
+from tests.support import NO_EXCLUSIONS
 
 
 def child_simulator(
@@ -61,7 +62,7 @@ def round_overrides(sim: SimulatorHandle | SimulatorChild, tmp: Path, model: str
         "base_url": sim.base_url,
         "db_path": str(tmp / "canary.duckdb"),
         "publish_dir": str(tmp / "published"),
-        "exclusions_file": str(tmp / "no-exclusions.toml"),
+        "exclusions_file": NO_EXCLUSIONS,
         "models": [model],
         "mode": "enforce",
         **extra,

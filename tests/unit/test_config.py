@@ -21,6 +21,7 @@ from tasks.config import CanaryConfig, public_base_url
 from tasks.config_loading import apply_overrides, config_from_mapping, load_config
 from tasks.config_preflight import preflight
 from tasks.errors import ConfigError
+from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.unit
 KEYS = {f.name for f in fields(CanaryConfig)}
@@ -122,7 +123,7 @@ def ok_paths(tmp_path: Path) -> CanaryConfig:
     return CanaryConfig(
         db_path=str(tmp_path / "db" / "c.duckdb"),
         publish_dir=str(tmp_path / "pub"),
-        exclusions_file=str(tmp_path / "none.toml"),
+        exclusions_file=NO_EXCLUSIONS,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tasks.config import DEFAULT_EXCLUSIONS_FILE
 from tasks.config_loading import load_config
 from tasks.publish import publish_dir
 from tests.support.deploy_files import (
@@ -125,7 +126,7 @@ def test_config_routes_and_state_directory_agree() -> None:
 
     cfg = load_config(DEPLOY / "canary.toml")
     routes = load_routes(DEPLOY / "routes.toml")
-    assert cfg.db_path == f"{STATE}/canary.duckdb" and cfg.exclusions_file == f"{INSTALL}/exclusions.toml"
+    assert cfg.db_path == f"{STATE}/canary.duckdb" and cfg.exclusions_file == DEFAULT_EXCLUSIONS_FILE
     assert cfg.mode.value == "observe" and cfg.budget_usd_per_day > 0  # start observing, with a budget
     assert str(publish_dir(cfg)) == routes.settings.publish_dir == f"{STATE}/published"
     assert routes.settings.events_db == cfg.db_path

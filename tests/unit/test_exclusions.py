@@ -38,11 +38,11 @@ ENTRY = 'tag = "deepinfra/fp8"\nreason = "r"\nevidence = "e"\ndate = "2026-10-30
 
 # -- exclusions.toml -----------------------------------------------------------------------------------------
 def test_shipped_file_loads() -> None:
-    assert isinstance(load_builtin(REPO / "exclusions.toml"), list)
+    assert isinstance(load_builtin(REPO / "tasks" / "exclusions.toml"), list)
 
 
 def test_shipped_examples_parse_when_uncommented() -> None:
-    text = (REPO / "exclusions.toml").read_text(encoding="utf-8")
+    text = (REPO / "tasks" / "exclusions.toml").read_text(encoding="utf-8")
     block = text[text.index("# [[exclusion]]") :]
     entries = parse_builtin(re.sub(r"^# ?", "", block, flags=re.M))
     assert [(e.tag, e.model, e.date) for e in entries] == [

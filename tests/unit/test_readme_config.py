@@ -44,6 +44,10 @@ def test_every_config_key_is_documented_with_its_default() -> None:
         if f.name == "languages":
             assert rows[f.name].startswith("all 17")
             continue
+        if f.name == "exclusions_file":  # the package's own file, wherever it is installed
+            assert defaults.exclusions_file.endswith("/tasks/exclusions.toml")
+            assert rows[f.name].startswith("the package's `tasks/exclusions.toml`"), rows[f.name]
+            continue
         if f.name == "hard_contracts":  # None: each contract's SPEC says (tasks/core/contracts/)
             assert defaults.hard_contracts is None
             assert rows[f.name].endswith(f"`{shown(default_hard())}`"), rows[f.name]
