@@ -128,6 +128,12 @@ def test_a_whole_last_line_without_its_blank_line_is_read_as_it_is() -> None:
     assert p.close() == [BadFrame(FrameProblem.NOT_JSON, "{bad", head=b"{bad", size=4)]
 
 
+def test_a_last_data_line_without_its_line_end_ends_the_event_it_continues() -> None:
+    p = SSEParser()
+    assert p.feed(b'data: {"a":\ndata: 1}') == []
+    assert p.close() == [Chunk({"a": 1})]  # one event of two data lines, not a blank line between them
+
+
 def test_a_comment_cut_by_the_end_is_dropped() -> None:
     p = SSEParser()
     assert p.feed(b'data: {"a":1}\n\n: OPENROUTER PROCESS') == [Chunk({"a": 1})]
