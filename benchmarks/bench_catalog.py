@@ -70,7 +70,7 @@ from catalog_table import fmt as _f  # noqa: E402
 from catalog_table import load as _load  # noqa: E402
 from catalog_table import per_extra_model, table  # noqa: E402
 from fault_fleet import fleet_toml, quarter_models  # noqa: E402
-from round_starts import round_start_figures  # noqa: E402
+from round_starts import budget_figures, round_start_figures  # noqa: E402
 from serve_phase import SERVE_ENV, until_served_cycle_ends  # noqa: E402
 from ttft_floor import first_text_s  # noqa: E402
 
@@ -256,6 +256,7 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
         since = res["started_epoch"] if cycle > 1 else None
         res.update(run_figures(db, plan[0], plan[1], work / "published", since_epoch=since))
         res.update(round_start_figures(db, models, args.models_in_flight or 32, work / "published", since))
+        res.update(budget_figures(db, args.concurrency or 80, since))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None
         endpoint_rounds = len(models) * args.endpoints_n

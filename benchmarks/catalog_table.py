@@ -26,6 +26,9 @@ ROWS: list[tuple[str, str, str]] = [  # label, key, format
     ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
     ("rounds probing at once, mean", "rounds_probing_mean", "{:.1f}"),
     ("rounds probing at once, max", "rounds_probing_max", "{:.0f}"),
+    ("probe floor s (counted call-s / concurrency)", "probe_floor_s", "{:.1f}"),
+    ("concurrency used, mean share while probing", "concurrency_used_share", "{:.2f}"),
+    ("  time under half of it, share", "under_half_share", "{:.2f}"),
 ]
 
 

@@ -82,3 +82,54 @@ def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_d
         "rounds_probing_mean": mean,
         "rounds_probing_max": peak,
     }
+
+
+#: Seconds after its start a request with no first text yet stops counting toward `concurrency` (copied from
+#: tasks/probe_loop.py PARK_AFTER_S: the benchmark reads files, not code).
+PARK_AFTER_S = 2.0
+
+
+def counted_s(total_s: float, ttft_s: float | None, park_after_s: float = PARK_AFTER_S) -> float:
+    """Seconds one request counts toward `concurrency`: all of it when its first text came (or it ended) within
+    `park_after_s`, else `park_after_s` (then it is parked and counts no more)."""
+    if total_s <= park_after_s or (ttft_s is not None and ttft_s <= park_after_s):
+        return total_s
+    return park_after_s
+
+
+def budget_figures(db: str, concurrency: int, since_epoch: float | None = None,
+                   step_s: float = 0.25) -> dict[str, Any]:
+    """What bounds a cycle once its rounds start at once: the probes' `concurrency` budget.
+
+    * probe floor: the seconds every request counted toward `concurrency` (counted_s) over `concurrency`, the wall
+      the probing could not beat at that setting however rounds start;
+    * concurrency used: the requests counting toward it, sampled every `step_s` from the first probe to the last,
+      mean and its share of `concurrency`; the share of that time under half of it (the dips: every round in flight
+      waiting only on parked requests, or rounds not started yet)."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT epoch_us(started_at) / 1e6, total_ms / 1000, ttft_ms / 1000 FROM attempts "
+                           "WHERE total_ms IS NOT NULL").fetchall()
+    finally:
+        con.close()
+    rows = [r for r in rows if since_epoch is None or r[0] >= since_epoch]
+    if not rows or concurrency <= 0:
+        return {}
+    spans = [(s, s + counted_s(d, t)) for s, d, t in rows]
+    counted = sum(e - s for s, e in spans)
+    first, last = min(s for s, _ in spans), max(s + d for s, d, _ in rows)
+    samples = []
+    edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    now, i, t = 0, 0, first
+    while t < last:
+        while i < len(edges) and edges[i][0] <= t:
+            now += edges[i][1]
+            i += 1
+        samples.append(now)
+        t += step_s
+    mean = sum(samples) / len(samples) if samples else 0.0
+    return {"probe_floor_s": counted / concurrency, "counted_call_s": counted,
+            "concurrency_used_mean": mean, "concurrency_used_share": mean / concurrency,
+            "under_half_share": sum(1 for n in samples if n < concurrency / 2) / len(samples) if samples else None}

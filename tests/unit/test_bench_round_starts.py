@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from fault_fleet import QUARTER_FAULTS, fleet_toml, quarter_models  # noqa: E402
-from round_starts import admissions, overlap  # noqa: E402
+from round_starts import admissions, budget_figures, counted_s, overlap  # noqa: E402
 
 from simulator.catalog import CatalogSpec, endpoint_role, planned_first_token_s  # noqa: E402
 from simulator.fleet_file import load_fleet  # noqa: E402
@@ -36,6 +36,32 @@ def test_overlap_counts_the_spans_covering_each_moment() -> None:
     # moments 0, 1, 2, 3: 1, 3, 2, 1 spans
     assert (mean, peak) == (7 / 4, 3)
     assert overlap([]) == (0.0, 0)
+
+
+def test_a_request_counts_toward_concurrency_until_it_is_parked() -> None:
+    assert counted_s(0.5, 0.1) == 0.5  # quick: all of it
+    assert counted_s(9.0, 1.5) == 9.0  # its first text within the 2 s: all of it
+    assert counted_s(14.0, 12.0) == 2.0  # a slow start: parked after 2 s
+    assert counted_s(14.0, None) == 2.0  # no text at all
+    assert counted_s(1.8, None) == 1.8  # ended before it could be parked
+
+
+def test_the_probe_floor_is_the_counted_seconds_over_concurrency(tmp_path: Path) -> None:
+    import duckdb
+
+    db = str(tmp_path / "c.duckdb")
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE attempts (started_at TIMESTAMPTZ, total_ms DOUBLE, ttft_ms DOUBLE)")
+    con.executemany("INSERT INTO attempts VALUES (to_timestamp(?), ?, ?)",
+                    [(100.0, 1000.0, 200.0), (100.0, 1000.0, 300.0), (101.0, 14000.0, 12000.0)])
+    con.close()
+    got = budget_figures(db, concurrency=2, step_s=0.5)
+    assert got["counted_call_s"] == pytest.approx(4.0)  # 1 + 1 + the slow one's 2 parked seconds
+    assert got["probe_floor_s"] == pytest.approx(2.0)
+    # 100-101: 2 counted, 101-103: 1, 103-115: 0 (parked), sampled every 0.5 s over 30 samples
+    assert got["concurrency_used_mean"] == pytest.approx((2 * 2 + 4 * 1) / 30)
+    assert got["under_half_share"] == pytest.approx(24 / 30)
+    assert budget_figures(db, concurrency=0) == {}
 
 
 def test_a_quarter_of_the_models_carry_each_fault_on_their_first_endpoints(tmp_path: Path) -> None:
