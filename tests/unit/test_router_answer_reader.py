@@ -182,3 +182,24 @@ def test_the_text_and_the_tool_arguments_are_scanned_apart() -> None:
     got = a.read_json({"choices": [{"index": 0, "finish_reason": "tool_calls",
                                     "message": {"content": "oneĠtwoĠthreeĠ", "tool_calls": [call]}}]})
     assert verdicts(got, [{"function": {"name": "get_weather", "parameters": {}}}])["encoding"] == "ok"
+
+
+def test_a_broken_last_piece_without_its_blank_line_is_dropped_as_the_gate_drops_it() -> None:
+    # the gate never forwards a last piece that does not read whole: no protocol fault for what it dropped
+    got = a.read_stream(sse(delta("Hi"), done=False) + b"data: {broken")
+    assert (got.text, got.error_class, got.chunk_count) == ("Hi", None, 1)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_bom_before_the_first_event_is_dropped_and_nowhere_else() -> None:
+    # WHATWG: a UTF-8 BOM opens the stream only; the first event read is the one it precedes
+    raw = BOM + sse(delta("Hel"), delta("lo", finish="stop"))
+    got = a.read_stream(raw)
+    assert (got.text, got.finish_reason, got.error_class, got.chunk_count) == ("Hello", "stop", None, 2)
+    alone = a.read_stream(BOM + sse(delta("Hello", finish="stop"), done=False, last_blank=False))
+    assert (alone.text, alone.error_class) == ("Hello", None)  # the only event, without its blank line
+    # after a whole event the last piece is not the stream's first: a BOM there is no SSE at all, dropped
+    later = a.read_stream(sse(delta("Hi"), done=False) + BOM + sse(delta("!"), done=False, last_blank=False))
+    assert (later.text, later.error_class) == ("Hi", None)

@@ -49,6 +49,8 @@ def test_the_cpu_per_answer_is_the_total_over_the_answers_judged() -> None:
     answer = sse(delta("Fine."), delta(finish="stop"))
     asyncio.run(judged_all(j, streamed(answer), streamed(answer)))
     assert j.judged == 2
+    # two readings around the request's expectations and two around the checks, for each of the two answers
+    assert j.cpu_s == pytest.approx(4 * 0.00012345678)
     per_answer_ms = j.cpu_s / 2 * 1000
     assert j.health()["cpu_ms_per_answer"] == round(per_answer_ms, 3) != round(per_answer_ms, 4)
 

@@ -176,6 +176,14 @@ def test_classify(raw: bytes, kind: Kind) -> None:
     assert classify(raw)[0] is kind
 
 
+def test_classify_drops_a_bom_only_before_the_streams_first_event_and_caps_the_payload() -> None:
+    bom = b"\xef\xbb\xbf"
+    assert classify(bom + HELLO, first=True)[0] is Kind.CONTENT
+    assert classify(bom + HELLO) == (Kind.BAD, None)  # not the first event: a BOM there is no SSE
+    assert classify(HELLO, max_bytes=len(HELLO) - 8) == (Kind.BAD, None)  # its payload passed the cap
+    assert classify(HELLO, max_bytes=len(HELLO))[0] is Kind.CONTENT
+
+
 def test_crlf_framing_is_understood() -> None:
     gate, actions = g.feed(Gate(), KEEPALIVE.replace(b"\n", b"\r\n") + HELLO.replace(b"\n", b"\r\n"))
     assert gate.phase is Phase.COMMITTED and isinstance(actions[0], Commit)

@@ -51,3 +51,18 @@ def test_a_refusal_is_the_answers_text_for_the_probe_and_the_router() -> None:
     assert probe.ttft_ms == 1000.0
     assert router.text == "I can't help with that." and not answer.is_empty(router)
     assert answer.check(router, answer.NOTHING_EXPECTED)[0] == answer.Verdict(LiveQuality.EMPTY, Reason.OK)
+
+
+def test_the_fold_keeps_reasoning_apart_and_has_blank_usage_until_a_chunk_brings_one() -> None:
+    from tasks.core.round_records import Usage
+    from tasks.core.wire.fold import ChunkFold
+
+    fold = ChunkFold(cap_bytes=1024)
+    delta = {"reasoning": "Let me think. ", "content": "Hi."}
+    assert fold.add({"choices": [{"index": 0, "delta": delta}]}) is None
+    assert fold.add({"choices": [{"index": 0, "delta": {"reasoning_content": "Done."}}]}) is None
+    assert (fold.text.value(), fold.reasoning.value()) == ("Hi.", "Let me think. Done.")
+    assert fold.usage == Usage()  # no chunk named a usage: every count unknown, not a missing record
+    fold.add({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+    fold.add({"choices": [{"index": 0, "delta": {"content": "!"}}]})  # a later chunk without usage keeps it
+    assert (fold.usage.prompt_tokens, fold.usage.completion_tokens, fold.chunk_count) == (3, 2, 4)

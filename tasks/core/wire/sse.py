@@ -157,9 +157,12 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """The stream ended: flush the pending event. A last line without its line end is still read, but
         if it does not parse it is reported as INCOMPLETE (the end cut it), not as NOT_JSON."""
-        events: list[SSEEvent] = []
-        rest = b"".join(self._buf).rstrip(b"\r")
+        # A held CR ended its line (a bare CR is a line end: no LF came to make it a CRLF), and the pieces fed
+        # after it are the last line: the CR's line is read as `feed` reads an ended line.
+        ended, cr, rest = b"".join(self._buf).rpartition(b"\r")
         self._buf, self._buf_bytes = [], 0
+        done = self.feed(ended + b"\n") if cr else []
+        events: list[SSEEvent] = []
         cut = bool(rest) and not self._discarding and not rest.startswith(b":")
         self._discarding = False
         if cut:
@@ -168,7 +171,7 @@ class SSEParser:
         last = events[-1] if events else None
         if cut and isinstance(last, BadFrame) and last.chunk is None and last.problem != FrameProblem.NOT_SSE:
             events[-1] = BadFrame(FrameProblem.INCOMPLETE, last.raw, head=last.head, size=last.size)
-        return events
+        return done + events
 
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
         if self._first_line:
