@@ -17,7 +17,7 @@ from tasks.core.types import Attempt, Contract, Endpoint
 from tasks.http_drain import DRAIN_S
 from tasks.probe import probe_once_async
 from tasks.probe_stream import new_async_client
-from tests.support.keepalive_server import STAY_OPEN_S, KeepAliveServer, keepalive_servers
+from tests.support.keepalive_server import STAY_OPEN_S, KeepAliveServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -25,8 +25,10 @@ ENDPOINT = Endpoint(model="acme/tiny-1", tag="fake", provider_name="Fake")  # th
 CFG = CanaryConfig(connect_timeout_s=2.0, read_timeout_s=5.0, probe_budget_s=10.0)
 @pytest.fixture
 def servers() -> Iterator[dict[bool, KeepAliveServer]]:
-    with keepalive_servers() as made:
-        yield made
+    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
+    yield made
+    for s in made.values():
+        s.close()
 
 
 def probes(url: str, n: int) -> list[tuple[Attempt, float]]:

@@ -15,15 +15,17 @@ import pytest
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tasks.http_drain import DRAIN_S
-from tests.support.keepalive_server import MODEL, STAY_OPEN_S, KeepAliveServer, keepalive_servers
+from tests.support.keepalive_server import MODEL, STAY_OPEN_S, KeepAliveServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
 def servers() -> Iterator[dict[bool, KeepAliveServer]]:
-    with keepalive_servers() as made:
-        yield made
+    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
+    yield made
+    for s in made.values():
+        s.close()
 
 
 def streams(tmp_path: Path, url: str, n: int, judge: bool) -> list[tuple[str, float]]:

@@ -7,8 +7,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from tests.support.http_read import read_request
 
@@ -68,14 +66,3 @@ class KeepAliveServer:
 
     def close(self) -> None:
         self.listener.close()
-
-
-@contextmanager
-def keepalive_servers() -> Iterator[dict[bool, KeepAliveServer]]:
-    """Two servers, keyed by `stay_open`; closed at the end."""
-    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
-    try:
-        yield made
-    finally:
-        for server in made.values():
-            server.close()
