@@ -23,7 +23,6 @@ from router.reasons import Cause, FailoverReason
 from router.stream import Abort, Commit, FailOver, Frame, Gate, Send
 from router.tiers import failover_reason
 from tasks.core.types import Attempt, ErrorClass
-from tasks.http_drain import drain
 from tasks.http_errors import classify_exception
 
 #: Bytes of an upstream error body read before passing it on or failing over.
@@ -268,8 +267,7 @@ async def relay(
     failure ends with one error chunk. With `keep_bytes`, the events the gate read (`Gate.read_all`) are folded
     after each piece went out, up to `keep_bytes` of them (router/answer.py `AnswerReader`), for `on_end`.
 
-    The idle budget is the request's httpx read timeout (set in `try_stream`). After [DONE] the rest of the body
-    is read (tasks/http_drain.py: bounded) so the upstream connection goes back to the pool.
+    The idle budget is the request's httpx read timeout (set in `try_stream`).
     """
     gate = committed.gate
     reader = AnswerReader(keep_bytes=keep_bytes) if keep_bytes else None
@@ -301,8 +299,6 @@ async def relay(
                     on_abort(action.reason)
                     yield action.data
         completed = True
-        if gate.done:  # the chunked body's end read: httpcore keeps the connection for the next request
-            await drain(committed.chunks)
     finally:
         await committed.response.aclose()
         answer = reader.attempt() if reader is not None and completed and aborted is None else None
