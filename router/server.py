@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import uvicorn
 
-from router.app import RouterShell, build_shell, create_app
+from router.app import create_app
 from router.events import Batcher
 from router.routes import Routes
+from router.shell import RouterShell, build_shell
 from tasks.clock import Clock
 from tasks.core.types import RouteEvent
 from tasks.uvicorn_thread import start_in_thread

@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from router.app import build_shell
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
+from router.shell import build_shell
 from tasks.config import CanaryConfig
 from tasks.core.etag import strong_etag
 from tasks.errors import RoutesError

@@ -145,53 +145,55 @@ class FakeUpstream:
         await w.drain()
 
     async def _respond(self, s: Script, model: str, stream: bool, w: asyncio.StreamWriter) -> None:
-        if s.kind == "raw":
-            await self._raw(s, w)
-            return
-        if s.kind == "tool_call":
-            await self._tool_call(s, model, stream, w)
-            return
         if s.kind == "empty_stop":
             s = Script("ok", text="", provider=s.provider)
-        if s.kind == "http_error":
-            payload = json.dumps({"error": {"message": "Provider returned error", "code": s.status}}).encode()
-            extra = f"Retry-After: {s.retry_after}\r\n" if s.retry_after is not None else ""
-            w.write(
-                f"HTTP/1.1 {s.status} Error\r\nContent-Type: application/json\r\n{extra}"
-                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-                + payload
-            )
-            await w.drain()
-            return
-        words = [w_ + " " for w_ in s.text.split(" ")]
-        words[-1] = words[-1].rstrip()
-        usage = {
-            "prompt_tokens": s.prompt_tokens,
-            "completion_tokens": len(words),
-            "total_tokens": s.prompt_tokens + len(words),
+        if s.kind == "raw":
+            await self._raw(s, w)
+        elif s.kind == "tool_call":
+            await self._tool_call(s, model, stream, w)
+        elif s.kind == "http_error":
+            await self._http_error(s, w)
+        elif stream:
+            await self._stream(s, model, w)
+        else:
+            await self._whole(s, model, w)
+
+    async def _http_error(self, s: Script, w: asyncio.StreamWriter) -> None:
+        payload = json.dumps({"error": {"message": "Provider returned error", "code": s.status}}).encode()
+        extra = f"Retry-After: {s.retry_after}\r\n" if s.retry_after is not None else ""
+        w.write(
+            f"HTTP/1.1 {s.status} Error\r\nContent-Type: application/json\r\n{extra}"
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+            + payload
+        )
+        await w.drain()
+
+    async def _whole(self, s: Script, model: str, w: asyncio.StreamWriter) -> None:
+        """A non-streamed answer (`slow_first` waits `delay_s` first)."""
+        if s.kind == "slow_first":
+            await asyncio.sleep(s.delay_s)
+        doc = {
+            "id": "gen-1-fake",
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "provider": s.provider,
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": s.text}}
+            ],
+            "usage": _usage(s.prompt_tokens, _words(s.text)),
         }
-        if not stream:
-            if s.kind == "slow_first":
-                await asyncio.sleep(s.delay_s)
-            doc = {
-                "id": "gen-1-fake",
-                "object": "chat.completion",
-                "created": 1,
-                "model": model,
-                "provider": s.provider,
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": s.text}}
-                ],
-                "usage": usage,
-            }
-            payload = json.dumps(doc).encode()
-            w.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-                + payload
-            )
-            await w.drain()
-            return
+        payload = json.dumps(doc).encode()
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+            + payload
+        )
+        await w.drain()
+
+    async def _stream(self, s: Script, model: str, w: asyncio.StreamWriter) -> None:
+        """A streamed answer word by word, cut or stalled where the script's kind says."""
+        words = _words(s.text)
         w.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
             b"X-Generation-Id: gen-1-fake\r\nConnection: close\r\n\r\n"
@@ -211,30 +213,36 @@ class FakeUpstream:
         for i, word in enumerate(words):
             w.write(_http_chunk(_chunk(model, s.provider, {"content": word, "role": "assistant"})))
             await w.drain()
-            if i == 0 and s.kind == "stall_after_first":
-                await asyncio.sleep(s.delay_s or 30)
-                return
-            if i == 0 and s.kind == "die_after_first":
-                await asyncio.sleep(0.05)
-                w.transport.abort()
-                return
-            if i == 0 and s.kind == "error_chunk_after_first":
-                err = {
-                    "id": "gen-1-fake",
-                    "object": "chat.completion.chunk",
-                    "created": 1,
-                    "model": model,
-                    "provider": s.provider,
-                    "error": {"code": 502, "message": "upstream died"},
-                    "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
-                }
-                w.write(_http_chunk(b"data: " + json.dumps(err).encode() + b"\n\n") + b"0\r\n\r\n")
-                await w.drain()
+            if i == 0 and await self._fault_after_first(s, model, w):
                 return
         w.write(_http_chunk(_chunk(model, s.provider, {"content": "", "role": "assistant"}, "stop")))
+        usage = _usage(s.prompt_tokens, words)
         w.write(_http_chunk(_chunk(model, s.provider, {"content": "", "role": "assistant"}, "stop", usage)))
         w.write(_http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await w.drain()
+
+    async def _fault_after_first(self, s: Script, model: str, w: asyncio.StreamWriter) -> bool:
+        """After the first word: a stall, a cut, or an error chunk (True: the stream ends here)."""
+        if s.kind == "stall_after_first":
+            await asyncio.sleep(s.delay_s or 30)
+        elif s.kind == "die_after_first":
+            await asyncio.sleep(0.05)
+            w.transport.abort()
+        elif s.kind == "error_chunk_after_first":
+            err = {
+                "id": "gen-1-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": model,
+                "provider": s.provider,
+                "error": {"code": 502, "message": "upstream died"},
+                "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+            }
+            w.write(_http_chunk(b"data: " + json.dumps(err).encode() + b"\n\n") + b"0\r\n\r\n")
+            await w.drain()
+        else:
+            return False
+        return True
 
     def _run(self, ready: threading.Event) -> None:
         loop = asyncio.new_event_loop()
@@ -279,3 +287,15 @@ class FakeUpstream:
 
     def __exit__(self, *exc: object) -> None:
         self._cm.__exit__(None, None, None)
+
+
+def _words(text: str) -> list[str]:
+    """The answer's words as streamed: each but the last with its trailing space."""
+    words = [word + " " for word in text.split(" ")]
+    words[-1] = words[-1].rstrip()
+    return words
+
+
+def _usage(prompt_tokens: int, words: list[str]) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
+            "total_tokens": prompt_tokens + len(words)}

@@ -10,9 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from router import reasons
 from router.answer import Verdict
-from router.app import build_shell
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.routes_loading import parse_routes
+from router.shell import build_shell
 from tasks.core.live_records import LiveOutcome, LiveQuality
 
 pytestmark = pytest.mark.unit
