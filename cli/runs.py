@@ -28,6 +28,7 @@ from tasks.config import CanaryConfig, public_base_url
 from tasks.config_loading import resolve_config
 from tasks.config_preflight import preflight as preflight_paths
 from tasks.core.plan import is_model_id
+from tasks.core.types import RoundState
 from tasks.errors import ConfigError
 from tasks.secrets import read_secret, redact
 
@@ -131,11 +132,11 @@ def cycle_problems(cycle: dict[str, object]) -> list[str]:
     problems = []
     for summary in cycle.get("rounds") or []:  # type: ignore[attr-defined]
         status = summary.get("status")
-        if status == "failed":
+        if status == RoundState.FAILED:
             problems.append(f"{summary['model']}: round failed: {summary.get('error')}")
-        elif status == "skipped":
+        elif status == RoundState.SKIPPED:
             problems.append(f"{summary['model']}: round skipped: {summary.get('reason')}")
-        elif status not in ("complete", "deferred"):
+        elif status not in (RoundState.COMPLETE, RoundState.DEFERRED):
             problems.append(f"{summary['model']}: round {status}")
     return problems
 
@@ -157,7 +158,7 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
             db_path=cfg.db_path,
         )
     for summary in cycle["rounds"]:
-        if summary.get("status") == "failed":
+        if summary.get("status") == RoundState.FAILED:
             typer.echo(f"{summary['model']}: round failed: {summary.get('error')}")
         elif summary.get("skipped"):
             typer.echo(f"{summary['round_id']}: skipped ({summary.get('reason')}); ignore {summary['ignore']}")

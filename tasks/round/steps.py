@@ -26,7 +26,7 @@ from tasks.config import CanaryConfig
 from tasks.core.policy import PolicyConfig, too_soon
 from tasks.core.render.text import name
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
-from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
+from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo, RoundState
 from tasks.errors import StoreError
 from tasks.http_errors import is_retryable_exception
 from tasks.secrets import read_secret
@@ -147,7 +147,7 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
     return settled
 
 
-def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:
+def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, RoundState]:
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
@@ -168,9 +168,9 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
             if variable_value is not None:
                 variable_sync.mark_synced(con, variable_value)
         emit_canary_events(crashed_round_events(info.model, leftovers, utcnow()), _run_logger())  # after the save
-        return saved, "complete"
+        return saved, RoundState.COMPLETE
     except StoreError as exc:
-        return keep_unsaved(cfg, settled, exc), "deferred"
+        return keep_unsaved(cfg, settled, exc), RoundState.DEFERRED
 
 
 def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Settlement:
