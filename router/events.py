@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from tasks.core.types import RouteEvent
-from tasks.secrets import redact
+from tasks.secrets import redact_known_secrets
 
 log = logging.getLogger("router.events")
 
@@ -51,10 +51,10 @@ def event_to_json(event: RouteEvent) -> dict[str, Any]:
     """One JSONL record; free-text fields pass through the redactor (a key or URL password never lands)."""
     return {
         "at": event.at.isoformat(),
-        "key": redact(event.key),
+        "key": redact_known_secrets(event.key),
         "tier": event.tier,
-        "upstream": redact(event.upstream),
-        "reason": redact(event.reason),
+        "upstream": redact_known_secrets(event.upstream),
+        "reason": redact_known_secrets(event.reason),
         "latency_ms": event.latency_ms,
         "model": event.model,
         "client": event.client,
@@ -241,7 +241,7 @@ class Batcher(Generic[T]):
                     "%s sink failed (%s: %s); %d records kept for the next window",
                     self.name,
                     type(exc).__name__,
-                    redact(str(exc))[:200],
+                    redact_known_secrets(str(exc))[:200],
                     len(batch),
                 )
                 with self._lock:
