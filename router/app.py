@@ -9,7 +9,7 @@ could answer. Every answer passed is judged (router/answer.py, judging.py): a no
 A client that leaves before the first chunk cancels the walk. A tier whose circuit is open is skipped
 (router/breaker.py, circuits.py). The tier keys are masked out of every byte relayed (router/masking.py).
 `GET /v1/models` (and `/v1/models/{id}`) lists the routes keyed by model name, unknown paths answer JSON 404, CORS
-when configured (router/wire.py); `GET /healthz` reports cooldowns, circuits, sink backlogs, the judge and the
+when configured (router/wire.py); `GET /healthz` reports cooldowns, circuits, sink backlogs, the judging and the
 canary's lists; `GET /livez` says the process answers, `GET /readyz` whether it is ready for traffic
 (router/readiness.py). In front of every `/v1/*` path the door (router/access.py) asks for a client key when the
 routes file names clients, and applies their rate limits. `GET /metrics` is prometheus_client's own ASGI app over
@@ -51,7 +51,7 @@ from router.breaker import Admission, Policy
 from router.circuits import CircuitBook
 from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
-from router.judging import Judge, StreamedAnswer
+from router.judging import AnswerJudging, StreamedAnswer
 from router.list_watch import watch_missing
 from router.lists_poll import ListsPoller, attach, start_poller
 from router.live import LiveRecorder, live_batchers, provider_in, stream_end
@@ -76,7 +76,7 @@ from tasks.secrets import SecretStr, install_redaction
 
 log = logging.getLogger("router")
 
-#: Seconds the judge may take at shutdown to finish the streamed answers still queued.
+#: Seconds the judging may take at shutdown to finish the streamed answers still queued.
 DRAIN_S = 5.0
 #: Seconds the last flush waits for a busy DuckDB file before keeping its records on disk for the next start.
 SHUTDOWN_LOCK_TIMEOUT_S = 1.0
@@ -155,7 +155,7 @@ class RouterShell:
     live: LiveRecorder
     cooldown_book: CooldownBook
     observer: AttemptObserver
-    judge: Judge
+    judging: AnswerJudging
     circuits: CircuitBook
     mask: RelayMask
     client: httpx.AsyncClient | None = None
@@ -319,7 +319,7 @@ class RouterShell:
         if isinstance(result, TierFailure):
             self._failed_over(w, tier_no, result)
             if result.reason.cause is Cause.EMPTY_ANSWER and settings.judge:  # the gate saw the answer end empty
-                self.judge.record(p.route, tier_no, result.provider, answers.EMPTY_REPLY)
+                self.judging.record(p.route, tier_no, result.provider, answers.EMPTY_REPLY)
             return None
         savings = await self._measure(baseline, sent)
         out_headers = records.response_headers(p.route, tier_no, savings, p.pipeline, result.headers)
@@ -360,11 +360,11 @@ class RouterShell:
         if masked is not None:
             self._failed_over(w, tier_no, TierFailure(masked, "", result.latency_ms), provider)
             return None
-        verdicts: tuple[answers.Verdict, ...] = ()
+        checks: tuple[answers.CheckResult, ...] = ()
         if self.routes.settings.judge:
-            verdicts = self.judge.verdicts(attempt, self.judge.expectations(p.tools, p.response_format))
-            self.judge.record(p.route, tier_no, provider, verdicts)
-        failed = answers.failed_check(verdicts)
+            checks = self.judging.checks(attempt, self.judging.expectations(p.tools, p.response_format))
+            self.judging.record(p.route, tier_no, provider, checks)
+        failed = answers.failed_check(checks)
         empty = answers.is_empty(attempt)
         flaw = "empty:empty_reply" if empty else f"{failed.quality}:{failed.reason}" if failed else None
         if flaw is not None:
@@ -426,7 +426,7 @@ class RouterShell:
             w.ended(tier_no, why, (gate.prompt_tokens, gate.completion_tokens))
             self._finish(w)
             if judge and relayed.answer is not None and ended is None:
-                self.judge.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.answer,
+                self.judging.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.answer,
                                                 p.tools, p.response_format))
 
         keep = self.routes.settings.judge_keep_bytes if judge else 0
@@ -456,7 +456,7 @@ class RouterShell:
             "pending_live_counts": sum(b.pending() for b in self.live.batchers),
             "pending_on_disk": self.pending_on_disk(),
             "restored_from_disk": sum(b.spill.restored for b in self.batchers if b.spill is not None),
-            "judge": {"enabled": self.routes.settings.judge, **self.judge.health()},
+            "judge": {"enabled": self.routes.settings.judge, **self.judging.health()},
             "open_circuits": sum(1 for c in circuits if c["state"] != "closed"),
             "circuits": circuits,
             "lists_missing": sum(1 for s in lists if not s.exists),
@@ -508,7 +508,7 @@ def build_shell(
     return RouterShell(
         routes=routes, api_keys=api_keys, clock=clock, ignore=ignore, events=events, savings=savings,
         metrics=metrics, live=live, cooldown_book=cooldowns, observer=observer,
-        judge=Judge(observer, metrics, settings.judge_queue), lists_poll=poller, circuits=circuits,
+        judging=AnswerJudging(observer, metrics, settings.judge_queue), lists_poll=poller, circuits=circuits,
         mask=RelayMask(key.get() for key in api_keys.values()),
     )
 
@@ -532,15 +532,15 @@ def create_app(shell: RouterShell) -> Starlette:
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
-            judge = asyncio.create_task(shell.judge.run())
+            judging = asyncio.create_task(shell.judging.run())
             polls = [asyncio.create_task(shell.lists_poll.run())] if shell.lists_poll else []
             lists = asyncio.create_task(watch_missing(lambda: shell.ignore.statuses(shell.routes),
                                                       settings.canary_interval_s))
             try:
                 yield
             finally:
-                await shell.judge.drain(DRAIN_S)
-                for task in (judge, flusher, lists, *polls):
+                await shell.judging.drain(DRAIN_S)
+                for task in (judging, flusher, lists, *polls):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

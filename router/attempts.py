@@ -3,7 +3,7 @@
 The walk over tiers (router/app.py `chat`) says what happened, once, as data:
 
     TierAttempt(stage, route, tier_no, reason, ...)   a tier skipped, given up, answered, committed, aborted, ended
-    JudgedAnswer(route, tier_no, provider, verdicts)  what the judge said of an answer (router/answer.py)
+    JudgedAnswer(route, tier_no, provider, checks)  what the judging said of an answer (router/answer.py)
 
 and hands it to `AttemptObserver`, whose sinks each take what they need:
 
@@ -14,7 +14,7 @@ and hands it to `AttemptObserver`, whose sinks each take what they need:
     LiveRecorder (live.py)      failed_over, answered, ended,           -> live_requests (the canary's suspicion)
                                 judged answers
     CooldownBook (here)         failed_over with a Retry-After          -> the tier's cooldown
-    CircuitBook (circuits.py)   every stage (breaker.verdict)           -> the tier's circuit breaker
+    CircuitBook (circuits.py)   every stage (breaker.result)           -> the tier's circuit breaker
 
 A stream is committed (its first content chunk went out), then either aborted by the router (cut, stalled) or
 not, then ended: its live count is taken at the end, with how it ended.
@@ -39,7 +39,7 @@ from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
 
 if TYPE_CHECKING:
-    from router.answer import Verdict
+    from router.answer import CheckResult
 
 log = logging.getLogger("router")
 
@@ -101,7 +101,7 @@ class JudgedAnswer:
     route: Route
     tier_no: int
     provider: str | None
-    verdicts: tuple[Verdict, ...]
+    checks: tuple[CheckResult, ...]
 
     @property
     def tier(self) -> Tier:

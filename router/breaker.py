@@ -12,7 +12,7 @@ What counts (`score`, over a `TierAttempt`'s stage and reason):
              error_in_200_<code>), a stream that ended, broke, stalled past its first-chunk budget, sent an
              error chunk or a bad frame before the commit, or failed after it
     OK       the upstream answered: a stream committed, a 200 handed over, an empty or failed-check answer
-             (the exchange worked; the judge counts what it was worth)
+             (the exchange worked; the judging counts what it was worth)
     NEUTRAL  everything else, never counted: a 429 (Retry-After has its own cooldown), a 4xx about the request,
              no_allowed_providers / no_endpoints_for_parameters (the request's preferences or parameters), a skip,
              a client that left, and any router-side cause (its own saturation): a cause is FAIL only when it

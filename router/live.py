@@ -9,7 +9,7 @@ Pure parts: `pinned_tag` (the tier's endpoint when its provider preferences name
 (the `provider` of a JSON answer or the `metadata.provider_name` of an error body), `stream_end` (how a
 committed stream ended). What a failover reason counts as is router/reasons.py's. `aggregate` sums records of
 one minute, endpoint, outcome, class and reason, so the store gets one row per such group, not one per request.
-The watcher reads them back as failure rates per endpoint (tasks/core/suspicion.py): suspicions, never verdicts.
+The watcher reads them back as failure rates per endpoint (tasks/core/suspicion.py): suspicions, never checks.
 `count_to_json` / `count_from_json` keep counts on disk while the database is busy (router/events.py `Spill`).
 """
 
@@ -123,13 +123,13 @@ class LiveRecorder:
                              reason=attempt.live_word)])
 
     def judged(self, answer: JudgedAnswer) -> None:
-        if not self.batchers or not answer.verdicts:
+        if not self.batchers or not answer.checks:
             return
         row = self._row(answer)
         self._add([
             LiveCount(row.minute_at, row.model, row.route_key, row.tier, row.tag, row.provider_name,
                       LiveOutcome.OK if v.passed else LiveOutcome.QUALITY_FAIL, quality=v.quality, reason=v.reason)
-            for v in answer.verdicts
+            for v in answer.checks
         ])
 
 

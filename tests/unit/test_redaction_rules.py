@@ -1,5 +1,6 @@
 """The one redactor (tasks.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets known
-by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them; text without secrets comes back unchanged."""
+by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them;
+text without secrets comes back unchanged."""
 
 from __future__ import annotations
 
@@ -170,8 +171,8 @@ def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
     from router.events import event_to_json
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
-    from tasks.slack_settings import SlackSettings
     from tasks.secrets import redact_known_secrets_opt as row_redact
+    from tasks.slack_settings import SlackSettings
     from tasks.store.rows import one_line
 
     with env(OPENROUTER_API_KEY=SHAPELESS):

@@ -151,10 +151,10 @@ def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
     assert [count_from_json(json.loads(json.dumps(count_to_json(c)))) for c in counts] == counts
 
 
-def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_verdicts() -> None:
+def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_checks() -> None:
     """router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
     import router.reasons as r
-    from router.answer import Verdict
+    from router.answer import CheckResult
     from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
     from router.events import Batcher
     from router.live import LiveRecorder
@@ -183,8 +183,8 @@ def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_
         TierAttempt(Stage.HANDED_LATER, route, 1, status=200),  # counted when it failed over
     ):
         observer.attempt(attempt)
-    observer.judged(JudgedAnswer(route, 1, "Alpha", (Verdict(LiveQuality.EMPTY, "ok"),
-                                                     Verdict(LiveQuality.TOOLS, "unknown_tool"))))
+    observer.judged(JudgedAnswer(route, 1, "Alpha", (CheckResult(LiveQuality.EMPTY, "ok"),
+                                                     CheckResult(LiveQuality.TOOLS, "unknown_tool"))))
     batcher.flush()
     assert [(c.tag, c.provider_name, c.outcome, c.quality, c.reason) for c in sink.rows] == [
         ("alpha", "Alpha", LiveOutcome.UPSTREAM_ERROR, None, "network_error"),
