@@ -49,7 +49,6 @@ from router.access import SCOPE_KEY, Door
 from router.attempts import AttemptObserver, CooldownBook, RouteEventLog, Stage, TierAttempt
 from router.breaker import Admission, Policy
 from router.circuits import CircuitBook
-from router.events import Batcher, JsonlSink, event_batchers, flush_all
 from router.ignore import IgnoreLists
 from router.judging import AnswerJudging, StreamedAnswer
 from router.list_watch import watch_missing
@@ -62,6 +61,7 @@ from router.readiness import SinkState, not_ready
 from router.reasons import Cause
 from router.records import TierFailed
 from router.request import OFF_LOOP_BYTES, Prepared, Refusal, prepare
+from router.route_events import Batcher, JsonlSink, flush_all, route_event_batchers
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, Savings, measure_savings
@@ -492,7 +492,7 @@ def build_shell(
     poller = start_poller(routes)  # with lists_url: the first pass, before the lists are reported
     ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists, settings.canary_interval_s)
     access.report(routes)
-    events = event_batchers(settings.events_path, settings.events_db) if events is None else events
+    events = route_event_batchers(settings.events_path, settings.events_db) if events is None else events
     live = LiveRecorder(clock, live_batchers(settings.events_db))
     savings = Batcher(JsonlSink(settings.savings_path), "router-savings") if settings.savings_path else None
     every: list[Batcher[Any]] = [*events, *live.batchers, *([savings] if savings else [])]

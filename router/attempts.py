@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from router import records
 from router import tiers as tier_rules
-from router.events import Batcher
 from router.reasons import Cause, FailoverReason
+from router.route_events import Batcher
 from router.routes import Route, Tier
 from tasks.clock import Clock
 from tasks.core.http_rules import parse_retry_after

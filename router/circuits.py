@@ -18,8 +18,8 @@ from typing import Any
 from router import breaker, records
 from router.attempts import JudgedAnswer, TierAttempt
 from router.breaker import Admission, Change, Circuit, Policy
-from router.events import Batcher
 from router.reasons import Cause, FailoverReason
+from router.route_events import Batcher
 from router.routes import Routes, Tier
 from tasks.clock import Clock
 from tasks.core.types import RouteEvent

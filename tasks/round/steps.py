@@ -87,8 +87,8 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     the store inside its save window. A round id another run's round holds: RoundIdTaken, before anything is
     probed."""
     from tasks import variable_sync
-    from tasks.core.events import crashed_round_events
-    from tasks.events import emit_canary_events
+    from tasks.core.canary_events import crashed_round_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.round.first_window import FirstWindow, first_window
     from tasks.round.write_window import judge_spools
 
@@ -152,8 +152,8 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
     from tasks import store, variable_sync
-    from tasks.core.events import crashed_round_events
-    from tasks.events import emit_canary_events
+    from tasks.core.canary_events import crashed_round_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.round.write_window import judge_spools, land_leftovers, settle_and_save
 
     info = settled.info
@@ -262,11 +262,11 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
     `artifacts=False`: the JSON file only (the pipelined history runs with no Prefect API)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+    from tasks.core.canary_events import round_events
     from tasks.core.cost import round_cost
-    from tasks.core.events import round_events
     from tasks.core.render import render_round_markdown
     from tasks.core.render.endpoint_table import endpoint_contract_rows
-    from tasks.events import emit_canary_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.publish import create_ignore_artifact, publish_ignore_list, round_artifact_keys
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)

@@ -168,7 +168,7 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 
 # --- the sinks call it ----------------------------------------------------------------------------
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
-    from router.events import event_to_json
+    from router.route_events import route_event_to_json
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
     from tasks.secrets import redact_known_secrets_opt as row_redact
@@ -181,7 +181,7 @@ def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
         assert SHAPELESS not in (one_line(f"err\n{SHAPELESS}") or "")
         assert SlackSettings().scrub(f"a {SHAPELESS} xapp-1-2-3") == f"a {MASK} xapp-{MASK}"
         event = RouteEvent(datetime(2026, 1, 1, tzinfo=UTC), "k", 1, f"http://u:{SHAPELESS}@h/v1 m", "r")
-        assert SHAPELESS not in str(event_to_json(event))
+        assert SHAPELESS not in str(route_event_to_json(event))
 
 
 def test_redact_is_pure_it_masks_what_it_is_given_and_remembers_nothing() -> None:

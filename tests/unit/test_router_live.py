@@ -143,7 +143,7 @@ def test_the_router_and_the_probe_read_a_native_finish_reason_alike(native: str,
 
 
 def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
-    """What a busy database could not take at shutdown is kept as JSON lines (router/events.py Spill)."""
+    """What a busy database could not take at shutdown is kept as JSON lines (router/route_events.py Spill)."""
     t = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     counts = [LiveCount(t, "m", "model:chat", 1, "a", "A", LiveOutcome.UPSTREAM_ERROR, 3, reason="network_error"),
               LiveCount(t, "m", "model:chat", 2, None, None, LiveOutcome.QUALITY_FAIL, quality=LiveQuality.TOOLS,
@@ -156,9 +156,9 @@ def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_
     import router.reasons as r
     from router.answer import CheckResult
     from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
-    from router.events import Batcher
     from router.live import LiveRecorder
     from router.reasons import Cause
+    from router.route_events import Batcher
     from router.routes import Route
     from tasks.clock import StepClock
 

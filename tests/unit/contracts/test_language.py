@@ -1,4 +1,4 @@
-"""Language contract: per-attempt judgements, the confirmation trigger and the majority of three."""
+"""Language contract: per-attempt verdicts, the confirmation trigger and the majority of three."""
 
 from __future__ import annotations
 
