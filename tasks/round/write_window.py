@@ -40,7 +40,7 @@ from tasks.store.settlement import (
     mark_failed,
     policy_applied,
     save_settlement,
-    stored_round_status,
+    stored_round_state,
     unfinished_rounds,
 )
 from tasks.store.state import load_policy_states
@@ -127,7 +127,7 @@ def land_leftovers(
     _land_dead_rounds_kept(con, cfg, journals, landed, now, done)
     _end_unfinished_rows(con, cfg, model, current_round_id, journals, landed | live, now, done)
     for dead in journals.values():  # died before its round row was written, or after it was saved
-        status = stored_round_status(con, dead.info.round_id)
+        status = stored_round_state(con, dead.info.round_id)
         if dead.info.round_id in landed:
             pass  # kept in the spool when its store failed, landed above
         elif status is None:
@@ -143,7 +143,7 @@ def _land_dead_rounds_kept(con: store.Connection, cfg: CanaryConfig, journals: d
     """A dead round's kept probes land, as the round or a partial one: its id joins `landed`, its journal leaves
     `journals`."""
     for rid, kept in list(journals.items()):
-        if rid not in landed and kept.error is None and stored_round_status(con, rid) != RoundState.COMPLETE \
+        if rid not in landed and kept.error is None and stored_round_state(con, rid) != RoundState.COMPLETE \
                 and _land_kept(con, cfg, kept, now, done):
             landed.add(rid)
             del journals[rid]

@@ -90,7 +90,7 @@ def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> N
     """Record that a round started (status ``running``, step ``probe``), unless it is already stored (the same
     run trying again after a failure: ``running`` again); RoundIdTaken when another run's round holds the id."""
     claim_round_id(con, info)
-    status = stored_round_status(con, info.round_id)
+    status = stored_round_state(con, info.round_id)
     if status == RoundState.FAILED:
         con.execute("UPDATE rounds SET status = 'running', step = 'probe', finished_at = NULL, error = NULL"
                     " WHERE round_id = ?", [info.round_id])
@@ -118,8 +118,8 @@ def unfinished_rounds(con: Connection, model: str, *, besides: str) -> list[dict
     )
 
 
-def stored_round_status(con: Connection, round_id: str) -> RoundState | None:
-    """The stored status of a round (`running`, `complete`, `crashed`, ...), None when it has no row."""
+def stored_round_state(con: Connection, round_id: str) -> RoundState | None:
+    """A round's stored state (`rounds.status`: running, complete, failed, crashed), None when it has no row."""
     row = con.execute("SELECT status FROM rounds WHERE round_id = ?", [round_id]).fetchone()
     return RoundState(row[0]) if row is not None else None
 
