@@ -335,7 +335,7 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
     from demo.simulator_process import SharedStepClock, history_prefect, simulator_process
     from flows.round import canary_round
     from flows.watch import watch_once
-    from router.events import flush_all
+    from router.route_events import flush_all
     from router.server import start_router
     from tasks import store
     from tasks.config import CanaryConfig

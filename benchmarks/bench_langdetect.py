@@ -17,7 +17,7 @@ modes, but per sentence the low-accuracy mode is overconfident (1.0 for most sen
 short Spanish sentence as German with 0.99; on 856 replies assembled from system translation catalogues
 (`--locale-stress`: technical text full of English terms, /usr/share/locale) it produced 2 false failures
 against 0 for high accuracy. A false failure can suspend a healthy endpoint, so DEFAULT_MODE is "high". It is
-built lazily (issue 32: the same verdicts, errors and false failures as preloaded; a process loads only the models
+built lazily (issue 32: the same judgements, errors and false failures as preloaded; a process loads only the models
 of the scripts its replies are in, ~260 MB for a Latin-script rotation instead of ~380 MB for all 17 languages,
 and pays ~1 s of CPU at its first language reply instead of the build).
 """

@@ -303,8 +303,8 @@ def judge_cpu_per_answer(sim: Any, n: int = 2000) -> float:
     def once() -> tuple[Any, ...]:
         return check(read_stream(raw), expectations(TOOLS, None, intern))
 
-    verdicts = once()
-    assert any(str(v.quality) == "tools" and v.reason == "ok" for v in verdicts), verdicts
+    checks = once()
+    assert any(str(v.quality) == "tools" and v.reason == "ok" for v in checks), checks
     started = time.process_time()
     for _ in range(n):
         once()

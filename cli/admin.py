@@ -28,7 +28,7 @@ from tasks import store
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.config_loading import parse_duration
-from tasks.core.events import CanaryEvent
+from tasks.core.canary_events import CanaryEvent
 from tasks.core.exclusions import is_valid_tag, matches
 from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError
@@ -121,8 +121,8 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime,
     except Exception as exc:  # the JSON file is already published; the artifact catches up next round
         typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
     if events:
-        from tasks.events import emit_canary_events
         from tasks.prefect_api.private_server import drain_prefect_workers
+        from tasks.prefect_events import emit_canary_events
 
         emit_canary_events(events)
         drain_prefect_workers()  # the events worker sends in the background: before the command exits
@@ -243,7 +243,7 @@ def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
     from tasks.alert_links import round_links
-    from tasks.core.events import decision_events
+    from tasks.core.canary_events import decision_events
     from tasks.core.policy import PolicyConfig, lift
     from tasks.core.render.decision_groups import decision_messages
     from tasks.core.render.links import with_links
@@ -289,7 +289,7 @@ def lift_command(
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
     from tasks.alert_links import round_links
-    from tasks.core.events import mode_switch_event
+    from tasks.core.canary_events import mode_switch_event
     from tasks.core.policy import carry_over
     from tasks.core.render.links import with_links
 

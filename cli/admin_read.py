@@ -22,7 +22,7 @@ from tasks.config import CanaryConfig
 from tasks.core.cost import CostTotals
 from tasks.core.render.status import policy_label, status_lines
 from tasks.core.render.text import name
-from tasks.core.types import IgnoreList, Mode
+from tasks.core.types import IgnoreList, Mode, RoundState
 from tasks.publish import current_ignore_list
 from tasks.store.history import known_tags
 
@@ -137,8 +137,8 @@ def round_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for rd in report["rounds"]:
         late = " (deferred: landed late)" if rd["deferred"] else ""
-        step = f" at step {rd['step']}" if rd["status"] in ("crashed", "failed") else ""
-        why = f": {rd['error']}" if rd["status"] == "failed" and rd.get("error") else ""
+        step = f" at step {rd['step']}" if rd["status"] in (RoundState.CRASHED, RoundState.FAILED) else ""
+        why = f": {rd['error']}" if rd["status"] == RoundState.FAILED and rd.get("error") else ""
         lines.append(f"round {rd['round_id']}: {rd['status']}{step}{late}, {rd['attempt_count']} attempts{why}")
     lines += [f"round {rid}: deferred (probed, waiting in the spool for the next round to land it)"
               for rid in report["deferred_waiting"]]

@@ -35,7 +35,7 @@ def check_language_command(
     stdin: BinaryIO | None = None,
     out: TextIO | None = None,
 ) -> int:
-    """Print the verdict; return the exit code (1 when the text fails, else 0)."""
+    """Print the judgement; return the exit code (1 when the text fails, else 0)."""
     from tasks.core.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     lang = expected.strip().lower()
@@ -45,14 +45,14 @@ def check_language_command(
         )
     out = out or sys.stdout
     text = read_text(stdin or sys.stdin.buffer)
-    verdict = judge_text(text, lang)
-    code = 1 if str(verdict.outcome) == "fail" else 0
+    judgement = judge_text(text, lang)
+    code = 1 if str(judgement.outcome) == "fail" else 0
     if json_out:
-        out.write(json.dumps(verdict.as_json(), ensure_ascii=False) + "\n")
+        out.write(json.dumps(judgement.as_json(), ensure_ascii=False) + "\n")
         return code
     out.write(
-        f"{verdict.outcome} {verdict.reason} detected={verdict.detected or '-'} "
-        f"confidence={verdict.confidence:.2f} mixed_share={verdict.mixed_share:.2f} "
-        f"sentences={verdict.sentences}: {verdict.evidence}\n"
+        f"{judgement.outcome} {judgement.reason} detected={judgement.detected or '-'} "
+        f"confidence={judgement.confidence:.2f} mixed_share={judgement.mixed_share:.2f} "
+        f"sentences={judgement.sentences}: {judgement.evidence}\n"
     )
     return code

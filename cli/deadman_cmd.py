@@ -19,14 +19,15 @@ def apply_for(deployment: str, interval: timedelta, *, command: str, strict: boo
     its own) exits 2 through CanaryError; `canary serve` warns and serves on, its rounds are worth more than it."""
     from tasks.deadman_automation import apply_deadman_automation, describe
     from tasks.errors import CanaryError
-    from tasks.secrets import redact
+    from tasks.secrets import redact_known_secrets
     from tasks.slack_settings import SlackSettings
 
     settings = SlackSettings.from_env()
     try:
         applied = apply_deadman_automation(deployment, interval, settings)
     except Exception as exc:  # Prefect's HTTP errors and the like: the automation is not there
-        why = f"{command}: the dead-man automation was not applied ({redact(f'{type(exc).__name__}: {exc}')[:300]})"
+        error = redact_known_secrets(f"{type(exc).__name__}: {exc}")[:300]
+        why = f"{command}: the dead-man automation was not applied ({error})"
         if strict:
             raise CanaryError(why) from None
         typer.echo(f"{why}; serving without it", err=True)

@@ -243,7 +243,7 @@ app.add_typer(router_app, name="router")  # cli/router_app.py
 def main() -> None:
     from tasks.arenas import cap_arenas
     from tasks.errors import CanaryError
-    from tasks.secrets import install_redaction, redact
+    from tasks.secrets import install_redaction, redact_known_secrets
 
     cap_arenas()  # before any thread allocates: this process and every process it starts (tasks/arenas.py)
     install_redaction()
@@ -251,7 +251,7 @@ def main() -> None:
         app(standalone_mode=True)
     except CanaryError as exc:
         traceback_if_debug()
-        typer.echo(redact(f"canary: {exc}"), err=True)
+        typer.echo(redact_known_secrets(f"canary: {exc}"), err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -259,7 +259,7 @@ def main() -> None:
         if debug_enabled():
             raise
         line = f"canary: internal error: {type(exc).__name__}: {exc} (CANARY_DEBUG=1 for details)"
-        typer.echo(redact(line), err=True)
+        typer.echo(redact_known_secrets(line), err=True)
         sys.exit(1)
 
 

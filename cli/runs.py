@@ -28,8 +28,9 @@ from tasks.config import CanaryConfig, public_base_url
 from tasks.config_loading import resolve_config
 from tasks.config_preflight import preflight as preflight_paths
 from tasks.core.plan import is_model_id
+from tasks.core.types import RoundState
 from tasks.errors import ConfigError
-from tasks.secrets import read_secret, redact
+from tasks.secrets import read_secret, redact_known_secrets
 
 if TYPE_CHECKING:
     from tasks.prefect_api.server import PrefectApi
@@ -102,8 +103,8 @@ def run_once(
         read_secret("OPENROUTER_API_KEY", required=True, use_blocks=False)
     with prefect_api() as api:  # a private server starts now, in parallel with the next two lines
         for m, outage in preflight(cfg, models).items():
-            typer.echo(redact(f"{m}: {outage} at pre-flight: an outage, not a config error: its round runs and "
-                              "records it"))
+            typer.echo(redact_known_secrets(f"{m}: {outage} at pre-flight: an outage, not a config error: its round "
+                                            "runs and records it"))
         import flows.cycle  # noqa: F401  (the flows' imports, also while the server starts)
 
         wait_for_api(api)
@@ -131,11 +132,11 @@ def cycle_problems(cycle: dict[str, object]) -> list[str]:
     problems = []
     for summary in cycle.get("rounds") or []:  # type: ignore[attr-defined]
         status = summary.get("status")
-        if status == "failed":
+        if status == RoundState.FAILED:
             problems.append(f"{summary['model']}: round failed: {summary.get('error')}")
-        elif status == "skipped":
+        elif status == RoundState.SKIPPED:
             problems.append(f"{summary['model']}: round skipped: {summary.get('reason')}")
-        elif status not in ("complete", "deferred"):
+        elif status not in (RoundState.COMPLETE, RoundState.DEFERRED):
             problems.append(f"{summary['model']}: round {status}")
     return problems
 
@@ -157,7 +158,7 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
             db_path=cfg.db_path,
         )
     for summary in cycle["rounds"]:
-        if summary.get("status") == "failed":
+        if summary.get("status") == RoundState.FAILED:
             typer.echo(f"{summary['model']}: round failed: {summary.get('error')}")
         elif summary.get("skipped"):
             typer.echo(f"{summary['round_id']}: skipped ({summary.get('reason')}); ignore {summary['ignore']}")
@@ -175,5 +176,5 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
         typer.echo(f"cycle: {len(cycle['rounds'])} model(s) in {cycle['wall_s']:.1f} s")
     problems = cycle_problems(cycle)
     for line in problems:
-        typer.echo(redact(f"canary: {line}"), err=True)
+        typer.echo(redact_known_secrets(f"canary: {line}"), err=True)
     return CYCLE_INCOMPLETE_EXIT if problems else 0

@@ -49,6 +49,7 @@ from tasks.clock import utcnow
 from tasks.config import DEFAULT_DB_PATH, CanaryConfig
 from tasks.core.plan import model_slug
 from tasks.core.progress import progress_line
+from tasks.core.types import RoundState
 from tasks.cycle_lock import CycleLock, CycleLockTimeout
 from tasks.secrets import install_redaction
 
@@ -222,7 +223,7 @@ def _summary(model: str, future: Future[dict[str, Any]]) -> dict[str, Any]:
     try:
         return future.result()
     except Exception as exc:  # the round's own flow run shows the traceback
-        return {"model": model, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:300]}
+        return {"model": model, "status": str(RoundState.FAILED), "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 class _Progress:

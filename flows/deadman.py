@@ -72,10 +72,10 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
 def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict[str, Any]:
     from tasks import store
     from tasks.alert_links import round_links
-    from tasks.core.events import alert_events
+    from tasks.core.canary_events import alert_events
     from tasks.core.render.links import with_links
     from tasks.delivery_loop import deliver_paced
-    from tasks.events import emit_canary_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.publish import current_ignore_list
 
     with store.open_store(cfg.db_path) as con:

@@ -25,6 +25,7 @@ from tasks.config_loading import resolve_config
 from tasks.core.budget import Footprint
 from tasks.core.plan import by_endpoint
 from tasks.core.settle import Prior
+from tasks.core.types import RoundState
 from tasks.probe_journal import ProbeJournal
 from tasks.round import confirmations, probe_task, steps
 from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
@@ -93,7 +94,7 @@ def canary_round(
                     follow_up=confirmations.follow_up, flow_run_id=steps.flow_run_id(), sync_variable=not in_cycle)
     summary = run_round(engine, cfg, model_id, round_ts or utcnow(), partial=plan is not None, confirms=confirms,
                         run_id=run_id)
-    if summary.status != "skipped":
+    if summary.status != RoundState.SKIPPED:
         if refresh_snapshot:
             steps.refresh_snapshot(cfg)
         logger.info("Round %s %s: %d endpoints, %d attempts, %d decisions, ignore=%s, alerts sent=%d",

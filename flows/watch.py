@@ -30,7 +30,7 @@ from typing import Any
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
-from tasks.events import emit_canary_events
+from tasks.prefect_events import emit_canary_events
 from tasks.watch_loop import Shard, WatchEngine, look_once, own_models_of, run_watcher, start_watcher
 
 log = logging.getLogger("canary.watch")

@@ -75,7 +75,7 @@ class Tally:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class GateResult:
     tallies: Mapping[str, Tally]
     survivors: tuple[Mutant, ...] = ()
     unmatched: tuple[Equivalent, ...] = ()  # entries of a module that ran which named no surviving mutant
@@ -148,8 +148,8 @@ def load_known(text: str) -> list[Equivalent]:
     return load_equivalents(text, "survivor", ("file", "function"))
 
 
-def judge(mutants: Iterable[Mutant], equivalents: Sequence[Equivalent], files_run: Iterable[str],
-          known: Sequence[Equivalent] = ()) -> Verdict:
+def assess(mutants: Iterable[Mutant], equivalents: Sequence[Equivalent], files_run: Iterable[str],
+          known: Sequence[Equivalent] = ()) -> GateResult:
     """Each mutant caught, equivalent, known or survived, tallied per file; the entries of a file that ran
     which named no surviving mutant."""
     counts: dict[str, list[int]] = {f: [0, 0, 0, 0] for f in files_run}
@@ -177,7 +177,7 @@ def judge(mutants: Iterable[Mutant], equivalents: Sequence[Equivalent], files_ru
             listed.append(m)
     unmatched = tuple(e for i, e in enumerate(entries) if i not in used and e.file in counts)
     tallies = {f: Tally(*row) for f, row in sorted(counts.items())}
-    return Verdict(tallies, tuple(survivors), unmatched, tuple(listed), equivalent_of)
+    return GateResult(tallies, tuple(survivors), unmatched, tuple(listed), equivalent_of)
 
 
 def equivalents_digest(equivalents: Sequence[Equivalent], file: str) -> str:
@@ -203,12 +203,12 @@ def stale(record: Mapping[str, object], file: str, source_digest: str, equivalen
     return None
 
 
-def table(verdict: Verdict) -> str:
+def table(result: GateResult) -> str:
     """caught / survived (new) / known (mutation/survivors.toml) / equivalent per module, and the total."""
     rows = [("module", "mutants", "caught", "survived", "known", "equivalent", "score")]
-    total = Tally(*(sum(getattr(t, k) for t in verdict.tallies.values())
+    total = Tally(*(sum(getattr(t, k) for t in result.tallies.values())
                     for k in ("caught", "survived", "equivalent", "known")))
-    for f, t in [*verdict.tallies.items(), ("total", total)]:
+    for f, t in [*result.tallies.items(), ("total", total)]:
         rows.append((f, str(t.total), str(t.caught), str(t.survived), str(t.known), str(t.equivalent),
                      f"{t.score:.1%}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -243,12 +243,12 @@ def toml_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def failure_message(verdict: Verdict) -> str:
+def failure_message(result: GateResult) -> str:
     """Every survivor (file:line, function, the change, mutmut's name) and every stale entry, and what to do."""
     out: list[str] = []
-    if verdict.survivors:
-        out.append(f"{len(verdict.survivors)} mutant(s) survived: no test failed when this line was changed.")
-        for m in verdict.survivors:
+    if result.survivors:
+        out.append(f"{len(result.survivors)} mutant(s) survived: no test failed when this line was changed.")
+        for m in result.survivors:
             how = "no test runs this line" if m.status == "no tests" else m.status
             out.append(f"  {m.file}:{m.line} in {m.function} ({how}; {m.key})\n"
                        f"    - {m.before}\n    + {m.after}")
@@ -256,13 +256,13 @@ def failure_message(verdict: Verdict) -> str:
             "What to do: add or sharpen a test that fails with the change (the behaviour a user sees; "
             "`scripts/mutation FILE` runs one module again). Only when no test can ever tell the two apart, add "
             "to mutation/equivalents.toml, with the reason:")
-        for m in verdict.survivors[:3]:
+        for m in result.survivors[:3]:
             out.append(f"  [[equivalent]]\n  file = {toml_string(m.file)}\n  function = {toml_string(m.function)}"
                        f"\n  before = {toml_string(m.before)}\n  after = {toml_string(m.after)}\n"
                        '  why = "<why no test can tell them apart>"')
-    if verdict.unmatched:
-        out.append(f"{len(verdict.unmatched)} entry(ies) of mutation/equivalents.toml or survivors.toml name no "
+    if result.unmatched:
+        out.append(f"{len(result.unmatched)} entry(ies) of mutation/equivalents.toml or survivors.toml name no "
                    "surviving mutant (the code changed, or a test now catches it): remove them.")
-        out.extend(f"  {e.file} {e.function}: {e.before} -> {e.after}" for e in verdict.unmatched)
+        out.extend(f"  {e.file} {e.function}: {e.before} -> {e.after}" for e in result.unmatched)
     out.append("Then `scripts/mutation --record FILE...` and commit mutation/record.json.")
     return "\n".join(out)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
 
-from mutation.gate import Equivalent, Verdict, digest, equivalents_digest, stale, toml_string
+from mutation.gate import Equivalent, GateResult, digest, equivalents_digest, stale, toml_string
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "mutation"
@@ -43,15 +43,15 @@ def stale_files(files: list[str], record: Mapping[str, object], equivalents: lis
     return out
 
 
-def write_record(record: dict[str, object], verdict: Verdict, covered: dict[str, set[str]],
+def write_record(record: dict[str, object], result: GateResult, covered: dict[str, set[str]],
                  seconds: dict[str, float], equivalents: list[Equivalent]) -> list[str]:
     """The files that passed, written into the record (the others keep their old entry)."""
     if record.get("tool") != tool():
         record = {"tool": tool(), "modules": {}}
     modules = dict(record.get("modules") or {})  # type: ignore[call-overload]
-    failed = {m.file for m in verdict.survivors} | {e.file for e in verdict.unmatched}
+    failed = {m.file for m in result.survivors} | {e.file for e in result.unmatched}
     written = []
-    for f, t in verdict.tallies.items():
+    for f, t in result.tallies.items():
         if f in failed:
             continue
         modules[f] = {"source": file_digest(f), "equivalents": equivalents_digest(equivalents, f),
@@ -64,10 +64,10 @@ def write_record(record: dict[str, object], verdict: Verdict, covered: dict[str,
     return written
 
 
-def owe(known: list[Equivalent], verdict: Verdict, files: list[str]) -> list[Equivalent]:
+def owe(known: list[Equivalent], result: GateResult, files: list[str]) -> list[Equivalent]:
     """mutation/survivors.toml rewritten: the entries of the modules run are now exactly their survivors."""
     kept = [e for e in known if e.file not in files]
-    owed = {(m.file, m.function, m.before, m.after): m for m in [*verdict.known, *verdict.survivors]}
+    owed = {(m.file, m.function, m.before, m.after): m for m in [*result.known, *result.survivors]}
     entries = kept + [Equivalent(f, fn, b, a, "") for (f, fn, b, a) in sorted(owed)]
     head = [ln for ln in KNOWN.read_text(encoding="utf-8").splitlines() if ln.startswith("#")] if KNOWN.exists() \
         else []

@@ -30,11 +30,11 @@ from pathlib import Path
 from mutation.gate import (
     CAUGHT,
     Equivalent,
+    GateResult,
     Mutant,
-    Verdict,
+    assess,
     failure_message,
     function_name,
-    judge,
     load_equivalents,
     load_known,
     parse_diff,
@@ -233,19 +233,19 @@ def main(argv: list[str] | None = None) -> int:
         work = scratch(files, tests, list(cfg["do_not_mutate_patterns"]))  # type: ignore[call-overload]
         took = run_mutmut(work, args.jobs)
         found, seconds = mutants(work, files)
-        verdict = judge(found, equivalents, files, known)
+        result = assess(found, equivalents, files, known)
     except (Refused, ValueError, OSError) as e:
         print(f"mutation: {e}", file=sys.stderr)
         return 2
-    print(table(verdict))
+    print(table(result))
     print(f"mutation: {len(found)} mutants in {took:.0f} s (load {os.getloadavg()[0]:.1f})")
     if args.record:
-        verdict = _record(args.owe, found, verdict, equivalents, known, files, work, seconds)
-    elif args.gate and verdict.passed:
+        result = _record(args.owe, found, result, equivalents, known, files, work, seconds)
+    elif args.gate and result.passed:
         print("mutation gate: passed; the record is stale for these modules: `scripts/mutation --record "
               + " ".join(files) + "` and commit mutation/record.json to spare CI the run")
-    if not verdict.passed:
-        print(failure_message(verdict), file=sys.stderr)
+    if not result.passed:
+        print(failure_message(result), file=sys.stderr)
         print(f"mutation: the scratch copy is kept in {work} (`cd` there and `mutmut show NAME`)", file=sys.stderr)
         return 1
     if not args.keep:
@@ -280,17 +280,17 @@ def _stale(files: list[str], record: Mapping[str, object], entries: list[Equival
     return [f for f in files if f in why and f not in unrecorded]
 
 
-def _record(owe_them: bool, found: list[Mutant], verdict: Verdict, equivalents: list[Equivalent],
-            known: list[Equivalent], files: list[str], work: Path, seconds: dict[str, float]) -> Verdict:
+def _record(owe_them: bool, found: list[Mutant], result: GateResult, equivalents: list[Equivalent],
+            known: list[Equivalent], files: list[str], work: Path, seconds: dict[str, float]) -> GateResult:
     """--record: (with --owe, the survivors listed as owed first) the modules that passed written into the
-    record; the verdict, judged again when survivors were owed."""
+    record; the result, assessed again when survivors were owed."""
     if owe_them:  # read again: another run may have written since this one started
-        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], verdict, files)
-        verdict = judge(found, equivalents, files, known)
+        known = owe(load_known(KNOWN.read_text(encoding="utf-8")) if KNOWN.exists() else [], result, files)
+        result = assess(found, equivalents, files, known)
     record = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
-    written = write_record(record, verdict, covering_tests(work, files), seconds, [*equivalents, *known])
+    written = write_record(record, result, covering_tests(work, files), seconds, [*equivalents, *known])
     print(f"mutation: recorded {len(written)} module(s) in {RECORD.relative_to(ROOT)}")
-    return verdict
+    return result
 
 
 if __name__ == "__main__":

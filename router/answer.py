@@ -4,7 +4,7 @@
 router/stream.py `Frame`, or the JSON body of a non-streamed answer) into the canary's own record of an
 exchange, `tasks.core.types.Attempt`, so the canary's judges apply to it unchanged. `expectations(body)` reads
 what the client's request asked for (its `tools`, its `response_format`). `check(attempt, expected)` then
-gives one `Verdict` per quality class that applies (`tasks.core.live_records.LiveQuality`), each with the
+gives one `CheckResult` per quality class that applies (`tasks.core.live_records.LiveQuality`), each with the
 canary's `Reason` value (`ok` for a pass):
 
     class        judged when                                 fails with (the canary's judge)
@@ -24,10 +24,10 @@ canary's `Reason` value (`ok` for a pass):
                                                              decode (bytes that are not UTF-8, a broken event)
 
 An exchange that is no answer (an error object, a protocol violation, an upstream failure reported as success:
-`tasks.core.classify.exchange_verdict`) is not judged: it is the attempt's failure. `masked_failure` names
+`tasks.core.classify.exchange_override`) is not judged: it is the attempt's failure. `masked_failure` names
 that case for a non-streamed answer: the failover reason (`native_<word>`, `error_in_200_<code>`).
 
-Nothing here keeps, logs or returns answer text: verdicts are classes and reasons only.
+Nothing here keeps, logs or returns answer text: checks are classes and reasons only.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 import router.reasons as reasons
 from router.reasons import FailoverReason
 from router.stream import EXPLAINED_EMPTY, Frame
-from tasks.core.classify import exchange_verdict, upstream_failure
+from tasks.core.classify import exchange_override, upstream_failure
 from tasks.core.contracts.common import encoding_judgement
 from tasks.core.contracts.opening import is_corrupted_opening
 from tasks.core.contracts.structured import judge_attempt as judge_structured
@@ -61,7 +61,9 @@ _EMPTY_SCHEMA: Mapping[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class CheckResult:
+    """What one check of a live answer found: its quality class and the canary's reason ("ok": it held)."""
+
     quality: LiveQuality
     reason: str  # the canary's Reason value: "ok" when the check held
 
@@ -202,7 +204,7 @@ def is_empty(a: Attempt) -> bool:
     return not has_output(a) and a.finish_reason not in EXPLAINED_EMPTY
 
 
-def _tools_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+def _tools_check(a: Attempt, expected: Expectations) -> CheckResult | None:
     if not a.tool_calls or expected.tools is None:
         return None
     for call in a.tool_calls:
@@ -210,64 +212,64 @@ def _tools_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
         if problem is not None:
             if problem.reason == "bad_json_args" and (a.finish_reason == "length" or a.text_truncated):
                 return None  # cut by the budget or the cap: the canary's `truncated`, not judged
-            return Verdict(LiveQuality.TOOLS, problem.reason)
-    return Verdict(LiveQuality.TOOLS, Reason.OK)
+            return CheckResult(LiveQuality.TOOLS, problem.reason)
+    return CheckResult(LiveQuality.TOOLS, Reason.OK)
 
 
-def _structured_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+def _structured_check(a: Attempt, expected: Expectations) -> CheckResult | None:
     if expected.response_format is None or a.tool_calls or not a.text.strip():
         return None
     schema = expected.schema if expected.schema is not None else _EMPTY_SCHEMA  # json_object: it parses
     judgement = judge_structured(a, schema)
     if judgement.outcome is Outcome.PASS:
-        return Verdict(LiveQuality.STRUCTURED, Reason.OK)
+        return CheckResult(LiveQuality.STRUCTURED, Reason.OK)
     if judgement.outcome is Outcome.FAIL and judgement.reason in STRUCTURED_REASONS:
-        return Verdict(LiveQuality.STRUCTURED, judgement.reason)
+        return CheckResult(LiveQuality.STRUCTURED, judgement.reason)
     return None  # truncated, capped, filtered or garbled: another class (or nobody) says it
 
 
-def _encoding_verdict(a: Attempt, expected: Expectations) -> Verdict | None:
+def _encoding_check(a: Attempt, expected: Expectations) -> CheckResult | None:
     args = [c.arguments for c in a.tool_calls]
     if not a.text.strip() and not any(arg.strip() for arg in args):
         return None
     corrupted = encoding_judgement("\n".join([a.text, *args]) if args else a.text)
     if corrupted is not None:
-        return Verdict(LiveQuality.ENCODING, corrupted.reason)
+        return CheckResult(LiveQuality.ENCODING, corrupted.reason)
     free_text = expected.response_format is None and not a.tool_calls
     if free_text and is_corrupted_opening(a.text):
-        return Verdict(LiveQuality.ENCODING, Reason.CORRUPTED_OPENING)
-    return Verdict(LiveQuality.ENCODING, Reason.OK)
+        return CheckResult(LiveQuality.ENCODING, Reason.CORRUPTED_OPENING)
+    return CheckResult(LiveQuality.ENCODING, Reason.OK)
 
 
-def check(a: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
-    """One verdict per class that applies (module docstring); none for an exchange that is no answer. A stream
+def check(a: Attempt, expected: Expectations) -> tuple[CheckResult, ...]:
+    """One result per class that applies (module docstring); none for an exchange that is no answer. A stream
     with a frame that does not decode after its first content (the client got it: the relay forwards events as
     they come, and the attempt ended `ok`) fails `encoding` with the probe's `protocol_violation`, and nothing
     else is judged of it."""
     if a.error_class is ErrorClass.PROTOCOL and has_output(a):
-        return (Verdict(LiveQuality.ENCODING, Reason.PROTOCOL_VIOLATION),)
-    if a.error_class is not None or exchange_verdict(a) is not None:
+        return (CheckResult(LiveQuality.ENCODING, Reason.PROTOCOL_VIOLATION),)
+    if a.error_class is not None or exchange_override(a) is not None:
         return ()
-    verdicts: list[Verdict] = []
+    checks: list[CheckResult] = []
     if a.finish_reason not in EXPLAINED_EMPTY or has_output(a):
-        verdicts.append(Verdict(LiveQuality.EMPTY, Reason.EMPTY_REPLY if is_empty(a) else Reason.OK))
-    for judge in (_tools_verdict, _structured_verdict, _encoding_verdict):
-        verdict = judge(a, expected)
-        if verdict is not None:
-            verdicts.append(verdict)
-    return tuple(verdicts)
+        checks.append(CheckResult(LiveQuality.EMPTY, Reason.EMPTY_REPLY if is_empty(a) else Reason.OK))
+    for rule in (_tools_check, _structured_check, _encoding_check):
+        result = rule(a, expected)
+        if result is not None:
+            checks.append(result)
+    return tuple(checks)
 
 
-#: What the judge says of a stream the gate saw end empty before any output (it failed over, unjudged).
-EMPTY_REPLY = (Verdict(LiveQuality.EMPTY, Reason.EMPTY_REPLY),)
+#: What the judging says of a stream the gate saw end empty before any output (it failed over, unjudged).
+EMPTY_REPLY = (CheckResult(LiveQuality.EMPTY, Reason.EMPTY_REPLY),)
 
 #: The classes whose failure makes a non-streamed answer worth asking the next tier for (router/ROUTES.md).
 RETRIED = frozenset({LiveQuality.TOOLS, LiveQuality.STRUCTURED})
 
 
-def failed_check(verdicts: tuple[Verdict, ...]) -> Verdict | None:
-    """The first failed tools or structured verdict: a non-streamed answer the next tier is asked to redo."""
-    return next((v for v in verdicts if v.quality in RETRIED and not v.passed), None)
+def failed_check(checks: tuple[CheckResult, ...]) -> CheckResult | None:
+    """The first failed tools or structured result: a non-streamed answer the next tier is asked to redo."""
+    return next((v for v in checks if v.quality in RETRIED and not v.passed), None)
 
 
 def parse_json_answer(body: bytes) -> Mapping[str, Any] | None:

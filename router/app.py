@@ -14,13 +14,13 @@ The routes and where each is handled:
   (router/masking.py).
 - `GET /v1/models` (and `/v1/models/{id}`) lists the routes keyed by model name, unknown paths answer JSON 404,
   CORS when configured (router/wire.py).
-- `GET /healthz` reports cooldowns, circuits, sink backlogs, the judge and the canary's lists; `GET /livez` says
+- `GET /healthz` reports cooldowns, circuits, sink backlogs, the judging and the canary's lists; `GET /livez` says
   the process answers, `GET /readyz` whether it is ready for traffic (router/status.py, readiness.py).
 - `GET /metrics` is prometheus_client's own ASGI app over the router's registry.
 
 In front of every `/v1/*` path the door (router/access.py) asks for a client key when the routes file names
 clients, and applies their rate limits. The state every route reads is one `RouterShell` (router/shell.py); the
-app's lifespan opens its upstream client and runs the flusher, the judge and the list watchers.
+app's lifespan opens its upstream client and runs the flusher, the judging and the list watchers.
 
 What happened on each tier is said once, as a `TierAttempt` (router/attempts.py, walk_state.py), to one observer
 that route events, metrics, live counts and cooldowns hang on. Client API keys appear only as `key:<sha256
@@ -48,14 +48,14 @@ from starlette.routing import Route as HttpRoute
 from router import status
 from router.access import Door
 from router.chat import chat as handle_chat
-from router.events import flush_all
 from router.list_watch import watch_missing
+from router.route_events import flush_all
 from router.shell import RouterShell
 from router.wire import EXCEPTION_HANDLERS, cors_middleware, error_response, model_retrieve, models_list
 
 log = logging.getLogger("router")
 
-#: Seconds the judge may take at shutdown to finish the streamed answers still queued.
+#: Seconds the judging may take at shutdown to finish the streamed answers still queued.
 DRAIN_S = 5.0
 #: Seconds the last flush waits for a busy DuckDB file before keeping its records on disk for the next start.
 SHUTDOWN_LOCK_TIMEOUT_S = 1.0
@@ -80,15 +80,15 @@ def create_app(shell: RouterShell) -> Starlette:
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
-            judge = asyncio.create_task(shell.judge.run())
+            judging = asyncio.create_task(shell.judging.run())
             polls = [asyncio.create_task(shell.lists_poll.run())] if shell.lists_poll else []
             lists = asyncio.create_task(watch_missing(lambda: shell.ignore.statuses(shell.routes),
                                                       settings.canary_interval_s))
             try:
                 yield
             finally:
-                await shell.judge.drain(DRAIN_S)
-                for task in (judge, flusher, lists, *polls):
+                await shell.judging.drain(DRAIN_S)
+                for task in (judging, flusher, lists, *polls):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

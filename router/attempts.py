@@ -3,7 +3,7 @@
 The walk over tiers (router/app.py `chat`) says what happened, once, as data:
 
     TierAttempt(stage, route, tier_no, reason, ...)   a tier skipped, given up, answered, committed, aborted, ended
-    JudgedAnswer(route, tier_no, provider, verdicts)  what the judge said of an answer (router/answer.py)
+    JudgedAnswer(route, tier_no, provider, checks)  what the judging said of an answer (router/answer.py)
 
 and hands it to `AttemptObserver`, whose sinks each take what they need:
 
@@ -14,7 +14,7 @@ and hands it to `AttemptObserver`, whose sinks each take what they need:
     LiveRecorder (live.py)      failed_over, answered, ended,           -> live_requests (the canary's suspicion)
                                 judged answers
     CooldownBook (here)         failed_over with a Retry-After          -> the tier's cooldown
-    CircuitBook (circuits.py)   every stage (breaker.verdict)           -> the tier's circuit breaker
+    CircuitBook (circuits.py)   every stage (breaker.result)           -> the tier's circuit breaker
 
 A stream is committed (its first content chunk went out), then either aborted by the router (cut, stalled) or
 not, then ended: its live count is taken at the end, with how it ended.
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from router import records
 from router import tiers as tier_rules
-from router.events import Batcher
 from router.reasons import Cause, FailoverReason
+from router.route_events import Batcher
 from router.routes import Route, Tier
 from tasks.clock import Clock
 from tasks.core.http_rules import parse_retry_after
@@ -39,7 +39,7 @@ from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
 
 if TYPE_CHECKING:
-    from router.answer import Verdict
+    from router.answer import CheckResult
 
 log = logging.getLogger("router")
 
@@ -101,7 +101,7 @@ class JudgedAnswer:
     route: Route
     tier_no: int
     provider: str | None
-    verdicts: tuple[Verdict, ...]
+    checks: tuple[CheckResult, ...]
 
     @property
     def tier(self) -> Tier:

@@ -6,13 +6,13 @@ trial's success closes the circuit; its failure opens it again for twice the las
 `max_cooldown_s` (Envoy's outlier detection: `consecutive_5xx`, `base_ejection_time` "multiplied by the number
 of times the host has been ejected and capped by max_ejection_time"; LiteLLM's `allowed_fails` + `cooldown_time`).
 
-What counts (`verdict`, over a `TierAttempt`'s stage and reason):
+What counts (`score`, over a `TierAttempt`'s stage and reason):
 
     FAIL     the upstream failed: connect, timeout, transport error, 408, 5xx, a masked failure (native_<word>,
              error_in_200_<code>), a stream that ended, broke, stalled past its first-chunk budget, sent an
              error chunk or a bad frame before the commit, or failed after it
     OK       the upstream answered: a stream committed, a 200 handed over, an empty or failed-check answer
-             (the exchange worked; the judge counts what it was worth)
+             (the exchange worked; the judging counts what it was worth)
     NEUTRAL  everything else, never counted: a 429 (Retry-After has its own cooldown), a 4xx about the request,
              no_allowed_providers / no_endpoints_for_parameters (the request's preferences or parameters), a skip,
              a client that left, and any router-side cause (its own saturation): a cause is FAIL only when it
@@ -57,7 +57,9 @@ FAILING_CAUSES = frozenset({
 ANSWERED_CAUSES = frozenset({Cause.EMPTY_ANSWER, Cause.FAILED_CHECK})
 
 
-class Verdict(StrEnum):
+class Score(StrEnum):
+    """What one attempt counts as for its tier's circuit (`score`): a failure, a success, or nothing."""
+
     FAIL = "fail"
     OK = "ok"
     NEUTRAL = "neutral"
@@ -116,21 +118,21 @@ class Circuit:
 CLOSED = Circuit()
 
 
-def verdict(stage: str, reason: FailoverReason | None, status: int | None) -> Verdict:
+def score(stage: str, reason: FailoverReason | None, status: int | None) -> Score:
     """What an attempt says about its upstream. `stage` is router/attempts.py `Stage`'s value; an abort is
     counted once (the stream's end that follows it is not)."""
     if stage == "committed" or (stage == "answered" and status == 200):
-        return Verdict.OK
+        return Score.OK
     if reason is None or stage not in ("failed_over", "aborted", "ended"):
-        return Verdict.NEUTRAL
+        return Score.NEUTRAL
     if stage == "ended":
-        return Verdict.FAIL if reason.cause is Cause.UPSTREAM_ERROR_AFTER_COMMIT else Verdict.NEUTRAL
+        return Score.FAIL if reason.cause is Cause.UPSTREAM_ERROR_AFTER_COMMIT else Score.NEUTRAL
     if reason.cause in FAILING_CAUSES:
-        return Verdict.FAIL
+        return Score.FAIL
     if reason.cause is Cause.HTTP and reason.word is not None and reason.word.isdigit():
         code = int(reason.word)
-        return Verdict.FAIL if code == 408 or code >= 500 else Verdict.NEUTRAL
-    return Verdict.OK if reason.cause in ANSWERED_CAUSES else Verdict.NEUTRAL
+        return Score.FAIL if code == 408 or code >= 500 else Score.NEUTRAL
+    return Score.OK if reason.cause in ANSWERED_CAUSES else Score.NEUTRAL
 
 
 def is_blocked(c: Circuit, now: float, policy: Policy) -> bool:
@@ -151,15 +153,15 @@ def admit(c: Circuit, now: float, policy: Policy) -> tuple[Circuit, Admission]:
     return replace(c, trial_since=now), Admission.TRIAL
 
 
-def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reason: FailoverReason | None = None,
+def record(c: Circuit, v: Score, trial: bool, now: float, policy: Policy, reason: FailoverReason | None = None,
            provider: str | None = None) -> tuple[Circuit, Change | None]:
-    """An attempt's verdict (`trial`: it was this circuit's trial) -> the new circuit and what changed."""
+    """An attempt's score (`trial`: it was this circuit's trial) -> the new circuit and what changed."""
     if not policy.enabled:
         return c, None
     if c.open_until is None:  # closed
-        if v is Verdict.OK:
+        if v is Score.OK:
             return CLOSED, None
-        if v is Verdict.NEUTRAL:
+        if v is Score.NEUTRAL:
             return c, None
         if c.fails + 1 < policy.allowed_fails:
             return replace(c, fails=c.fails + 1, last_reason=reason, last_provider=provider), None
@@ -167,9 +169,9 @@ def record(c: Circuit, v: Verdict, trial: bool, now: float, policy: Policy, reas
                        last_provider=provider), Change.OPENED
     if not trial or c.trial_since is None:
         return c, None  # sent before it opened: only the trial decides
-    if v is Verdict.OK:
+    if v is Score.OK:
         return CLOSED, Change.CLOSED
-    if v is Verdict.NEUTRAL:
+    if v is Score.NEUTRAL:
         return replace(c, trial_since=None), None
     opens = c.opens + 1
     return replace(c, open_until=now + policy.open_for(opens), opens=opens, trial_since=None, fails=c.fails + 1,

@@ -6,7 +6,7 @@ open and close leaves behind: a route event (`circuit_opened`, `circuit_closed`)
     book.blocked(tier)        the walk's plan: is this tier out of reach now (open, or its trial in flight)?
     book.admit(tier)          just before sending: TRY, TRIAL (this request is the trial) or SKIP
     book.release(tier)        a trial that ended without an outcome (its client left)
-    book.attempt(attempt)     the observer: every attempt's verdict moves its circuit
+    book.attempt(attempt)     the observer: every attempt's score moves its circuit
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from router import breaker, records
 from router.attempts import JudgedAnswer, TierAttempt
 from router.breaker import Admission, Change, Circuit, Policy
-from router.events import Batcher
 from router.reasons import Cause, FailoverReason
+from router.route_events import Batcher
 from router.routes import Routes, Tier
 from tasks.clock import Clock
 from tasks.core.types import RouteEvent
@@ -78,9 +78,9 @@ class CircuitBook:
     def attempt(self, a: TierAttempt) -> None:
         if not self.policy.enabled:
             return
-        verdict = breaker.verdict(a.stage.value, a.reason, a.status)
+        score = breaker.score(a.stage.value, a.reason, a.status)
         now = self.clock.monotonic()
-        circuit, change = breaker.record(self._get(a.tier), verdict, a.trial, now, self.policy, a.reason, a.provider)
+        circuit, change = breaker.record(self._get(a.tier), score, a.trial, now, self.policy, a.reason, a.provider)
         self._put(a.tier, circuit)
         if change is not None:
             self._changed(a, circuit, change)

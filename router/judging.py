@@ -1,11 +1,12 @@
-"""The router's judge: every answer it passes, checked with the canary's own judges (router/answer.py).
+"""The router's judging (`AnswerJudging`; the routes file's `judge` switch): every answer it passes, checked
+with the canary's own judges (router/answer.py).
 
-A non-streamed answer is judged before it is sent (`verdicts`, on the request's path: the walk may ask the next
+A non-streamed answer is judged before it is sent (`checks`, on the request's path: the walk may ask the next
 tier for a better one). A streamed answer is judged after its last byte went to the client, off the client's
 path: the relay folds the events its gate already read (router/stream.py `Gate.read_all`: each event is parsed
-once, for the gate and the judge alike) as they go by, up to `judge_keep_bytes`, and hands the folded answer
+once, for the gate and the judging alike) as they go by, up to `judge_keep_bytes`, and hands the folded answer
 over through a bounded queue (`later`: never waits; a full queue drops the answer and counts it); one task on
-the event loop judges them one at a time, yielding between answers. Each verdict goes to the attempt observer
+the event loop judges them one at a time, yielding between answers. Each result goes to the attempt observer
 (live counts per endpoint and class, metrics).
 
 Schemas come from clients: each distinct one is interned to one object (bounded, least recently used dropped),
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from router.answer import Expectations, Verdict, check, expectations
+from router.answer import CheckResult, Expectations, check, expectations
 from router.attempts import AttemptObserver, JudgedAnswer
 from router.metrics import RouterMetrics
 from router.routes import Route
@@ -45,7 +46,7 @@ class StreamedAnswer:
     response_format: Any
 
 
-class Judge:
+class AnswerJudging:
     def __init__(self, observer: AttemptObserver, metrics: RouterMetrics, queue_size: int,
                  cpu_clock: Callable[[], float] = time.thread_time) -> None:
         self.observer = observer
@@ -54,7 +55,7 @@ class Judge:
         self.judged = 0
         self.dropped = 0
         self.errors = 0
-        self.cpu_s = 0.0  # CPU the judge spent (its thread's time, `cpu_clock`, measured around its own work)
+        self.cpu_s = 0.0  # CPU the judging spent (its thread's time, `cpu_clock`, measured around its own work)
         self._clock = cpu_clock
         self._schemas: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
 
@@ -72,8 +73,8 @@ class Judge:
     def expectations(self, tools: Any, response_format: Any) -> Expectations:
         return expectations(tools, response_format, self.intern)
 
-    def verdicts(self, attempt: Attempt, expected: Expectations) -> tuple[Verdict, ...]:
-        """The answer's verdicts; none (counted as an error) when a check raises."""
+    def checks(self, attempt: Attempt, expected: Expectations) -> tuple[CheckResult, ...]:
+        """The answer's checks; none (counted as an error) when a check raises."""
         started = self._clock()
         try:
             found = check(attempt, expected)
@@ -87,9 +88,9 @@ class Judge:
         self.judged += 1
         return found
 
-    def record(self, route: Route, tier_no: int, provider: str | None, verdicts: tuple[Verdict, ...]) -> None:
-        if verdicts:
-            self.observer.judged(JudgedAnswer(route, tier_no, provider, verdicts))
+    def record(self, route: Route, tier_no: int, provider: str | None, checks: tuple[CheckResult, ...]) -> None:
+        if checks:
+            self.observer.judged(JudgedAnswer(route, tier_no, provider, checks))
 
     # -- streams: off the client's path -------------------------------------------------------------
     def later(self, answer: StreamedAnswer) -> bool:
@@ -110,7 +111,7 @@ class Judge:
         self.cpu_s += self._clock() - started
         attempt = answer.answer
         provider = attempt.served_provider  # the provider the chunks named
-        self.record(answer.route, answer.tier_no, provider, self.verdicts(attempt, expected))
+        self.record(answer.route, answer.tier_no, provider, self.checks(attempt, expected))
         await asyncio.sleep(0)
 
     async def run(self) -> None:
@@ -119,7 +120,7 @@ class Judge:
             answer = await self.queue.get()
             try:
                 await self._judge_stream(answer)
-            except Exception as exc:  # the judge must outlive any answer
+            except Exception as exc:  # the judging must outlive any answer
                 self.errors += 1
                 self.metrics.unjudged.labels("error").inc()
                 log.warning("judging a streamed answer failed: %s", type(exc).__name__)

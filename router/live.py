@@ -9,8 +9,8 @@ Pure parts: `pinned_tag` (the tier's endpoint when its provider preferences name
 (the `provider` of a JSON answer or the `metadata.provider_name` of an error body), `stream_end` (how a
 committed stream ended). What a failover reason counts as is router/reasons.py's. `aggregate` sums records of
 one minute, endpoint, outcome, class and reason, so the store gets one row per such group, not one per request.
-The watcher reads them back as failure rates per endpoint (tasks/core/suspicion.py): suspicions, never verdicts.
-`count_to_json` / `count_from_json` keep counts on disk while the database is busy (router/events.py `Spill`).
+The watcher reads them back as failure rates per endpoint (tasks/core/suspicion.py): suspicions, never checks.
+`count_to_json` / `count_from_json` keep counts on disk while the database is busy (router/route_events.py `Spill`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import router.reasons as reasons
 from router.attempts import JudgedAnswer, TierAttempt
-from router.events import DUCKDB_LOCK_TIMEOUT_S, Batcher, Spill, in_duckdb_window, spill_dir
 from router.reasons import Cause, FailoverReason
+from router.route_events import DUCKDB_LOCK_TIMEOUT_S, Batcher, Spill, in_duckdb_window, spill_dir
 from router.routes import Tier
 from router.stream import Gate
 from tasks.clock import Clock
@@ -90,7 +90,7 @@ class DuckDBLiveSink:
 
 def live_batchers(events_db: str | None) -> list[Batcher[LiveCount]]:
     """Live counts go to the database the route events go to (`events_db`); none without one. What the file
-    could not take when the router stopped is kept beside it for the next start (router/events.py `Spill`)."""
+    could not take when the router stopped is kept beside it for the next start (router/route_events.py `Spill`)."""
     if not events_db:
         return []
     spill = Spill(spill_dir(events_db), "live_requests", count_to_json, count_from_json)
@@ -123,13 +123,13 @@ class LiveRecorder:
                              reason=attempt.live_word)])
 
     def judged(self, answer: JudgedAnswer) -> None:
-        if not self.batchers or not answer.verdicts:
+        if not self.batchers or not answer.checks:
             return
         row = self._row(answer)
         self._add([
             LiveCount(row.minute_at, row.model, row.route_key, row.tier, row.tag, row.provider_name,
                       LiveOutcome.OK if v.passed else LiveOutcome.QUALITY_FAIL, quality=v.quality, reason=v.reason)
-            for v in answer.verdicts
+            for v in answer.checks
         ])
 
 

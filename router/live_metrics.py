@@ -60,7 +60,7 @@ class LiveMetrics:
         return _model(tier), tag or "", "" if tag else provider or ""
 
     def prime(self, routes: Routes, judge: bool) -> None:
-        """Every tier's attempt series (and, with the judge on, its judged series) at 0."""
+        """Every tier's attempt series (and, with the judging on, its judged series) at 0."""
         for route in routes.routes:
             for tier in route.tiers:
                 endpoint = self._endpoint(tier, None)
@@ -78,7 +78,7 @@ class LiveMetrics:
 
     def judged(self, answer: JudgedAnswer) -> None:
         endpoint = self._endpoint(answer.tier, answer.provider)
-        for v in answer.verdicts:
+        for v in answer.checks:
             outcome = LiveOutcome.OK if v.passed else LiveOutcome.QUALITY_FAIL
             self._answers(*endpoint, v.quality, outcome).inc()
             if not v.passed:

@@ -15,7 +15,7 @@ first_chunk_timeout...). The first-chunk histogram carries OpenTelemetry's GenAI
     canary_router_stream_failures_after_commit_total{route, tier, server, model, reason}
     canary_router_ignore_reloads_total                                   ignore-list files parsed after a change
 
-The judge and the lists (`quality` the class, `reason` the canary's Reason value or why):
+The judging and the lists (`quality` the class, `reason` the canary's Reason value or why):
 
     canary_router_answers_judged_total{route, tier, server, model, quality, reason}    reason ok = the check held
     canary_router_answers_unjudged_total{reason}             queue_full (dropped, never waited for) | error
@@ -240,7 +240,7 @@ class RouterMetrics:
 
     def judged(self, answer: JudgedAnswer) -> None:
         tier = answer.tier
-        for v in answer.verdicts:
+        for v in answer.checks:
             self._judged(answer.route.key, answer.tier_no, tier.server, tier.model, v.quality, v.reason).inc()
 
     def served(self, route: str, tier_no: int, tier: Tier, first_chunk_ms: float | None) -> None:

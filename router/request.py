@@ -4,7 +4,7 @@ when the body is large).
 `prepare(raw, routes, authorization)` parses the JSON body, finds the route, and runs the savers. It never
 raises for anything a client can send: a body that is not JSON, nested too deep for the parser, or not an
 object is a `Refusal` (400, one line), a model without a route a `Refusal` (404). What the client asked the
-answer to be (its `tools`, its `response_format`) rides along for the judge (router/answer.py).
+answer to be (its `tools`, its `response_format`) rides along for the judging (router/answer.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Prepared:
     model: str | None  # the model name the client asked for
     pipeline: PipelineResult
     stream: bool
-    tools: Any  # the client's `tools`, as sent (the judge reads them)
+    tools: Any  # the client's `tools`, as sent (the judging reads them)
     response_format: Any
 
 

@@ -62,9 +62,9 @@ DEFAULT_TOKEN_BUDGET = 0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 #: Judge every answer passed (router/answer.py): counted per endpoint and class in `live_requests`.
 DEFAULT_JUDGE = True
-#: Streamed answers waiting for the judge; past it new ones are dropped (and counted), never waited for.
+#: Streamed answers waiting for the judging; past it new ones are dropped (and counted), never waited for.
 DEFAULT_JUDGE_QUEUE = 256
-#: Bytes of a streamed answer kept for the judge (the rest is forwarded, not kept: the answer is judged as cut).
+#: Bytes of a streamed answer kept for the judging (the rest is forwarded, not kept: the answer is judged as cut).
 DEFAULT_JUDGE_KEEP_BYTES = 256 * 1024
 #: Refuse to start when a tier's canary ignore list is missing (false: start, and say so loudly).
 DEFAULT_REQUIRE_IGNORE_LISTS = False

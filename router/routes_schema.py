@@ -28,7 +28,7 @@ from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Client, Route, RouterSett
 from tasks.core.redaction import strip_userinfo
 from tasks.core.urls import UrlFault, base_url, url_fault, without_query
 from tasks.schema_lines import Say
-from tasks.secrets import redact, register_url
+from tasks.secrets import redact_known_secrets, register_url
 from tasks.wire import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
 
 #: Keys OpenRouter accepts in `provider` (ProviderPreferences has additionalProperties: false).
@@ -49,7 +49,7 @@ def _tier_url(raw: Any) -> str:
         register_url(raw)
     fault = url_fault(raw, path_appended=True)
     if fault is UrlFault.NOT_HTTP:
-        shown = redact(without_query(raw)) if isinstance(raw, str) else raw
+        shown = redact_known_secrets(without_query(raw)) if isinstance(raw, str) else raw
         raise ValueError(f"must be an http(s) URL (got {shown!r})")
     if fault is UrlFault.CREDENTIALS:
         raise ValueError(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from router.app import create_app
-from router.events import Batcher
+from router.route_events import Batcher
 from router.routes import Routes
 from router.shell import RouterShell, build_shell
 from tasks.clock import Clock

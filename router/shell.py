@@ -1,4 +1,4 @@
-"""The router's state, built once at start-up: the routes, the tier keys, the sinks, the books and the judge.
+"""The router's state, built once at start-up: the routes, the tier keys, the sinks, the books and the judging.
 
 `build_shell` is the router's composition root: it resolves the tier keys from the environment (RoutesError when
 one is missing), reads the canary's lists, opens the sinks the routes file names and hangs every observer of a
@@ -23,13 +23,13 @@ from router import tiers as tier_rules
 from router.attempts import AttemptObserver, CooldownBook, RouteEventLog
 from router.breaker import Policy
 from router.circuits import CircuitBook
-from router.events import Batcher, JsonlSink, event_batchers
 from router.ignore import IgnoreLists
-from router.judging import Judge
+from router.judging import AnswerJudging
 from router.lists_poll import ListsPoller, attach, start_poller
 from router.live import LiveRecorder, live_batchers
 from router.masking import RelayMask
 from router.metrics import RouterMetrics
+from router.route_events import Batcher, JsonlSink, route_event_batchers
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, Savings
@@ -52,7 +52,7 @@ class RouterShell:
     live: LiveRecorder
     cooldown_book: CooldownBook
     observer: AttemptObserver
-    judge: Judge
+    judging: AnswerJudging
     circuits: CircuitBook
     mask: RelayMask
     client: httpx.AsyncClient | None = None  # opened and closed by the app's lifespan (router/app.py)
@@ -96,7 +96,7 @@ def build_shell(
     poller = start_poller(routes)  # with lists_url: the first pass, before the lists are reported
     ignore_lists.report(ignore.statuses(routes), settings.require_ignore_lists, settings.canary_interval_s)
     access.report(routes)
-    events = event_batchers(settings.events_path, settings.events_db) if events is None else events
+    events = route_event_batchers(settings.events_path, settings.events_db) if events is None else events
     live = LiveRecorder(clock, live_batchers(settings.events_db))
     savings = Batcher(JsonlSink(settings.savings_path), "router-savings") if settings.savings_path else None
     every: list[Batcher[Any]] = [*events, *live.batchers, *([savings] if savings else [])]
@@ -112,6 +112,6 @@ def build_shell(
     return RouterShell(
         routes=routes, api_keys=api_keys, clock=clock, ignore=ignore, events=events, savings=savings,
         metrics=metrics, live=live, cooldown_book=cooldowns, observer=observer,
-        judge=Judge(observer, metrics, settings.judge_queue), lists_poll=poller, circuits=circuits,
+        judging=AnswerJudging(observer, metrics, settings.judge_queue), lists_poll=poller, circuits=circuits,
         mask=RelayMask(key.get() for key in api_keys.values()),
     )

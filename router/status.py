@@ -26,7 +26,7 @@ async def health(shell: RouterShell, request: Request) -> JSONResponse:
         "pending_live_counts": sum(b.pending() for b in shell.live.batchers),
         "pending_on_disk": shell.pending_on_disk(),
         "restored_from_disk": sum(b.spill.restored for b in shell.batchers if b.spill is not None),
-        "judge": {"enabled": shell.routes.settings.judge, **shell.judge.health()},
+        "judge": {"enabled": shell.routes.settings.judge, **shell.judging.health()},
         "open_circuits": sum(1 for c in circuits if c["state"] != "closed"),
         "circuits": circuits,
         "lists_missing": sum(1 for s in lists if not s.exists),

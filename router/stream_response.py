@@ -36,7 +36,7 @@ def stream_response(
         w.ended(tier_no, why, (gate.prompt_tokens, gate.completion_tokens))
         finish(shell, w)
         if judge and relayed.answer is not None and ended is None:
-            shell.judge.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.answer,
+            shell.judging.later(StreamedAnswer(p.route, tier_no, relayed.gate.provider, relayed.answer,
                                              p.tools, p.response_format))
 
     keep = shell.routes.settings.judge_keep_bytes if judge else 0

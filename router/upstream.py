@@ -2,7 +2,7 @@
 
 `try_stream` drives the pure `router.stream.Gate` with the upstream's bytes until the first content chunk
 (commit) or a failure within the first-chunk budget; `relay` forwards the rest after the commit and keeps
-the bytes it forwarded (up to a cap) for the judge. `try_once` is the non-streaming attempt; what its answer
+the bytes it forwarded (up to a cap) for the judging. `try_once` is the non-streaming attempt; what its answer
 is worth is the shell's business (router/answer.py). Neither raises for anything an upstream can do:
 failures are returned as `TierFailure` data.
 """
@@ -177,7 +177,7 @@ async def try_stream(
 ) -> TierFailure | Passthrough | Committed:
     """Open the upstream stream and wait for exactly one content chunk within `budget_s` (from sending).
     `fail_over_empty`: another tier could answer, so an empty `stop` is a failover (router/stream.py).
-    `read_all`: the gate reads every event and hands the frames on (the judge folds them)."""
+    `read_all`: the gate reads every event and hands the frames on (the judging folds them)."""
     started = monotonic()
     deadline = started + budget_s
 
@@ -242,7 +242,7 @@ async def try_stream(
 @dataclass(frozen=True)
 class Relayed:
     """How a relayed stream ended: its gate, why the router aborted it (if it did), what the client got folded
-    for the judge (router/answer.py; None when nothing was kept or the stream did not end whole), and whether the
+    for the judging (router/answer.py; None when nothing was kept or the stream did not end whole), and whether the
     client took it to the end."""
 
     gate: Gate

@@ -104,7 +104,7 @@ async def _try_tier(shell: RouterShell, w: Walk, tier_no: int, ignore: Sequence[
     if isinstance(result, TierFailure):
         failed_over(shell, w, tier_no, result)
         if result.reason.cause is Cause.EMPTY_ANSWER and settings.judge:  # the gate saw the answer end empty
-            shell.judge.record(p.route, tier_no, result.provider, answers.EMPTY_REPLY)
+            shell.judging.record(p.route, tier_no, result.provider, answers.EMPTY_REPLY)
         return None
     savings = await _measure(baseline, sent)
     out_headers = records.response_headers(p.route, tier_no, savings, p.pipeline, result.headers)

@@ -41,11 +41,11 @@ async def whole_answer(
     if masked is not None:
         failed_over(shell, w, tier_no, TierFailure(masked, "", result.latency_ms), provider)
         return None
-    verdicts: tuple[answers.Verdict, ...] = ()
+    checks: tuple[answers.CheckResult, ...] = ()
     if shell.routes.settings.judge:
-        verdicts = shell.judge.verdicts(read, shell.judge.expectations(p.tools, p.response_format))
-        shell.judge.record(p.route, tier_no, provider, verdicts)
-    failed = answers.failed_check(verdicts)
+        checks = shell.judging.checks(read, shell.judging.expectations(p.tools, p.response_format))
+        shell.judging.record(p.route, tier_no, provider, checks)
+    failed = answers.failed_check(checks)
     empty = answers.is_empty(read)
     flaw = "empty:empty_reply" if empty else f"{failed.quality}:{failed.reason}" if failed else None
     if flaw is not None:

@@ -29,7 +29,7 @@ from tasks.core.redaction import strip_userinfo
 from tasks.core.types import Contract, Mode
 from tasks.core.urls import UrlFault, base_url, url_fault
 from tasks.schema_lines import Say
-from tasks.secrets import redact, register_url
+from tasks.secrets import redact_known_secrets, register_url
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -70,7 +70,7 @@ def http_url(url: str) -> str:
     register_url(url)
     fault = url_fault(url, path_appended=False)
     if fault is UrlFault.NOT_HTTP:
-        raise ValueError(f"must be an http(s) URL (got {redact(url)!r})")
+        raise ValueError(f"must be an http(s) URL (got {redact_known_secrets(url)!r})")
     if fault is UrlFault.CREDENTIALS:
         raise ValueError(
             f"must not hold credentials (got {strip_userinfo(url)!r} with a user:password@ part): "
@@ -83,7 +83,7 @@ def _prometheus_url(url: str) -> str:
     register_url(url)
     if url_fault(url, path_appended=True):
         raise ValueError(f"must be an http(s) URL without credentials, query or fragment, to which /api/v1/query "
-                         f"is appended (got {strip_userinfo(redact(url))!r})")
+                         f"is appended (got {strip_userinfo(redact_known_secrets(url))!r})")
     return base_url(url)
 
 

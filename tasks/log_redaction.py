@@ -1,8 +1,8 @@
 """Log redaction: every log record's message, arguments and traceback pass through the process's redactor.
 
-The redactor is `tasks.core.redaction.redact`, which `tasks.secrets.install_redaction` points at
-`tasks.secrets.redact` (every secret the process knows). `install_log_redaction()` (called by that, and again
-after logging is reconfigured) puts
+The redactor is `tasks.core.redaction.redact_process_secrets`, which `tasks.secrets.install_redaction` points at
+`tasks.secrets.redact_known_secrets` (every secret the process knows). `install_log_redaction()` (called by that,
+and again after logging is reconfigured) puts
 `RedactingFilter` on the canary/prefect/httpx loggers and their handlers and the root's, and wraps the log
 record factory, so a record of any logger is redacted when it is created, before any handler (the console,
 Prefect's API handler, pytest's caplog) sees it.
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from tasks.core.redaction import redact
+from tasks.core.redaction import redact_process_secrets
 
 #: Loggers whose records are redacted at creation (their children's records go through the handlers' filter
 #: and the record factory installed by `install_log_redaction`).
@@ -25,8 +25,8 @@ REDACTED_LOGGERS = (
 
 
 class RedactingFilter(logging.Filter):
-    """Rewrites a record's message and traceback text through `redact`. A message that held a secret is
-    replaced by its redacted text with the arguments merged in; other records keep `msg` and `args` as they
+    """Rewrites a record's message and traceback text through `redact_process_secrets`. A message that held a
+    secret is replaced by its redacted text with the arguments merged in; other records keep `msg` and `args` as they
     were (formatters such as uvicorn's access log read `args`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -36,15 +36,15 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string: keep what we can show
             message = f"{record.msg} {record.args!r}"
-        redacted = redact(message)
+        redacted = redact_process_secrets(message)
         if redacted != message:
             record.msg, record.args = redacted, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = redact_process_secrets(record.exc_text)
         if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+            record.stack_info = redact_process_secrets(record.stack_info)
         record._canary_redacted = True
         return True
 

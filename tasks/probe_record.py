@@ -16,8 +16,9 @@
 * What the chunks add up to (text, reasoning, tool calls by ``index``, finish reasons, usage, the provider) is
   folded by tasks/core/wire/fold.py, the fold the router's judge uses too (a cut sets ``text_truncated``).
   Tool-call deltas carry no text, so they never set TTFT.
-* Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact` (with the
-  API key) before anything judges or cuts them: evidence excerpts are cut from redacted text, never a secret.
+* Error details, reply text, reasoning and the served provider pass through `tasks.secrets.redact_known_secrets`
+  (the API key made known when the recorder is made) before anything judges or cuts them: evidence excerpts are
+  cut from redacted text, never a secret.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from tasks.core.wire.sse import (
     SSEEvent,
     escape_bytes,
 )
-from tasks.secrets import redact, redact_opt
+from tasks.secrets import redact_known_secrets, redact_known_secrets_opt, register
 
 
 class AttemptRecorder(ChunkFold):
@@ -47,7 +48,8 @@ class AttemptRecorder(ChunkFold):
 
     def __init__(self, *, cap_bytes: int, t0: float, secret: str = "") -> None:
         super().__init__(cap_bytes)
-        self.cap_bytes, self.t0, self._secret = cap_bytes, t0, secret
+        self.cap_bytes, self.t0 = cap_bytes, t0
+        register(secret)  # the key this attempt sends is masked in whatever it records (and everywhere after)
         self.ttft_from = t0  # TTFT's origin: the request's start, or when it was sent (tasks/probe_stream.py)
         self.http_status: int | None = None
         self.ttft_ms: float | None = None
@@ -69,7 +71,7 @@ class AttemptRecorder(ChunkFold):
         ):
             return
         self.error_class, self.error_code = cls, code
-        self.error_detail = one_line(redact(detail, self._secret)) if detail else None
+        self.error_detail = one_line(redact_known_secrets(detail)) if detail else None
 
     def on_event(self, event: SSEEvent, now: float) -> bool:
         """Apply one SSE event; True when the stream is over ([DONE], or a protocol violation)."""
@@ -124,10 +126,13 @@ class AttemptRecorder(ChunkFold):
             contract=contract, attempt_no=attempt_no, started_at=started_at, language=language,
             http_status=self.http_status, ttft_ms=self.ttft_ms, total_ms=self.elapsed_ms(end),
             chunk_count=self.chunk_count, keepalive_count=self.keepalive_count,
-            finish_reason=redact_opt(self.finish_reason), native_finish_reason=redact_opt(self.native_finish_reason),
-            served_provider=redact_opt(self.provider), usage=self.usage, text=redact(self.text.value()),
+            finish_reason=redact_known_secrets_opt(self.finish_reason),
+            native_finish_reason=redact_known_secrets_opt(self.native_finish_reason),
+            served_provider=redact_known_secrets_opt(self.provider), usage=self.usage,
+            text=redact_known_secrets(self.text.value()),
             text_truncated=self.text.truncated or self.reasoning.truncated or self.tool_calls.truncated,
-            reasoning=redact(self.reasoning.value()), error_class=self.error_class, error_code=self.error_code,
+            reasoning=redact_known_secrets(self.reasoning.value()), error_class=self.error_class,
+            error_code=self.error_code,
             error_detail=self.error_detail, retry_after_s=self.retry_after_s, tool_calls=self.calls(),
         )
 

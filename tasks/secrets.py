@@ -1,7 +1,7 @@
 """Secrets: read inside I/O tasks, known to ONE redactor, never printed.
 
-Every sink (DuckDB rows, rendered text, alerts, artifacts, logs, stderr, route events) calls `redact`, which
-removes secrets in two ways:
+Every sink (DuckDB rows, rendered text, alerts, artifacts, logs, stderr, route events) calls
+`redact_known_secrets`, which removes secrets in two ways (the rules: tasks.core.redaction `redact`):
 
 1. **By value.** Every secret value the process knows: the environment variables in `ENV_SECRETS`, the
    userinfo of `OPENROUTER_BASE_URL`, and every value `register`ed: each `SecretStr` (so every value read from
@@ -19,7 +19,7 @@ The rules themselves are pure (tasks/core/redaction.py); this module owns which 
 ("***") replaces what is removed. `SecretStr` keeps a value out of reprs, logs and flow parameters.
 Importing this module changes nothing. Each entry point (the `canary` CLI, every flow, the probe worker, the
 router) calls `install_redaction()` first: from then on the core's renderers and every log record (through
-tasks/log_redaction.py) are redacted with `redact`.
+tasks/log_redaction.py) are redacted with `redact_known_secrets`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from tasks.core.redaction import (
     MIN_VALUE_CHARS,
     SHAPES,
     install_redactor,
-    matcher_for,
+    redact,
     redact_shapes,
     redact_values,
     strip_userinfo,
@@ -45,7 +45,7 @@ from tasks.core.redaction import (
 from tasks.errors import ConfigError
 from tasks.log_redaction import install_log_redaction
 
-#: Secret environment variables, read afresh at every `redact` (a test or an admin may change them).
+#: Secret environment variables, read afresh at every `redact_known_secrets` (a test or an admin may change them).
 ENV_SECRETS = ("OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL")
 #: Environment variables holding URLs whose userinfo (user:password@) is a secret.
 ENV_URLS = ("OPENROUTER_BASE_URL",)
@@ -83,7 +83,7 @@ class SecretStr:
 
 
 def register(*values: str | SecretStr | None) -> None:
-    """Make values known to `redact` for the life of the process (a URL: its userinfo too)."""
+    """Make values known to `redact_known_secrets` for the life of the process (a URL: its userinfo too)."""
     found = {v for value in values for v in _derived(value)}
     if found - _registered:
         with _lock:
@@ -150,18 +150,18 @@ def known_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     return known
 
 
-def redact(text: str, *extra: str | SecretStr | None) -> str:
-    """`text` with every known secret value (and `extra` values), its long fragments and every secret shape
-    replaced by `MASK`. Text without secrets comes back unchanged."""
+def redact_known_secrets(text: str) -> str:
+    """`text` with every secret value the process knows now (`known_values`: registered ones, the environment's),
+    their long fragments and every secret shape replaced by `MASK` (tasks.core.redaction `redact`). Remembers
+    nothing: `register` makes a value known. Text without secrets comes back unchanged."""
     if not text:
         return text
-    if extra:
-        register(*extra)
-    return redact_shapes(matcher_for(known_values()).sub(text))
+    return redact(text, known_values())
 
 
-def redact_opt(text: str | None) -> str | None:
-    return None if text is None else redact(text)
+def redact_known_secrets_opt(text: str | None) -> str | None:
+    """`redact_known_secrets` of a text that may be absent (None stays None)."""
+    return None if text is None else redact_known_secrets(text)
 
 
 #: Secret blocks read during a cycle (`blocks_read_once`): name -> value (None: none); None outside a cycle.
@@ -220,7 +220,7 @@ def read_secret(
 
 def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
     """Read every secret the process may use (environment, else its Prefect Secret block) so that each is
-    known to `redact` before the first reply is recorded, not only once the task that needs it runs (and
+    known to `redact_known_secrets` before the first reply is recorded, not only once the task that needs it runs (and
     install the redaction hooks, if the entry point has not)."""
     install_redaction()
     for name in names:
@@ -228,15 +228,17 @@ def preload_secrets(names: Iterable[str] = tuple(SECRET_BLOCKS)) -> None:
 
 
 def install_redaction() -> None:
-    """Redact with `redact` from now on: the core's renderers (`tasks.core.redaction.redact`) mask every value
-    this process knows, not only shapes, and so does every log record (tasks/log_redaction.py). Idempotent;
-    entry points call it first (importing a module installs nothing)."""
-    install_redactor(redact)
+    """Redact with `redact_known_secrets` from now on: the core's renderers
+    (`tasks.core.redaction.redact_process_secrets`) mask every value this process knows, not only shapes, and so
+    does every log record (tasks/log_redaction.py). Idempotent; entry points call it first (importing a module
+    installs nothing)."""
+    install_redactor(redact_known_secrets)
     install_log_redaction()
 
 __all__ = [
     "ENV_SECRETS", "ENV_URLS", "FRAGMENT_CHARS", "MASK", "MIN_VALUE_CHARS", "SECRET_BLOCKS", "SHAPES",
     "SecretStr", "install_redaction", "known_values", "preload_secrets", "read_secret",
-    "redact", "redact_opt", "redact_shapes", "redact_values", "register", "register_url", "strip_userinfo",
+    "redact_known_secrets", "redact_known_secrets_opt", "redact_shapes", "redact_values", "register", "register_url",
+    "strip_userinfo",
     "url_userinfo_secrets",
 ]

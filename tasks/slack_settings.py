@@ -10,7 +10,7 @@ from typing import Literal
 from urllib.parse import urlparse
 
 from tasks.errors import ConfigError
-from tasks.secrets import SecretStr, read_secret, redact
+from tasks.secrets import SecretStr, read_secret, redact_known_secrets
 
 DEFAULT_TIMEOUT_S = 10
 #: How Slack's conversation IDs start (public and private channels; older private channels: G).
@@ -51,7 +51,8 @@ class SlackSettings:
             raise ConfigError("config: SLACK_CHANNEL must be set together with SLACK_BOT_TOKEN")
         if api_url is not None:
             if not _is_http_url(api_url):
-                raise ConfigError(f"config: SLACK_API_URL must be an http(s) URL (got {redact(api_url)!r})")
+                shown = redact_known_secrets(api_url)
+                raise ConfigError(f"config: SLACK_API_URL must be an http(s) URL (got {shown!r})")
             api_url = api_url if api_url.endswith("/") else api_url + "/"
         if webhook and not _is_http_url(webhook.get()):
             raise ConfigError("config: SLACK_WEBHOOK_URL must be an http(s) URL (not shown: it is a secret)")
@@ -59,7 +60,7 @@ class SlackSettings:
 
     def scrub(self, text: str) -> str:
         """Remove our secrets' values and anything shaped like a secret."""
-        return redact(text, self.bot_token, self.webhook_url)
+        return redact_known_secrets(text)  # both are SecretStr: known from the moment they exist
 
 
 def _is_http_url(value: str) -> bool:

@@ -8,7 +8,7 @@ A look that finds nothing leaves no trace: no flow run, no event, no log line (t
 window is all). A suspicion is recorded there; then its confirmation round is started (`start_round`: served,
 a Scheduled run of the cycle deployment, flows/watch.py; None in process: the caller runs the round from
 `ModelLook.result.request`, as tasks/round/confirmations.py `run_confirmations` does) and each suspicion is
-announced (`canary.endpoint.suspected`, tasks/core/events.py).
+announced (`canary.endpoint.suspected`, tasks/core/canary_events.py).
 
 The engine says only what differs between the served watcher and an in-process look, like the round's `Engine`
 (tasks/round/sequence.py): where the listing comes from, how a confirmation round is started, where the events
@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 from tasks.clock import utcnow
 from tasks.config import CanaryConfig
+from tasks.core.canary_events import CanaryEvent, suspicion_events
 from tasks.core.confirm import ConfirmationRequest
-from tasks.core.events import CanaryEvent, suspicion_events
 from tasks.core.live_records import LiveCount
 from tasks.core.suspicion import SuspicionStatus
 from tasks.core.types import Endpoint
@@ -93,7 +93,7 @@ class WatchEngine:
     #: Start the confirmation round a look asks for; returns what started it (a flow run id). None: in process,
     #: the caller runs it (`ModelLook.result.request`).
     start_round: Callable[[CanaryConfig, ConfirmationRequest], str] | None = None
-    #: Hand the suspicions' events on (tasks/events.py `emit_canary_events`; nothing by default).
+    #: Hand the suspicions' events on (tasks/prefect_events.py `emit_canary_events`; nothing by default).
     announce: Callable[[Sequence[CanaryEvent]], object] = _no_events
     #: Every model's live counts from the routers' counters in Prometheus, for `live_source = "prometheus"`
     #: (tasks/live_prometheus.py; a `LiveSourceError` when it cannot be read).

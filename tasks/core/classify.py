@@ -9,7 +9,7 @@ line over the parser's cap) is `fail` `protocol_violation`: "200 OK but useless"
 **The upstream's own word, judged once.** OpenRouter reports a failed upstream hop inside an HTTP 200 as
 `finish_reason: "stop"` (or `"error"`) with `native_finish_reason: "network_error"` and no content, in streams
 and in JSON bodies (docs/openrouter-api.md 3d). That exchange is `fail` `upstream_error` for the whole
-attempt, whatever its contract (`upstream_judgement`, asked first by every judge through `exchange_verdict`,
+attempt, whatever its contract (`upstream_judgement`, asked first by every judge through `exchange_override`,
 and by `exchange_judgement`), with the upstream's words as evidence: `native_finish_reason (network_error),
 finish_reason (stop), text_chars (0), provider (Stealth)`. It is never handed to the contracts as an answer
 (no `empty_reply`, `invalid_json` or `no_call` for it). Why `fail` and not `transport` (docs/design.md
@@ -222,7 +222,7 @@ def upstream_judgement(a: Attempt) -> Judgement | None:
     return Judgement(Outcome.FAIL, Reason.UPSTREAM_ERROR, ", ".join(parts))
 
 
-def exchange_verdict(a: Attempt) -> Judgement | None:
+def exchange_override(a: Attempt) -> Judgement | None:
     """The exchange's own judgement, asked by every contract before its own rules: a protocol violation (or
     a redirect) or an upstream failure reported as success; None when the contract may judge the reply."""
     return protocol_judgement(a) or upstream_judgement(a)

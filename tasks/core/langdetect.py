@@ -29,7 +29,7 @@ the product supports those, and a wider set invites Galician/Catalan confusions 
 loaded lazily: lingua's rule filter (the text's script and its unique letters) picks the candidate languages of
 each text and only their models are loaded, the first time a reply needs them. So a process judging the languages
 in use holds theirs (a Latin-script rotation: the 10 Latin-script models, ~260 MB, not the 17 languages' ~380
-MB) and the verdicts are the same as with every model preloaded: the candidates and their models are. Accuracy
+MB) and the judgements are the same as with every model preloaded: the candidates and their models are. Accuracy
 mode, measured by benchmarks/bench_langdetect.py on tests/data/language_corpus.jsonl: see `DEFAULT_MODE` below.
 """
 
@@ -124,7 +124,7 @@ class SentenceLabel:
 
 
 @dataclass(frozen=True, slots=True)
-class LanguageVerdict:
+class LanguageJudgement:
     """The judgement of one reply. `detected`/`confidence` are the whole reply's top language."""
 
     outcome: Outcome
@@ -182,10 +182,10 @@ def label_sentences(
     ]
 
 
-def judge_text(text: str, expected: str, *, detector: LanguageDetector | None = None) -> LanguageVerdict:
+def judge_text(text: str, expected: str, *, detector: LanguageDetector | None = None) -> LanguageJudgement:
     """Judge one reply against the expected language (an ISO 639-1 code among SUPPORTED_LANGUAGES).
 
-    With the process's own detector the verdict is remembered for the last JUDGED_CACHE replies: a round judges
+    With the process's own detector the judgement is remembered for the last JUDGED_CACHE replies: a round judges
     a first language reply in its probe task (does it need confirmations?) and again when it settles, and the
     detector is the round process's largest CPU cost (~30 % of its GIL time in a 40-model cycle)."""
     if detector is None:
@@ -193,25 +193,25 @@ def judge_text(text: str, expected: str, *, detector: LanguageDetector | None = 
     return _judge_text(text, expected, detector)
 
 
-#: How many (reply, language) verdicts the process keeps: more than the language replies of the rounds in flight.
+#: How many (reply, language) judgements the process keeps: more than the language replies of the rounds in flight.
 JUDGED_CACHE = 4096
 
 
 @functools.lru_cache(maxsize=JUDGED_CACHE)
-def _judge_with_default(text: str, expected: str) -> LanguageVerdict:
+def _judge_with_default(text: str, expected: str) -> LanguageJudgement:
     return _judge_text(text, expected, None)
 
 
-def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> LanguageVerdict:
+def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> LanguageJudgement:
     expected = expected.lower()
     if expected not in SUPPORTED_LANGUAGES:
         raise ValueError(f"unsupported language {expected!r} (known: {', '.join(SUPPORTED_LANGUAGES)})")
     corruption = scan_encoding(text)
     if corruption.is_corrupted:
-        return LanguageVerdict(Outcome.FAIL, "encoding_corruption", expected, evidence=corruption.evidence)
+        return LanguageJudgement(Outcome.FAIL, "encoding_corruption", expected, evidence=corruption.evidence)
     weight = letter_weight(text)
     if weight < MIN_REPLY_WEIGHT:
-        return LanguageVerdict(
+        return LanguageJudgement(
             Outcome.INCONCLUSIVE, "too_short", expected, evidence=f"letters ({weight}) < {MIN_REPLY_WEIGHT}"
         )
     detector = detector or get_detector()
@@ -230,7 +230,7 @@ def _judge_text(text: str, expected: str, detector: LanguageDetector | None) -> 
     if found is not None:
         return found
     if top == expected:
-        return LanguageVerdict(
+        return LanguageJudgement(
             Outcome.PASS,
             "ok",
             evidence=f"detected ({top} {conf:.2f}); other sentences {s.n_other}/{s.labelled}",
@@ -276,12 +276,12 @@ class _Sentences:
 
 
 def _switch_or_mix(text: str, expected: str, top: str | None, conf: float, s: _Sentences,
-                   base: dict[str, Any]) -> LanguageVerdict | None:
+                   base: dict[str, Any]) -> LanguageJudgement | None:
     """`language_switch` (the whole reply confidently in another language, few sentences in the expected one;
     Japanese with kana is never Chinese), else `language_mix` (enough sentences in one other language)."""
     if top is not None and top != expected and conf >= SWITCH_CONFIDENCE and s.expected_share < MIX_SHARE:
         if not (expected == "ja" and top == "zh" and has_kana(text)):
-            return LanguageVerdict(
+            return LanguageJudgement(
                 Outcome.FAIL,
                 "language_switch",
                 evidence=f"detected ({top} {conf:.2f}) != expected ({expected}); "
@@ -289,7 +289,7 @@ def _switch_or_mix(text: str, expected: str, top: str | None, conf: float, s: _S
                 **base,
             )
     if s.labelled >= MIX_MIN_SENTENCES and s.n_top_other >= MIX_MIN_OTHER and s.top_other_share >= MIX_SHARE:
-        return LanguageVerdict(
+        return LanguageJudgement(
             Outcome.FAIL,
             "language_mix",
             evidence=f"sentences in {s.other_language} ({s.n_top_other}/{s.labelled} = {s.top_other_share:.0%}) "
@@ -300,12 +300,12 @@ def _switch_or_mix(text: str, expected: str, top: str | None, conf: float, s: _S
 
 
 def _undecided(text: str, expected: str, top: str | None, conf: float, exp_conf: float, s: _Sentences,
-               base: dict[str, Any]) -> LanguageVerdict:
+               base: dict[str, Any]) -> LanguageJudgement:
     """Neither passed nor failed: the sentences disagree with a confident detection (rule 7), or it is not
     confident."""
     if top is not None and conf >= SWITCH_CONFIDENCE:  # confident, but not a switch: rule 7
         script = "; kana in the reply (Japanese script)" if expected == "ja" and has_kana(text) else ""
-        return LanguageVerdict(
+        return LanguageJudgement(
             Outcome.INCONCLUSIVE,
             "sentences_disagree",
             evidence=f"detected ({top} {conf:.2f}) for the whole reply, but sentences in {expected} "
@@ -314,7 +314,7 @@ def _undecided(text: str, expected: str, top: str | None, conf: float, exp_conf:
             f"{MIX_MIN_SENTENCES})",
             **base,
         )
-    return LanguageVerdict(
+    return LanguageJudgement(
         Outcome.INCONCLUSIVE,
         "low_confidence",
         evidence=f"detected ({top} {conf:.2f}), {expected} ({exp_conf:.2f}); "

@@ -1,6 +1,9 @@
 """Redaction rules, pure: the one documented shape list and matching by value (no registry, no environment).
 
-tasks.secrets owns which values are secret and calls these; every sink calls `tasks.secrets.redact`.
+`redact(text, values)` is the one rule: `values` and every secret shape masked, nothing remembered, no environment
+read. tasks.secrets owns which values are secret: every sink calls `tasks.secrets.redact_known_secrets` (`redact`
+over every value the process knows); pure code that must mask them too calls `redact_process_secrets`, which is
+that function once an entry point installed it (`install_redactor`) and the shape rules only before.
 
 * By value: each value's exact form and every derived form (`derived_forms`: JSON-escaped, URL-quoted,
   base64 standard and URL-safe with or without padding, HTTP Basic's `base64(value:)` / `base64(:value)`, and
@@ -211,15 +214,27 @@ def value_matcher(values: Iterable[str]) -> _ValueMatcher | None:
 
 def redact_values(text: str, values: Iterable[str]) -> str:
     """Only the value rules, for exactly `values` (pure: no registry, no environment)."""
-    chosen = tuple(sorted({v for v in values if len(v) >= MIN_VALUE_CHARS}, key=lambda v: (-len(v), v)))
+    chosen = _chosen(values)
     return _ValueMatcher(chosen).sub(text) if chosen else text
+
+
+def redact(text: str, values: Iterable[str] = ()) -> str:
+    """`text` with `values` (each in every derived form, and their long fragments) and every secret shape replaced
+    by `MASK`. Pure: it remembers nothing and reads no environment. Text without secrets comes back unchanged."""
+    chosen = _chosen(values)
+    return redact_shapes(matcher_for(chosen).sub(text) if chosen else text)
+
+
+def _chosen(values: Iterable[str]) -> tuple[str, ...]:
+    """The values long enough to mask by value, longest first (the order the matcher needs)."""
+    return tuple(sorted({v for v in values if len(v) >= MIN_VALUE_CHARS}, key=lambda v: (-len(v), v)))
 
 
 
 
 # -- the process's redactor -----------------------------------------------------------------------------------
-#: What `redact` uses. Pure code knows the shapes only; the shell (tasks/secrets.py, imported by every process
-#: that can hold a secret) installs a redactor that also masks every secret value the process knows.
+#: What `redact_process_secrets` uses. Pure code knows the shapes only; the shell (tasks/secrets.py, imported by
+#: every process that can hold a secret) installs a redactor that also masks every secret value the process knows.
 _redactor: Callable[[str], str] = redact_shapes
 
 
@@ -228,8 +243,9 @@ def install_redactor(fn: Callable[[str], str]) -> None:
     _redactor = fn
 
 
-def redact(text: str) -> str:
-    """Mask every secret this process knows (by value, once the shell installed its redactor) and shape."""
+def redact_process_secrets(text: str) -> str:
+    """`text` through the process's redactor: every secret value the process knows (once an entry point installed
+    tasks.secrets' `redact_known_secrets`) and every shape; the shapes only before that."""
     return _redactor(text)
 
 
@@ -238,7 +254,7 @@ def strip_userinfo(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return redact(url)
+        return redact_process_secrets(url)
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

@@ -2,7 +2,7 @@
 
 A thin facade, kept because ~110 modules import from it. The definitions live in:
 
-- tasks/core/vocabulary.py: the enums (Contract, Outcome, RoundStatus, ErrorClass, Mode, Action, Layer);
+- tasks/core/vocabulary.py: the enums (Contract, Outcome, RoundStatus, RoundState, ErrorClass, Mode, Action, Layer);
 - tasks/core/round_records.py: Endpoint, Usage, ToolCall, Attempt, Judgement, ContractResult, RoundInfo;
 - tasks/core/policy_records.py: EndpointState, Decision;
 - tasks/core/ignore_records.py: OperationalExclusion, BuiltinExclusion, IgnoreEntry, IgnoreList;
@@ -18,12 +18,14 @@ from tasks.core.policy_records import Decision, EndpointState
 from tasks.core.reasons import Reason, control_reason, http_reason, midstream_reason
 from tasks.core.round_records import Attempt, ContractResult, Endpoint, Judgement, RoundInfo, ToolCall, Usage
 from tasks.core.vocabulary import (
+    STORED_ROUND_STATES,
     Action,
     Contract,
     ErrorClass,
     Layer,
     Mode,
     Outcome,
+    RoundState,
     RoundStatus,
     as_contract,
 )
@@ -49,7 +51,9 @@ __all__ = [
     "Reason",
     "RouteEvent",
     "RoundInfo",
+    "RoundState",
     "RoundStatus",
+    "STORED_ROUND_STATES",
     "ToolCall",
     "Usage",
     "as_contract",

@@ -1,4 +1,5 @@
-"""The canary's enums (docs/design.md "Vocabulary"): contracts, outcomes, error classes, modes, actions, layers.
+"""The canary's enums (docs/design.md "Vocabulary"): contracts, outcomes, round statuses and round states, error
+classes, modes, actions, layers.
 
 Enum values are exactly docs/design.md's strings; they are what lands in DuckDB, JSON and Slack.
 """
@@ -41,10 +42,28 @@ class Outcome(StrEnum):
 
 
 class RoundStatus(StrEnum):
+    """An endpoint's status in one round (docs/design.md "round status"; `endpoint_rounds.status`)."""
+
     CLEAN = "clean"
     FAIL = "fail"
     TRANSPORT = "transport"
     INCONCLUSIVE = "inconclusive"
+
+
+class RoundState(StrEnum):
+    """Where a round is in its lifecycle (docs/design.md "round": `rounds.status`, `v_endpoint_rounds.round_state`,
+    a round's summary and `canary run`'s lines). Not an endpoint's round status (`RoundStatus`)."""
+
+    RUNNING = "running"  # started, not yet written (stored)
+    COMPLETE = "complete"  # probed, settled and saved (stored)
+    DEFERRED = "deferred"  # probed and settled, the write waits in the spool (a summary's; never stored)
+    FAILED = "failed"  # it raised in its own process (stored)
+    CRASHED = "crashed"  # its process died (stored; marked by the next round of the model)
+    SKIPPED = "skipped"  # not run: the previous round of the model still held its slot (a summary's; never stored)
+
+
+#: The states a `rounds` row can hold (its CHECK constraint, tasks/store/schema.py).
+STORED_ROUND_STATES = (RoundState.RUNNING, RoundState.COMPLETE, RoundState.FAILED, RoundState.CRASHED)
 
 
 class ErrorClass(StrEnum):

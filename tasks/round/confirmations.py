@@ -31,7 +31,7 @@ from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest, narrow_probes, parse_contracts, select_confirmation
 from tasks.core.plan import Probe, model_slug
 from tasks.core.settle import Settlement
-from tasks.core.types import Endpoint
+from tasks.core.types import Endpoint, RoundState
 
 log = logging.getLogger("canary.confirm")
 
@@ -54,10 +54,10 @@ def narrow(probes: Sequence[Probe], endpoints: Sequence[Endpoint], plan: Mapping
     return kept, [e for e in endpoints if e.tag in tags]
 
 
-def follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[str, Any] | None:
+def follow_up(cfg: CanaryConfig, settled: Settlement, status: RoundState) -> dict[str, Any] | None:
     """After a round: the confirmation it asks for (parameters and `due`), scheduled as a deployment run when
     this round is one; None when nothing needs confirming. Never fails the round."""
-    if status not in ("complete", "deferred"):
+    if status not in (RoundState.COMPLETE, RoundState.DEFERRED):
         return None
     request = select_confirmation(settled, cfg)
     if request is None:

@@ -33,7 +33,7 @@ from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.render.text import name
 from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.failpoints import failpoint
-from tasks.secrets import known_values, read_secret, redact
+from tasks.secrets import known_values, read_secret, redact_known_secrets
 
 log = logging.getLogger("canary")
 
@@ -232,7 +232,8 @@ class _Chain:
     def _internal_failure(self, n: int, started: Any, exc: Exception) -> Attempt:
         """A bug of ours (or a dead worker) must not cost the other endpoints their results."""
         probe = self.probe
-        detail = redact(f"probe failed internally: {type(exc).__name__}: {exc}", self.key)[:300]
+        # the key is a SecretStr: known to the redactor from the moment it exists
+        detail = redact_known_secrets(f"probe failed internally: {type(exc).__name__}: {exc}")[:300]
         log.warning("probe-%s-%s: %s", name(probe.endpoint.tag, "log"), probe.contract, detail)
         return Attempt(round_id=self.round_id, model=probe.endpoint.model, tag=probe.endpoint.tag,
                        provider_name=probe.endpoint.provider_name, contract=probe.contract, attempt_no=n,

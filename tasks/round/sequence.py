@@ -31,7 +31,7 @@ from tasks.config import CanaryConfig
 from tasks.core.budget import Footprint
 from tasks.core.plan import Probe, make_round_id, plan_probes
 from tasks.core.settle import Prior, Settlement, resolve_mode
-from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo
+from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo, RoundState
 from tasks.failpoints import failpoint
 from tasks.probe_journal import ProbeJournal
 from tasks.round import steps
@@ -45,7 +45,7 @@ class RoundSummary:
 
     round_id: str
     model: str
-    status: str  # complete | deferred | skipped
+    status: RoundState  # complete | deferred | skipped
     endpoints: int = 0
     attempts: int = 0
     decisions: tuple[str, ...] = ()  # "action:tag"
@@ -59,16 +59,17 @@ class RoundSummary:
 
     @classmethod
     def skipped(cls, round_id: str, model: str, ignore: Sequence[str] | str) -> RoundSummary:
-        return cls(round_id, model, "skipped", ignore=ignore if isinstance(ignore, str) else tuple(ignore),
+        return cls(round_id, model, RoundState.SKIPPED, ignore=ignore if isinstance(ignore, str) else tuple(ignore),
                    reason="the previous round of this model still holds its slot")
 
     def as_dict(self) -> dict[str, Any]:
         ignore = self.ignore if isinstance(self.ignore, str) else list(self.ignore)
         out: dict[str, Any] = {"round_id": self.round_id, "model": self.model, "endpoints": self.endpoints,
                                "attempts": self.attempts, "decisions": list(self.decisions), "ignore": ignore}
-        if self.status == "skipped":
-            return {**out, "skipped": True, "status": "skipped", "reason": self.reason}
-        out.update(status=self.status, partial=self.partial, confirms=self.confirms, confirmation=self.confirmation)
+        if self.status == RoundState.SKIPPED:
+            return {**out, "skipped": True, "status": str(RoundState.SKIPPED), "reason": self.reason}
+        out.update(status=str(self.status), partial=self.partial, confirms=self.confirms,
+                   confirmation=self.confirmation)
         if self.reprobed is not None:
             out["reprobed"] = self.reprobed
         return out
@@ -87,7 +88,7 @@ def _nothing_learned(settled: Settlement) -> None:
     return None
 
 
-def _no_follow_up(cfg: CanaryConfig, settled: Settlement, status: str) -> dict[str, Any] | None:
+def _no_follow_up(cfg: CanaryConfig, settled: Settlement, status: RoundState) -> dict[str, Any] | None:
     return None
 
 
@@ -106,7 +107,7 @@ class Engine:
     settled: Callable[[Settlement], None] = _nothing_learned
     #: After the round, outside the guard: the confirmation round it asks for
     #: (tasks/round/confirmations.py `follow_up`).
-    follow_up: Callable[[CanaryConfig, Settlement, str], Mapping[str, Any] | None] = _no_follow_up
+    follow_up: Callable[[CanaryConfig, Settlement, RoundState], Mapping[str, Any] | None] = _no_follow_up
     flow_run_id: str | None = None  # the Prefect flow run holding the round (its journal names it)
     #: Reconcile the operational Variable in the round's first window (False: a cycle did it for its rounds).
     sync_variable: bool = True
@@ -152,7 +153,7 @@ def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime,
 
 
 def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
-           ) -> tuple[Settlement, str, RoundProbes, int]:
+           ) -> tuple[Settlement, RoundState, RoundProbes, int]:
     """The round's steps from load-prior to deliver, the journal following them (`run_round` wraps them)."""
     round_id, model, round_ts = info.round_id, info.model, info.round_ts
     prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, info.run_id, engine.sync_variable)
@@ -169,7 +170,7 @@ def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
     journal.step("save")
     settled, status = steps.save(cfg, settled, variable_value)
     failpoint("after-save")
-    if status == "complete":
+    if status == RoundState.COMPLETE:
         journal.step("publish")
         steps.publish(cfg, settled, engine.artifacts)
         failpoint("after-publish")

@@ -26,7 +26,7 @@ from tasks.config import CanaryConfig
 from tasks.core.policy import PolicyConfig, too_soon
 from tasks.core.render.text import name
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
-from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo
+from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo, RoundState
 from tasks.errors import StoreError
 from tasks.http_errors import is_retryable_exception
 from tasks.secrets import read_secret
@@ -87,8 +87,8 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     the store inside its save window. A round id another run's round holds: RoundIdTaken, before anything is
     probed."""
     from tasks import variable_sync
-    from tasks.core.events import crashed_round_events
-    from tasks.events import emit_canary_events
+    from tasks.core.canary_events import crashed_round_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.round.first_window import FirstWindow, first_window
     from tasks.round.write_window import judge_spools
 
@@ -147,13 +147,13 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
     return settled
 
 
-def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, str]:
+def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> tuple[Settlement, RoundState]:
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
     from tasks import store, variable_sync
-    from tasks.core.events import crashed_round_events
-    from tasks.events import emit_canary_events
+    from tasks.core.canary_events import crashed_round_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.round.write_window import judge_spools, land_leftovers, settle_and_save
 
     info = settled.info
@@ -168,9 +168,9 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
             if variable_value is not None:
                 variable_sync.mark_synced(con, variable_value)
         emit_canary_events(crashed_round_events(info.model, leftovers, utcnow()), _run_logger())  # after the save
-        return saved, "complete"
+        return saved, RoundState.COMPLETE
     except StoreError as exc:
-        return keep_unsaved(cfg, settled, exc), "deferred"
+        return keep_unsaved(cfg, settled, exc), RoundState.DEFERRED
 
 
 def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Settlement:
@@ -262,11 +262,11 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
     `artifacts=False`: the JSON file only (the pipelined history runs with no Prefect API)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+    from tasks.core.canary_events import round_events
     from tasks.core.cost import round_cost
-    from tasks.core.events import round_events
     from tasks.core.render import render_round_markdown
     from tasks.core.render.endpoint_table import endpoint_contract_rows
-    from tasks.events import emit_canary_events
+    from tasks.prefect_events import emit_canary_events
     from tasks.publish import create_ignore_artifact, publish_ignore_list, round_artifact_keys
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)

@@ -21,7 +21,7 @@ from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
-from tasks.core.types import Mode, RoundInfo
+from tasks.core.types import Mode, RoundInfo, RoundState
 from tasks.errors import RoundIdTaken
 from tasks.probe_journal import kept_probes, probes_name
 from tasks.spool import (
@@ -39,7 +39,7 @@ from tasks.store.settlement import (
     mark_failed,
     policy_applied,
     save_settlement,
-    stored_round_status,
+    stored_round_state,
     unfinished_rounds,
 )
 from tasks.store.state import load_policy_states
@@ -126,12 +126,12 @@ def land_leftovers(
     _land_dead_rounds_kept(con, cfg, journals, landed, now, done)
     _end_unfinished_rows(con, cfg, model, current_round_id, journals, landed | live, now, done)
     for dead in journals.values():  # died before its round row was written, or after it was saved
-        status = stored_round_status(con, dead.info.round_id)
+        status = stored_round_state(con, dead.info.round_id)
         if dead.info.round_id in landed:
             pass  # kept in the spool when its store failed, landed above
         elif status is None:
             done.append(_end_round(con, dead.info, dead.step, dead.error, now, started_at=dead.started_at))
-        elif status == "complete":
+        elif status == RoundState.COMPLETE:
             done.append(f"round {dead.info.round_id} was saved; its process died during step {dead.step}")
         _forget(cfg, dead)
     return done
@@ -142,7 +142,7 @@ def _land_dead_rounds_kept(con: store.Connection, cfg: CanaryConfig, journals: d
     """A dead round's kept probes land, as the round or a partial one: its id joins `landed`, its journal leaves
     `journals`."""
     for rid, kept in list(journals.items()):
-        if rid not in landed and kept.error is None and stored_round_status(con, rid) != "complete" \
+        if rid not in landed and kept.error is None and stored_round_state(con, rid) != RoundState.COMPLETE \
                 and _land_kept(con, cfg, kept, now, done):
             landed.add(rid)
             del journals[rid]

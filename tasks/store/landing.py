@@ -7,7 +7,7 @@ one transaction, so a rerun never duplicates (whose rerun may: tasks/store/settl
 
     land_round(con, info, attempts, endpoints=endpoints)        # status running
     land_outcomes(con, info.round_id, results)
-    complete_round(con, info.round_id, statuses, at=now)         # or finish_round(..., status="crashed")
+    complete_round(con, info.round_id, statuses, at=now)         # or finish_round(..., status=RoundState.CRASHED)
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from tasks.clock import utcnow
-from tasks.core.types import Attempt, ContractResult, Endpoint, RoundInfo, RoundStatus
+from tasks.core.types import STORED_ROUND_STATES, Attempt, ContractResult, Endpoint, RoundInfo, RoundState, RoundStatus
 from tasks.store.metric_rollup import record_round_end
 from tasks.store.records import attempt_row, endpoint_row, outcome_row
 from tasks.store.rows import Connection, fetch_first, insert_rows, one_line, transaction, utc
 
-ROUND_STATES = ("running", "complete", "failed", "crashed")
 #: Tables holding rows keyed by round id, children first.
 _ROUND_TABLES = ("endpoint_rounds", "outcomes", "attempts", "round_endpoints", "rounds")
 
@@ -32,7 +31,7 @@ def land_round(
     attempts: Sequence[Attempt],
     *,
     endpoints: Sequence[Endpoint | str] = (),
-    status: str = "running",
+    status: RoundState = RoundState.RUNNING,
     started_at: datetime | None = None,
     finished_at: datetime | None = None,
     error: str | None = None,
@@ -53,7 +52,7 @@ def land_round(
         "model": round.model,
         "round_ts": utc(round.round_ts),
         "mode": str(round.mode),
-        "status": status,
+        "status": str(status),
         "started_at": utc(started_at or round.round_ts),
         "finished_at": utc(finished_at),
         "endpoints": tags,
@@ -113,23 +112,23 @@ def complete_round(
         if statuses is not None:
             con.execute("DELETE FROM endpoint_rounds WHERE round_id = ?", [round_id])
             insert_rows(con, "endpoint_rounds", rows)
-        finish_round(con, round_id, status="complete", at=at if at is not None else utcnow())
+        finish_round(con, round_id, status=RoundState.COMPLETE, at=at if at is not None else utcnow())
     return True
 
 
 def finish_round(
-    con: Connection, round_id: str, *, status: str, at: datetime, error: str | None = None
+    con: Connection, round_id: str, *, status: RoundState, at: datetime, error: str | None = None
 ) -> bool:
     """Set a round's final state (``complete``, ``failed`` or ``crashed``) and ``finished_at``; False if unknown."""
     _check_state(status)
     row = con.execute(
         "UPDATE rounds SET status = ?, finished_at = ?, error = ? WHERE round_id = ? RETURNING round_id",
-        [status, utc(at), one_line(error), round_id],
+        [str(status), utc(at), one_line(error), round_id],
     ).fetchall()
     record_round_end(con, round_id, status, at)  # canary_rounds_total's ledger (tasks/store/metric_rollup.py)
     return bool(row)
 
 
 def _check_state(status: str) -> None:
-    if status not in ROUND_STATES:
-        raise ValueError(f"round status must be one of {ROUND_STATES} (got {status!r})")
+    if status not in STORED_ROUND_STATES:
+        raise ValueError(f"round status must be one of {tuple(map(str, STORED_ROUND_STATES))} (got {str(status)!r})")

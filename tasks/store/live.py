@@ -13,9 +13,10 @@ import pandas as pd
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.suspicion import ClearedRate, Signal, Suspicion, SuspicionStatus
 from tasks.core.types import Endpoint, RoundStatus
+from tasks.secrets import redact_known_secrets_opt
 from tasks.store.connection import open_store
 from tasks.store.records import SIGNAL_COLUMNS
-from tasks.store.rows import Connection, insert_rows, one_line, redact, utc
+from tasks.store.rows import Connection, insert_rows, one_line, utc
 
 
 def append_live_counts(db_path_or_con: str | os.PathLike[str] | Connection, counts: Sequence[LiveCount]) -> int:
@@ -23,9 +24,10 @@ def append_live_counts(db_path_or_con: str | os.PathLike[str] | Connection, coun
     if not counts:
         return 0
     rows = [
-        {"minute_at": utc(c.minute_at), "model": c.model, "route_key": redact(c.route_key) or "", "tier": c.tier,
-         "tag": c.tag, "provider_name": c.provider_name, "outcome": str(c.outcome), "requests": c.requests,
-         "quality": str(c.quality) if c.quality is not None else None, "reason": one_line(c.reason)}
+        {"minute_at": utc(c.minute_at), "model": c.model, "route_key": redact_known_secrets_opt(c.route_key) or "",
+         "tier": c.tier, "tag": c.tag, "provider_name": c.provider_name, "outcome": str(c.outcome),
+         "requests": c.requests, "quality": str(c.quality) if c.quality is not None else None,
+         "reason": one_line(c.reason)}
         for c in counts
     ]
     if isinstance(db_path_or_con, str | os.PathLike):

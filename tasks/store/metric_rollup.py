@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from tasks.core.metric_rollup import RoundRollup
+from tasks.core.types import RoundState
 from tasks.store.metric_text import render_model_text
 from tasks.store.rows import Connection, insert_rows, utc
 
@@ -89,12 +90,12 @@ INSERT INTO round_ends SELECT round_id, model, status, coalesce(finished_at, sta
 """
 
 
-def record_round_end(con: Connection, round_id: str, status: str, at: datetime) -> None:
+def record_round_end(con: Connection, round_id: str, status: RoundState, at: datetime) -> None:
     """Count a round that ended in `status` (once: the same round ending the same way again adds nothing)."""
-    if status == "running":
+    if status == RoundState.RUNNING:
         return
     con.execute("INSERT INTO round_ends SELECT round_id, model, ?, ? FROM rounds WHERE round_id = ?"
-                " ON CONFLICT DO NOTHING", [status, utc(at), round_id])
+                " ON CONFLICT DO NOTHING", [str(status), utc(at), round_id])
 
 
 def roll_up_round(con: Connection, r: RoundRollup) -> bool:

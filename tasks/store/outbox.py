@@ -19,7 +19,8 @@ from typing import Any
 import pandas as pd
 
 from tasks.core.types import Alert
-from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, redact, utc, utc_required
+from tasks.secrets import redact_known_secrets_opt
+from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, utc, utc_required
 
 
 def enqueue_alerts(con: Connection, alerts: Sequence[Alert]) -> int:
@@ -32,8 +33,8 @@ def enqueue_alerts(con: Connection, alerts: Sequence[Alert]) -> int:
             "kind": a.kind,
             "model": a.model,
             "tag": a.tag,
-            "text": redact(a.text) or "",
-            "blocks_json": redact(a.blocks_json) or "[]",
+            "text": redact_known_secrets_opt(a.text) or "",
+            "blocks_json": redact_known_secrets_opt(a.blocks_json) or "[]",
             "status": "pending",
             "attempts": 0,
             "thread_key": a.thread_key,

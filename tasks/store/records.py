@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from tasks.core.types import Attempt, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage, as_contract
-from tasks.store.rows import one_line, redact, utc
+from tasks.secrets import redact_known_secrets_opt
+from tasks.store.rows import one_line, utc
 
 #: OpenRouter's per-endpoint figures kept with each round's endpoints (migration 9): Endpoint fields = columns.
 SIGNAL_COLUMNS = (
@@ -61,9 +62,9 @@ def attempt_row(a: Attempt) -> dict[str, Any]:
         "completion_tokens": a.usage.completion_tokens,
         "total_tokens": a.usage.total_tokens,
         "cost": a.usage.cost,
-        "text": redact(text),
+        "text": redact_known_secrets_opt(text),
         "text_truncated": a.text_truncated or text != a.text,
-        "reasoning": redact(a.reasoning[:MAX_TEXT_CHARS]),
+        "reasoning": redact_known_secrets_opt(a.reasoning[:MAX_TEXT_CHARS]),
         "error_class": str(a.error_class) if a.error_class else None,
         "error_code": a.error_code,
         "error_detail": one_line(a.error_detail),
@@ -76,7 +77,8 @@ def tool_calls_json(calls: tuple[ToolCall, ...]) -> str:
     """The `attempts.tool_calls` value: a JSON array (arguments redacted and capped like the text)."""
     return json.dumps(
         [
-            {"index": c.index, "id": c.id, "name": c.name, "arguments": redact(c.arguments[:MAX_TEXT_CHARS])}
+            {"index": c.index, "id": c.id, "name": c.name,
+             "arguments": redact_known_secrets_opt(c.arguments[:MAX_TEXT_CHARS])}
             for c in calls
         ],
         ensure_ascii=False,
@@ -139,7 +141,7 @@ def outcome_row(round_id: str, c: ContractResult) -> dict[str, Any]:
         "contract": str(c.contract),
         "outcome": str(c.outcome),
         "reason": c.reason,
-        "evidence": redact(c.evidence),
+        "evidence": redact_known_secrets_opt(c.evidence),
         "attempt_ids": list(c.attempt_ids),
         "language": c.language,
     }

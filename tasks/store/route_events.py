@@ -9,8 +9,9 @@ from datetime import datetime
 import pandas as pd
 
 from tasks.core.types import RouteEvent
+from tasks.secrets import redact_known_secrets_opt
 from tasks.store.connection import open_store
-from tasks.store.rows import Connection, insert_rows, one_line, redact, utc
+from tasks.store.rows import Connection, insert_rows, one_line, utc
 
 
 def append_route_events(
@@ -23,9 +24,9 @@ def append_route_events(
     rows = [
         {
             "event_at": utc(e.at),
-            "key": redact(e.key) or "",
+            "key": redact_known_secrets_opt(e.key) or "",
             "tier": e.tier,
-            "upstream": redact(e.upstream) or "",
+            "upstream": redact_known_secrets_opt(e.upstream) or "",
             "reason": one_line(e.reason) or "",
             "latency_ms": e.latency_ms,
             "model": e.model,

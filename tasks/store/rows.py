@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from tasks.secrets import redact as _redact
+from tasks.secrets import redact_known_secrets_opt
 
 Connection = duckdb.DuckDBPyConnection
 
@@ -33,16 +33,9 @@ def utc_required(value: datetime) -> datetime:
     return out
 
 
-def redact(text: str | None) -> str | None:
-    """Every known secret value and secret shape masked (tasks.secrets), before anything is cut or stored."""
-    if text is None:
-        return None
-    return _redact(text)
-
-
 def one_line(text: str | None, limit: int = 1000) -> str | None:
     """Redact, flatten to one line and cap ``text`` (error details, reasons)."""
-    cleaned = redact(text)
+    cleaned = redact_known_secrets_opt(text)
     if cleaned is None:
         return None
     flat = " ".join(cleaned.split())

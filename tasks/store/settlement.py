@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tasks.core.metric_rollup import round_rollup
-from tasks.core.types import RoundInfo
+from tasks.core.types import RoundInfo, RoundState
 from tasks.errors import RoundIdTaken
 from tasks.failpoints import failpoint
 from tasks.store.alert_threads import record_decision_threads
@@ -47,7 +47,7 @@ def save_settlement(con: Connection, s: Settlement, *, landed_at: datetime, defe
     model = info.model
     with transaction(con):
         claim_round_id(con, info)  # another run's round of this id is refused, never replaced
-        land_round(con, info, list(s.attempts), endpoints=list(s.endpoints), status="running")
+        land_round(con, info, list(s.attempts), endpoints=list(s.endpoints), status=RoundState.RUNNING)
         land_outcomes(con, info.round_id, s.results)
         applied = policy_applied(con, model)
         if s.decided and (applied is None or applied < info.round_ts):
@@ -90,8 +90,8 @@ def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> N
     """Record that a round started (status ``running``, step ``probe``), unless it is already stored (the same
     run trying again after a failure: ``running`` again); RoundIdTaken when another run's round holds the id."""
     claim_round_id(con, info)
-    status = stored_round_status(con, info.round_id)
-    if status == "failed":
+    status = stored_round_state(con, info.round_id)
+    if status == RoundState.FAILED:
         con.execute("UPDATE rounds SET status = 'running', step = 'probe', finished_at = NULL, error = NULL"
                     " WHERE round_id = ?", [info.round_id])
     if status is not None:
@@ -102,7 +102,7 @@ def mark_running(con: Connection, info: RoundInfo, *, started_at: datetime) -> N
 def _insert_running(con: Connection, info: RoundInfo, started_at: datetime) -> None:
     insert_rows(con, "rounds", [{
         "round_id": info.round_id, "model": info.model, "round_ts": utc(info.round_ts), "mode": str(info.mode),
-        "status": "running", "started_at": utc(started_at), "endpoints": [], "endpoint_count": 0,
+        "status": str(RoundState.RUNNING), "started_at": utc(started_at), "endpoints": [], "endpoint_count": 0,
         "attempt_count": 0, "outcome_count": 0, "step": "probe", "partial": info.partial, "run_id": info.run_id,
     }])
 
@@ -118,17 +118,18 @@ def unfinished_rounds(con: Connection, model: str, *, besides: str) -> list[dict
     )
 
 
-def stored_round_status(con: Connection, round_id: str) -> str | None:
-    """The stored status of a round (`running`, `complete`, `crashed`, ...), None when it has no row."""
+def stored_round_state(con: Connection, round_id: str) -> RoundState | None:
+    """A round's stored state (`rounds.status`: running, complete, failed, crashed), None when it has no row."""
     row = con.execute("SELECT status FROM rounds WHERE round_id = ?", [round_id]).fetchone()
-    return str(row[0]) if row is not None else None
+    return RoundState(row[0]) if row is not None else None
 
 
 def mark_crashed(
     con: Connection, info: RoundInfo, *, step: str, at: datetime, started_at: datetime | None = None
 ) -> bool:
     """Mark a round whose process died ``crashed`` with the step it reached (inserting its row if it had none)."""
-    return _mark_ended(con, info, "crashed", step, f"the round's process died during step {step}", at, started_at)
+    return _mark_ended(con, info, RoundState.CRASHED, step, f"the round's process died during step {step}", at,
+                       started_at)
 
 
 def mark_failed(
@@ -136,10 +137,10 @@ def mark_failed(
 ) -> bool:
     """Mark a round that raised in its own process ``failed`` with its error and the step it reached (inserting
     its row if it had none)."""
-    return _mark_ended(con, info, "failed", step, error, at, started_at)
+    return _mark_ended(con, info, RoundState.FAILED, step, error, at, started_at)
 
 
-def _mark_ended(con: Connection, info: RoundInfo, status: str, step: str, error: str, at: datetime,
+def _mark_ended(con: Connection, info: RoundInfo, status: RoundState, step: str, error: str, at: datetime,
                 started_at: datetime | None) -> bool:
     """A round that never completed, ended as `status`. Only a round still ``running`` changes (``failed`` again:
     also a failed one its run tried again), and only this run's: a saved round stays ``complete``, a failed one
@@ -153,8 +154,9 @@ def _mark_ended(con: Connection, info: RoundInfo, status: str, step: str, error:
         changed = con.execute(
             "UPDATE rounds SET status = ?, step = ?, finished_at = ?, error = ? WHERE round_id = ?"
             " AND list_contains(?, status) RETURNING round_id",
-            [status, step, utc(at), one_line(error), info.round_id,
-             ["running", "failed"] if status == "failed" else ["running"]],
+            [str(status), step, utc(at), one_line(error), info.round_id,
+             [str(RoundState.RUNNING), str(RoundState.FAILED)] if status == RoundState.FAILED
+             else [str(RoundState.RUNNING)]],
         ).fetchall()
         if changed:
             record_round_end(con, info.round_id, status, at)

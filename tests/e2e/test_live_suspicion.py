@@ -24,7 +24,7 @@ import pytest
 
 from demo.simulator_process import SharedStepClock, SimulatorChild, simulator_process
 from flows.watch import watch_once
-from router.events import flush_all
+from router.route_events import flush_all
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tasks import store

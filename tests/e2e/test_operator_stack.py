@@ -48,7 +48,7 @@ from tests.support.operator_stack import (
     wait_http,
 )
 from tests.support.prefect_db import seed_prefect_home
-from tests.support.prefect_runs import read_events
+from tests.support.prefect_runs import read_route_events
 from tests.support.prometheus import free_port, prometheus, require_binary
 from tests.support.slack_server import SlackServer
 
@@ -86,7 +86,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         stop(server)
 
 
-_events = read_events
+_events = read_route_events
 
 
 def test_a_suspension_shows_in_duckdb_slack_metrics_and_the_event_feed(stack: Stack) -> None:

@@ -38,7 +38,7 @@ from tasks.deployment_settings import SCHEDULE_ANCHOR
 from tasks.store.live import append_live_counts
 from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
-from tests.support.prefect_runs import read_events
+from tests.support.prefect_runs import read_route_events
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port
 
@@ -87,7 +87,7 @@ def _flow_names(api: str) -> dict[str, str]:
 
 
 def _events(api: str, since: datetime) -> list[dict[str, Any]]:
-    return read_events(api, "canary.endpoint.suspected", since)
+    return read_route_events(api, "canary.endpoint.suspected", since)
 
 
 @pytest.fixture(scope="module")

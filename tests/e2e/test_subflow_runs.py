@@ -154,7 +154,7 @@ def test_one_thread_sends_each_runs_heartbeats(prefect_harness: None) -> None:
     from prefect.events.worker import EventsWorker
     from prefect.settings import PREFECT_API_URL
 
-    from tests.support.prefect_runs import read_events
+    from tests.support.prefect_runs import read_route_events
 
     since = datetime.now(UTC)
     with settings_for_flow_runs(heartbeats=True):
@@ -163,7 +163,7 @@ def test_one_thread_sends_each_runs_heartbeats(prefect_harness: None) -> None:
     runs = {str(r.id): r.name for r in _runs_under(out["id"])}
     beats: list[dict[str, Any]] = []
     for _ in range(20):  # the server persists events in the background
-        beats = [e for e in read_events(str(PREFECT_API_URL.value()), "prefect.flow-run.heartbeat", since)
+        beats = [e for e in read_route_events(str(PREFECT_API_URL.value()), "prefect.flow-run.heartbeat", since)
                  if e["resource"]["prefect.resource.id"].removeprefix("prefect.flow-run.") in runs]
         if len(beats) >= 2:
             break

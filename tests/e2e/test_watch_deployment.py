@@ -54,9 +54,9 @@ def _flow_runs() -> list[Any]:
 def _suspected_events(since: datetime) -> list[dict[str, Any]]:
     from prefect.settings import get_current_settings
 
-    from tests.support.prefect_runs import read_events
+    from tests.support.prefect_runs import read_route_events
 
-    return read_events(str(get_current_settings().api.url), "canary.endpoint.suspected", since)
+    return read_route_events(str(get_current_settings().api.url), "canary.endpoint.suspected", since)
 
 
 def test_a_quiet_served_watcher_creates_no_flow_run(prefect_harness: None, tmp_path: Path,

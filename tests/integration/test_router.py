@@ -20,7 +20,7 @@ import pytest
 
 import simulator.fleet as simulator_fleet
 import simulator.server as simulator_server
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tasks.core.plan import model_slug
@@ -105,7 +105,7 @@ def direct(sim: Any, tag: str) -> str:
 
 
 def reasons(tmp: Path) -> list[tuple[int, str]]:
-    return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
+    return [(e.tier, e.reason) for e in read_route_events(tmp / "events.jsonl")]
 
 
 @pytest.mark.timing  # asserts on wall time: run alone (scripts/test)

@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.integration.test_router_metrics import scrape, total
@@ -86,7 +86,7 @@ def test_a_known_key_is_served_and_named_in_events_logs_and_metrics_never_shown(
         fams = scrape(r)
         text = httpx.get(r.base_url.removesuffix("/v1") + "/metrics").text
     assert {q.headers.get("authorization") for q in up.requests} == {"Bearer sk-or-v1-tier-secret"}  # never theirs
-    events = read_events(tmp_path / "events.jsonl")
+    events = read_route_events(tmp_path / "events.jsonl")
     assert [(e.tier, e.reason, e.client) for e in events] == [(1, "http_503", "team-a")]
     assert "route model:chat tier 1 degraded: http_503" in caplog.text and "client team-a" in caplog.text
     assert total(fams, "canary_router_client_requests_total", client="team-a") == 2
@@ -110,4 +110,4 @@ def test_a_client_over_its_rate_gets_429_and_no_endpoint_is_blamed(tmp_path: Pat
     assert len(up.requests) == 2
     assert total(fams, "canary_router_client_refusals_total", client="team-a", reason="rate_limit_exceeded") == 1
     assert total(fams, "canary_router_failovers_total") == 0 and total(fams, "canary_router_requests_total") == 2
-    assert read_events(tmp_path / "events.jsonl") == []
+    assert read_route_events(tmp_path / "events.jsonl") == []

@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
@@ -65,7 +65,7 @@ def streamed(r: RunningRouter, **extra: Any) -> tuple[str, set[str | None]]:
 
 
 def events(tmp: Path) -> list[tuple[int, str]]:
-    return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
+    return [(e.tier, e.reason) for e in read_route_events(tmp / "events.jsonl")]
 
 
 def live(tmp: Path) -> list[tuple[Any, ...]]:

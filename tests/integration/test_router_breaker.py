@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tasks.clock import SystemClock
@@ -83,7 +83,7 @@ def test_a_failing_tier_is_skipped_then_one_trial_closes_it(tmp_path: Path) -> N
             up.scripts["t1"] = Script("ok", text="from one")
             assert ask(r) == "from one"
             assert tier_open(r) == 0.0 and circuits(r) == []
-    assert [e.reason for e in read_events(tmp_path / "events.jsonl") if e.tier == 1] == \
+    assert [e.reason for e in read_route_events(tmp_path / "events.jsonl") if e.tier == 1] == \
         ["first_chunk_timeout"] * 3 + ["circuit_opened", "circuit_closed"]
     rows = query(tmp_path / "canary.duckdb", "SELECT tier, outcome, reason, sum(requests)::INT FROM live_requests "
                                              "WHERE quality IS NULL GROUP BY ALL")
@@ -104,7 +104,7 @@ def test_a_failed_trial_opens_it_again_for_twice_as_long(tmp_path: Path) -> None
             assert state["state"] == "open" and state["opens"] == 2 and 59 < state["open_for_s"] <= 60
             clock.offset += 30
             assert ask(r, stream=False) == "from two" and len(up.for_model("t1")) == 4  # still open
-    opened = [e.reason for e in read_events(tmp_path / "events.jsonl")].count("circuit_opened")
+    opened = [e.reason for e in read_route_events(tmp_path / "events.jsonl")].count("circuit_opened")
     assert opened == 2
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
@@ -37,5 +37,5 @@ def test_a_slow_first_token_streams_where_the_route_or_tier_allows_it(tmp_path: 
 
             answers = [text(m) for m in ("by-route", "by-tier", "default")]
     assert answers == ["Thought it through", "Thought it through", "quick"]
-    assert [(e.key, e.reason) for e in read_events(tmp_path / "e.jsonl")] == [("model:default",
+    assert [(e.key, e.reason) for e in read_route_events(tmp_path / "e.jsonl")] == [("model:default",
                                                                                "first_chunk_timeout")]

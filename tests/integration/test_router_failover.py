@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from router import savings
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes import key_id
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
@@ -70,7 +70,7 @@ def stream_text(r: RunningRouter) -> str:
 
 
 def reasons(tmp: Path) -> list[tuple[int, str]]:
-    return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
+    return [(e.tier, e.reason) for e in read_route_events(tmp / "events.jsonl")]
 
 
 @pytest.mark.timing  # asserts on wall time: run alone (scripts/test)

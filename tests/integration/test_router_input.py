@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
@@ -97,7 +97,7 @@ def test_a_large_body_never_blames_a_healthy_endpoint_of_another_request(tmp_pat
             sender.join()
             time.sleep(0.2)
     assert outcome["big"].status_code == 200 and texts
-    assert [e.reason for e in read_events(tmp_path / "events.jsonl")] == []
+    assert [e.reason for e in read_route_events(tmp_path / "events.jsonl")] == []
 
 
 def test_a_client_that_leaves_before_the_first_chunk_cancels_the_walk(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_client_that_leaves_before_the_first_chunk_cancels_the_walk(tmp_path: 
         metrics = httpx.get(r.base_url.removesuffix("/v1") + "/metrics").text
         asked = [q.model for q in up.requests]
     assert asked == ["t1"]
-    assert read_events(tmp_path / "events.jsonl") == []  # the client's leaving is no endpoint's failure
+    assert read_route_events(tmp_path / "events.jsonl") == []  # the client's leaving is no endpoint's failure
     assert 'canary_router_clients_gone_total{route="model:chat"} 1.0' in metrics
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
@@ -65,7 +65,7 @@ def test_started_from_another_directory_the_router_obeys_the_list_beside_its_rou
     assert re.search(r"WARNING router.ignore route model:chat tier 2: waiting for the canary's first round: its "
                      r"ignore list .*t2\.json does not exist yet", text)  # a fresh install: an ERROR an interval later
     assert "HTTP Request:" not in text and "savings " not in text  # nothing at INFO per request (issue 44)
-    assert [e.reason for e in read_events(home / "events.jsonl")] == ["pinned_providers_excluded"]
+    assert [e.reason for e in read_route_events(home / "events.jsonl")] == ["pinned_providers_excluded"]
     assert not (elsewhere / "events.jsonl").exists()
     assert (health["lists_missing"], [(x["tier"], x["exists"], x["entries"]) for x in health["lists"]]) == (
         1, [(1, True, 1), (2, False, 0)])

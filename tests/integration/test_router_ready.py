@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from router.events import Batcher
+from router.route_events import Batcher
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tasks.core.plan import model_slug

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from router.events import read_events
+from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from tests.support.wire_upstream import NO_PROVIDERS, Script, WireUpstream
@@ -49,7 +49,7 @@ def streamed(r: RunningRouter) -> tuple[str, list[str | None]]:
 
 
 def reasons(tmp: Path) -> list[tuple[int, str]]:
-    return [(e.tier, e.reason) for e in read_events(tmp / "events.jsonl")]
+    return [(e.tier, e.reason) for e in read_route_events(tmp / "events.jsonl")]
 
 
 def test_upstream_requests_ask_for_identity_and_a_gzip_event_stream_relays(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.config_loading import apply_overrides
+from tasks.core.canary_events import CanaryEvent
 from tasks.core.confirm import ConfirmationRequest
-from tasks.core.events import CanaryEvent
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.errors import ConfigError
 from tasks.quiet_log import QuietLog

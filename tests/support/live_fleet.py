@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from router.events import flush_all
+from router.route_events import flush_all
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
 from simulator.fleet import parse_fleet

@@ -23,7 +23,7 @@ def take_scheduled_run(run_id: str) -> Any:
     return asyncio.run(read())
 
 
-def read_events(api: str, name: str, since: datetime) -> list[dict[str, Any]]:
+def read_route_events(api: str, name: str, since: datetime) -> list[dict[str, Any]]:
     """The events named `name` the Prefect API at `api` received in the two hours from `since`."""
     body = {"filter": {"event": {"name": [name]},
                        "occurred": {"since": since.isoformat(), "until": (since + timedelta(hours=2)).isoformat()}},

@@ -1,4 +1,4 @@
-"""Decisions and findings as Prefect events (tasks/core/events.py): names, resources, evidence, stable ids."""
+"""Decisions and findings as Prefect events (tasks/core/canary_events.py): names, resources, evidence, stable ids."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tasks.core.events import (
+from tasks.core.canary_events import (
     ALERT_EVENTS,
     DECISION_EVENTS,
     ROUND_CRASHED,

@@ -123,7 +123,7 @@ def test_detector_is_one_shared_instance_across_threads() -> None:
     assert len({id(d) for d in seen}) == 1 and seen[0] is L.get_detector()
 
 
-def test_verdict_json_shape() -> None:
+def test_judgement_json_shape() -> None:
     out = L.judge_text(" ".join(PT), "pt").as_json()
     assert {"outcome", "reason", "detected", "confidence", "mixed_share", "sentences"} <= set(out)
     assert out["outcome"] == "pass"
@@ -131,7 +131,7 @@ def test_verdict_json_shape() -> None:
 
 def test_a_reply_judged_twice_is_detected_once() -> None:
     """A first language reply is judged in its probe task and again when the round settles: once is enough."""
-    text = " ".join(PT) + " (verdict cache)"
+    text = " ".join(PT) + " (judgement cache)"
     L._judge_with_default.cache_clear()  # the same test run again in one process (mutation testing) starts cold
     before = L._judge_with_default.cache_info()
     first = L.judge_text(text, "pt")
@@ -171,14 +171,14 @@ def test_low_confidence_always_comes_with_a_low_confidence() -> None:
     confident readings the sentences contradict (on main: `low_confidence` at 1.00) are `sentences_disagree`."""
     import itertools
 
-    verdicts = []
+    judgements = []
     for a, b in itertools.product(range(4), range(4)):
         pt, es = PT[:a], ES[:b]
         alternating = [x for pair in itertools.zip_longest(pt, es) for x in pair if x]
         for sentences in {tuple(pt + es), tuple(es + pt), tuple(alternating)} - {()}:
-            verdicts += [L.judge_text(" ".join(sentences), lang) for lang in ("pt", "es")]
-    low = [(v.detected, v.confidence) for v in verdicts if v.reason == "low_confidence"]
+            judgements += [L.judge_text(" ".join(sentences), lang) for lang in ("pt", "es")]
+    low = [(v.detected, v.confidence) for v in judgements if v.reason == "low_confidence"]
     assert all(conf < L.SWITCH_CONFIDENCE for _, conf in low), low
-    disagree = [v for v in verdicts if v.reason == "sentences_disagree"]
+    disagree = [v for v in judgements if v.reason == "sentences_disagree"]
     assert disagree and all(v.confidence >= L.SWITCH_CONFIDENCE and v.outcome is Outcome.INCONCLUSIVE
                             for v in disagree)

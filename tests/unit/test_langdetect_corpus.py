@@ -21,7 +21,7 @@ ROWS: list[dict[str, Any]] = [json.loads(line) for line in CORPUS_PATH.open(enco
 
 
 @pytest.fixture(scope="module")
-def verdicts() -> dict[str, L.LanguageVerdict]:
+def judgements() -> dict[str, L.LanguageJudgement]:
     return {r["id"]: L.judge_text(r["text"], r["expected"]) for r in ROWS}
 
 
@@ -33,19 +33,19 @@ def test_corpus_covers_every_language_and_the_hard_pairs() -> None:
     assert sum(r["kind"] == "mojibake" for r in ROWS) >= 10
 
 
-def test_zero_false_failures_on_clean_text(verdicts: dict[str, L.LanguageVerdict]) -> None:
+def test_zero_false_failures_on_clean_text(judgements: dict[str, L.LanguageJudgement]) -> None:
     false_failures = [
-        (r["id"], verdicts[r["id"]].reason, verdicts[r["id"]].evidence)
+        (r["id"], judgements[r["id"]].reason, judgements[r["id"]].evidence)
         for r in ROWS
-        if r["expect"] != "fail" and verdicts[r["id"]].outcome.value == "fail"
+        if r["expect"] != "fail" and judgements[r["id"]].outcome.value == "fail"
     ]
     assert false_failures == []
 
 
-def test_accuracy_report(verdicts: dict[str, L.LanguageVerdict], capsys: pytest.CaptureFixture[str]) -> None:
+def test_accuracy_report(judgements: dict[str, L.LanguageJudgement], capsys: pytest.CaptureFixture[str]) -> None:
     per_kind: dict[str, list[bool]] = {}
     for r in ROWS:
-        v = verdicts[r["id"]]
+        v = judgements[r["id"]]
         ok = v.outcome.value == r["expect"] and (r["reason"] is None or v.reason == r["reason"])
         per_kind.setdefault(r["kind"], []).append(ok)
     with capsys.disabled():
@@ -55,7 +55,7 @@ def test_accuracy_report(verdicts: dict[str, L.LanguageVerdict], capsys: pytest.
     total = [ok for oks in per_kind.values() for ok in oks]
     assert sum(total) / len(total) >= 0.95
     # Every deliberate failure must at least be caught as a failure (the reason may differ at the margin).
-    caught = [verdicts[r["id"]].outcome.value == "fail" for r in ROWS if r["expect"] == "fail"]
+    caught = [judgements[r["id"]].outcome.value == "fail" for r in ROWS if r["expect"] == "fail"]
     assert all(caught)
 
 
@@ -63,7 +63,7 @@ def test_accuracy_report(verdicts: dict[str, L.LanguageVerdict], capsys: pytest.
     "row", [r for r in ROWS if r["kind"] in ("mixed", "mojibake", "switch")], ids=lambda r: r["id"]
 )
 def test_each_deliberate_failure_has_its_reason(
-    row: dict[str, Any], verdicts: dict[str, L.LanguageVerdict]
+    row: dict[str, Any], judgements: dict[str, L.LanguageJudgement]
 ) -> None:
-    v = verdicts[row["id"]]
+    v = judgements[row["id"]]
     assert (v.outcome.value, v.reason) == (row["expect"], row["reason"]), v.evidence

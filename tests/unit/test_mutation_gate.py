@@ -54,11 +54,11 @@ def test_caught_equivalent_and_survived_are_tallied_per_module() -> None:
     eq = Equivalent("router/answer.py", "f", "x = 1", "x = 2", "nobody reads x")
     found = [mutant("killed"), mutant("timeout"), mutant("survived"), mutant("no tests", after="x = 3"),
              mutant("survived", file="router/judging.py", key="router.judging.x_f__mutmut_1")]
-    verdict = gate.judge(found, [eq], ["router/answer.py", "router/judging.py", "router/tiers.py"])
-    assert verdict.tallies == {"router/answer.py": Tally(2, 1, 1), "router/judging.py": Tally(0, 1, 0),
+    result = gate.assess(found, [eq], ["router/answer.py", "router/judging.py", "router/tiers.py"])
+    assert result.tallies == {"router/answer.py": Tally(2, 1, 1), "router/judging.py": Tally(0, 1, 0),
                                "router/tiers.py": Tally()}
-    assert [m.after for m in verdict.survivors] == ["x = 3", "x = 2"] and not verdict.passed
-    assert verdict.equivalent_of == {"router.answer.x_f__mutmut_1": eq}
+    assert [m.after for m in result.survivors] == ["x = 3", "x = 2"] and not result.passed
+    assert result.equivalent_of == {"router.answer.x_f__mutmut_1": eq}
     assert Tally(2, 1, 1).score == pytest.approx(2 / 3) and Tally(0, 0, 4).score == 1.0
 
 
@@ -66,23 +66,23 @@ def test_an_equivalent_names_one_change_of_one_function_of_one_module() -> None:
     eq = Equivalent("router/answer.py", "f", "x = 1", "x = 2", "nobody reads x")
     for other in (mutant(function="g"), mutant(after="x = 0"), mutant(before="y = 1"),
                   mutant(file="router/tiers.py")):
-        assert gate.judge([other], [eq], [other.file]).survivors == (other,)
-    assert gate.judge([mutant()], [eq], ["router/answer.py"]).passed
+        assert gate.assess([other], [eq], [other.file]).survivors == (other,)
+    assert gate.assess([mutant()], [eq], ["router/answer.py"]).passed
 
 
 def test_an_entry_that_names_no_survivor_of_a_module_that_ran_fails_the_gate() -> None:
     eq = Equivalent("router/answer.py", "f", "x = 1", "x = 2", "nobody reads x")
-    caught_now = gate.judge([mutant("killed")], [eq], ["router/answer.py"])
+    caught_now = gate.assess([mutant("killed")], [eq], ["router/answer.py"])
     assert caught_now.unmatched == (eq,) and not caught_now.passed
     assert "remove them" in gate.failure_message(caught_now)
-    assert gate.judge([], [eq], ["router/judging.py"]).passed  # its module did not run: nothing to say
+    assert gate.assess([], [eq], ["router/judging.py"]).passed  # its module did not run: nothing to say
 
 
 def test_the_failure_message_says_where_what_and_what_to_do() -> None:
     m = Mutant("router/answer.py", "router.answer.x_masked_failure__mutmut_10", "masked_failure", 199,
                "if not has_output(a) or is_try_again_status(code):",
                'if not has_output(a) or is_try_again_status("XXcodeXX"):', "survived")
-    text = gate.failure_message(gate.judge([m], [], ["router/answer.py"]))
+    text = gate.failure_message(gate.assess([m], [], ["router/answer.py"]))
     assert "router/answer.py:199 in masked_failure (survived; router.answer.x_masked_failure__mutmut_10)" in text
     assert "- if not has_output(a) or is_try_again_status(code):" in text
     assert "add or sharpen a test" in text and "scripts/mutation --record" in text
@@ -111,8 +111,8 @@ def test_a_module_runs_again_when_what_it_rests_on_changed() -> None:
 
 
 def test_the_table_has_a_row_per_module_and_the_total() -> None:
-    verdict = gate.judge([mutant("killed"), mutant("killed"), mutant("survived")], [], ["router/answer.py"])
-    rows = [r.split() for r in gate.table(verdict).splitlines()]
+    result = gate.assess([mutant("killed"), mutant("killed"), mutant("survived")], [], ["router/answer.py"])
+    rows = [r.split() for r in gate.table(result).splitlines()]
     assert rows == [["module", "mutants", "caught", "survived", "known", "equivalent", "score"],
                     ["router/answer.py", "3", "2", "1", "0", "0", "66.7%"],
                     ["total", "3", "2", "1", "0", "0", "66.7%"]]
@@ -131,10 +131,10 @@ def test_the_records_table_scores_caught_over_caught_and_owed_and_sums_every_col
 
 def test_a_known_survivor_passes_the_gate_but_counts_as_survived_and_must_go_once_caught() -> None:
     owed = Equivalent("router/answer.py", "f", "x = 1", "x = 2", "")
-    verdict = gate.judge([mutant("killed"), mutant()], [], ["router/answer.py"], [owed])
-    assert verdict.passed and verdict.known == (mutant(),)
-    assert verdict.tallies["router/answer.py"] == Tally(caught=1, known=1) and Tally(1, 0, 0, 1).score == 0.5
-    caught_now = gate.judge([mutant("killed")], [], ["router/answer.py"], [owed])
+    result = gate.assess([mutant("killed"), mutant()], [], ["router/answer.py"], [owed])
+    assert result.passed and result.known == (mutant(),)
+    assert result.tallies["router/answer.py"] == Tally(caught=1, known=1) and Tally(1, 0, 0, 1).score == 0.5
+    caught_now = gate.assess([mutant("killed")], [], ["router/answer.py"], [owed])
     assert caught_now.unmatched == (owed,) and not caught_now.passed
     assert gate.load_known('[[survivor]]\nfile = "a.py"\nfunction = "f"\nbefore = "x"\nafter = "y"\n') == [
         Equivalent("a.py", "f", "x", "y", "")]

@@ -1,5 +1,6 @@
-"""The one redactor (tasks.secrets): secrets known by value (environment, registered values, URL userinfo)
-and by shape never survive it, whatever surrounds them; text without secrets comes back unchanged."""
+"""The one redactor (tasks.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets known
+by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them;
+text without secrets comes back unchanged."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tasks import secrets
-from tasks.secrets import FRAGMENT_CHARS, MASK, SecretStr, redact, redact_values, register_url, strip_userinfo
+from tasks.secrets import FRAGMENT_CHARS, MASK, SecretStr, redact_values, register_url, strip_userinfo
+from tasks.secrets import redact_known_secrets as redact
 from tests.support.secrets_registry import fresh_secret_registry  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.unit
@@ -166,12 +168,12 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 
 # --- the sinks call it ----------------------------------------------------------------------------
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
-    from router.events import event_to_json
+    from router.route_events import route_event_to_json
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
+    from tasks.secrets import redact_known_secrets_opt as row_redact
     from tasks.slack_settings import SlackSettings
     from tasks.store.rows import one_line
-    from tasks.store.rows import redact as row_redact
 
     with env(OPENROUTER_API_KEY=SHAPELESS):
         assert SHAPELESS[:15] not in clean(f"reply: {SHAPELESS}", cap=20)  # cut after redaction
@@ -179,7 +181,34 @@ def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
         assert SHAPELESS not in (one_line(f"err\n{SHAPELESS}") or "")
         assert SlackSettings().scrub(f"a {SHAPELESS} xapp-1-2-3") == f"a {MASK} xapp-{MASK}"
         event = RouteEvent(datetime(2026, 1, 1, tzinfo=UTC), "k", 1, f"http://u:{SHAPELESS}@h/v1 m", "r")
-        assert SHAPELESS not in str(event_to_json(event))
+        assert SHAPELESS not in str(route_event_to_json(event))
+
+
+def test_redact_is_pure_it_masks_what_it_is_given_and_remembers_nothing() -> None:
+    from tasks.core.redaction import redact as pure_redact
+
+    value = "Rt4v" + SHAPELESS
+    assert pure_redact(f"a {value} b sk-or-v1-abcdef123456", [value]) == f"a {MASK} b sk-or-{MASK}"
+    assert pure_redact(f"a {value} b") == f"a {value} b"  # it was not remembered
+    assert secrets.known_values() == () and redact(f"a {value} b") == f"a {value} b"
+
+
+def test_redacting_known_secrets_makes_nothing_known() -> None:
+    value = "Rt4v" + SHAPELESS
+    assert redact(f"a {value}") == f"a {value}"
+    assert secrets.known_values() == ()
+    secrets.register(value)  # making a value known is `register`'s job alone
+    assert redact(f"a {value}") == f"a {MASK}"
+
+
+def test_the_recorder_makes_its_key_known_and_masks_it_in_an_error_detail() -> None:
+    from tasks.core.types import ErrorClass
+    from tasks.probe_record import AttemptRecorder
+
+    key = "Kx" + SHAPELESS
+    rec = AttemptRecorder(cap_bytes=24, t0=0.0, secret=key)
+    rec.fail(ErrorClass.HTTP_STATUS, code=401, detail=f"bad key {key}")
+    assert rec.error_detail == f"bad key {MASK}" and key in secrets.known_values()
 
 
 def test_the_recorder_redacts_reply_text_before_anything_judges_it() -> None:

@@ -14,7 +14,6 @@ from tasks.core.render import (
     EvidenceLine,
     alerts_for_round,
     clean,
-    redact,
     render_deadman_alerts,
     render_decision_alert,
     render_pin_mismatch_alerts,
@@ -224,5 +223,7 @@ def test_alerts_for_round_collects_every_transition_with_evidence() -> None:
 
 
 def test_redact_leaves_ordinary_text() -> None:
+    from tasks.core.redaction import redact_process_secrets as redact
+
     text = "skipped the sk-8 ladder; Bearer of bad news"
     assert redact(text) == "skipped the sk-8 ladder; Bearer *** bad news"  # "Bearer X": X is a token

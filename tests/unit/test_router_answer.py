@@ -36,7 +36,7 @@ def answer(content: str | None = "Hello there.", finish: str | None = "stop", ca
     return {"id": "gen-1", "object": "chat.completion", "provider": "P", "choices": [choice], **extra}
 
 
-def verdicts(doc: dict[str, Any], tools: Any = None, response_format: Any = None) -> dict[str, str]:
+def checks(doc: dict[str, Any], tools: Any = None, response_format: Any = None) -> dict[str, str]:
     found = a.check(a.read_json(doc), a.expectations(tools, response_format))
     return {str(v.quality): v.reason for v in found}
 
@@ -51,15 +51,15 @@ def verdicts(doc: dict[str, Any], tools: Any = None, response_format: Any = None
     ([("get_weather", '{"city": "Paris"}'), ("get_weather", "{}")], "schema_violation"),  # the second call
 ], ids=["ok", "unknown", "bad-json", "not-object", "missing-key", "wrong-type", "second-call"])
 def test_tool_calls_are_judged_against_the_requests_own_tools(calls: list[tuple[str, str]], expected: str) -> None:
-    got = verdicts(answer(None, "tool_calls", calls), TOOLS)
+    got = checks(answer(None, "tool_calls", calls), TOOLS)
     assert got["tools"] == expected and got["empty"] == "ok" and got["encoding"] == "ok"
 
 
 def test_a_call_cut_by_the_budget_and_a_request_without_tools_are_not_judged_on_tools() -> None:
-    cut = verdicts(answer(None, "length", [("get_weather", '{"city": "Pa')]), TOOLS)
+    cut = checks(answer(None, "length", [("get_weather", '{"city": "Pa')]), TOOLS)
     assert "tools" not in cut
-    assert "tools" not in verdicts(answer(None, "tool_calls", [("get_weather", "{}")]))  # no tools offered
-    assert "tools" not in verdicts(answer("Sunny.", "stop"), TOOLS)  # no call: the client may not need one
+    assert "tools" not in checks(answer(None, "tool_calls", [("get_weather", "{}")]))  # no tools offered
+    assert "tools" not in checks(answer("Sunny.", "stop"), TOOLS)  # no call: the client may not need one
 
 
 @pytest.mark.parametrize(("content", "response_format", "expected"), [
@@ -75,13 +75,13 @@ def test_a_call_cut_by_the_budget_and_a_request_without_tools_are_not_judged_on_
 def test_structured_output_is_judged_against_the_requests_response_format(
     content: str, response_format: dict[str, Any], expected: str
 ) -> None:
-    assert verdicts(answer(content), response_format=response_format)["structured"] == expected
+    assert checks(answer(content), response_format=response_format)["structured"] == expected
 
 
 def test_structured_json_cut_by_length_is_not_judged_and_text_requests_have_no_structured_class() -> None:
-    assert "structured" not in verdicts(answer('{"name": "An', "length"), response_format=JSON_SCHEMA)
-    assert "structured" not in verdicts(answer('{"name": "Ana"}'))
-    assert "structured" not in verdicts(answer("", "stop"), response_format=JSON_SCHEMA)  # empty: one class says it
+    assert "structured" not in checks(answer('{"name": "An', "length"), response_format=JSON_SCHEMA)
+    assert "structured" not in checks(answer('{"name": "Ana"}'))
+    assert "structured" not in checks(answer("", "stop"), response_format=JSON_SCHEMA)  # empty: one class says it
 
 
 @pytest.mark.parametrize(("content", "finish", "expected"), [
@@ -93,7 +93,7 @@ def test_structured_json_cut_by_length_is_not_judged_and_text_requests_have_no_s
     ("", "content_filter", None),
 ])
 def test_an_empty_reply(content: str | None, finish: str, expected: str | None) -> None:
-    assert verdicts(answer(content, finish)).get("empty") == expected
+    assert checks(answer(content, finish)).get("empty") == expected
 
 
 @pytest.mark.parametrize(("content", "expected"), [
@@ -106,7 +106,7 @@ def test_an_empty_reply(content: str | None, finish: str, expected: str | None) 
     ("*She smiled.*", "ok"),
 ])
 def test_encoding(content: str, expected: str) -> None:
-    assert verdicts(answer(content))["encoding"] == expected
+    assert checks(answer(content))["encoding"] == expected
 
 
 def _sse(*contents: bytes, finish: str = "stop") -> bytes:
@@ -126,19 +126,19 @@ def test_a_stream_with_a_frame_that_does_not_decode_after_its_first_content_fail
     clean = a.read_stream(_sse(b"*She ", b"glances at the window."))
     assert {str(v.quality): v.reason for v in a.check(clean, a.NOTHING_EXPECTED)} == {"empty": "ok", "encoding": "ok"}
     cut = a.read_stream(_sse(b"*She ", b"\xc3(\xff\xfe"), cut=True)  # kept bytes cut by the router's cap
-    assert a.check(cut, a.NOTHING_EXPECTED) != (a.Verdict(LiveQuality.ENCODING, "protocol_violation"),)
+    assert a.check(cut, a.NOTHING_EXPECTED) != (a.CheckResult(LiveQuality.ENCODING, "protocol_violation"),)
 
 
 def test_a_structured_reply_is_not_judged_on_its_opening() -> None:
     """JSON opens with what free text must not (a quote then stray punctuation): only free text is judged on
     its opening. Each reply below would fail `corrupted_opening` as free text."""
     quoted = {"type": "json_schema", "json_schema": {"name": "line", "schema": {"type": "string"}}}
-    assert verdicts(answer('".She smiles."'), response_format=quoted) == {"empty": "ok", "structured": "ok",
+    assert checks(answer('".She smiles."'), response_format=quoted) == {"empty": "ok", "structured": "ok",
                                                                           "encoding": "ok"}
-    assert verdicts(answer('",*x"'), response_format={"type": "json_object"})["encoding"] == "ok"
+    assert checks(answer('",*x"'), response_format={"type": "json_object"})["encoding"] == "ok"
     beside_a_call = answer(". Checking.", "tool_calls", [("get_weather", '{"city": "Paris"}')])
-    assert verdicts(beside_a_call, TOOLS)["encoding"] == "ok"  # text beside a tool call is no free reply
-    assert verdicts(answer('".She smiles."'))["encoding"] == "corrupted_opening"  # as free text it fails
+    assert checks(beside_a_call, TOOLS)["encoding"] == "ok"  # text beside a tool call is no free reply
+    assert checks(answer('".She smiles."'))["encoding"] == "corrupted_opening"  # as free text it fails
 
 
 @pytest.mark.parametrize(("doc", "reason"), [
@@ -195,15 +195,16 @@ def test_the_real_text_stream_is_a_clean_answer_and_the_masked_stream_none() -> 
     assert a.check(stream("masked-network-error.sse"), a.NOTHING_EXPECTED) == ()
 
 
-@pytest.mark.parametrize(("verdicts_", "retried"), [
-    ((a.Verdict(LiveQuality.EMPTY, "ok"), a.Verdict(LiveQuality.TOOLS, "schema_violation")), "schema_violation"),
-    ((a.Verdict(LiveQuality.STRUCTURED, "invalid_json"),), "invalid_json"),
-    ((a.Verdict(LiveQuality.ENCODING, "encoding_corruption"),), None),  # not a tools or structured check
-    ((a.Verdict(LiveQuality.EMPTY, "empty_reply"),), None),  # empty answers have their own rule
-    ((a.Verdict(LiveQuality.TOOLS, "ok"), a.Verdict(LiveQuality.ENCODING, "ok")), None),
+@pytest.mark.parametrize(("checks_", "retried"), [
+    ((a.CheckResult(LiveQuality.EMPTY, "ok"), a.CheckResult(LiveQuality.TOOLS, "schema_violation")),
+     "schema_violation"),
+    ((a.CheckResult(LiveQuality.STRUCTURED, "invalid_json"),), "invalid_json"),
+    ((a.CheckResult(LiveQuality.ENCODING, "encoding_corruption"),), None),  # not a tools or structured check
+    ((a.CheckResult(LiveQuality.EMPTY, "empty_reply"),), None),  # empty answers have their own rule
+    ((a.CheckResult(LiveQuality.TOOLS, "ok"), a.CheckResult(LiveQuality.ENCODING, "ok")), None),
 ])
-def test_the_retry_decision(verdicts_: tuple[a.Verdict, ...], retried: str | None) -> None:
-    failed = a.failed_check(verdicts_)
+def test_the_retry_decision(checks_: tuple[a.CheckResult, ...], retried: str | None) -> None:
+    failed = a.failed_check(checks_)
     assert (failed.reason if failed else None) == retried
 
 

@@ -151,14 +151,14 @@ def test_a_non_streamed_body_is_an_object_or_nothing(body: bytes, doc: Any) -> N
 
 
 # -- which check says what ----------------------------------------------------------------------------------
-def verdicts(attempt: Attempt, tools: Any = None, response_format: Any = None) -> dict[str, str]:
+def checks(attempt: Attempt, tools: Any = None, response_format: Any = None) -> dict[str, str]:
     return {str(v.quality): v.reason for v in a.check(attempt, a.expectations(tools, response_format))}
 
 
 def test_a_structured_reply_broken_in_another_way_is_left_to_that_class() -> None:
     garbled = a.read_json({"choices": [{"index": 0, "finish_reason": "stop",
                                         "message": {"content": '{"age": "\ufffd"}'}}]})
-    assert verdicts(garbled, response_format={"type": "json_object"}) == {"empty": "ok",
+    assert checks(garbled, response_format={"type": "json_object"}) == {"empty": "ok",
                                                                           "encoding": "encoding_corruption"}
 
 
@@ -168,11 +168,12 @@ def test_broken_bytes_in_tool_arguments_fail_the_encoding() -> None:
     got = a.read_json({"choices": [{"index": 0, "finish_reason": "tool_calls",
                                     "message": {"content": "Checking.", "tool_calls": [call]}}]})
     tools = [{"function": {"name": "get_weather", "parameters": WEATHER}}]
-    assert verdicts(got, tools) == {"empty": "ok", "tools": "ok", "encoding": "encoding_corruption"}
+    assert checks(got, tools) == {"empty": "ok", "tools": "ok", "encoding": "encoding_corruption"}
 
 
-def test_a_verdict_passes_only_when_its_check_held() -> None:
-    assert a.Verdict(LiveQuality.TOOLS, "ok").passed and not a.Verdict(LiveQuality.TOOLS, "bad_json_args").passed
+def test_a_check_result_passes_only_when_its_check_held() -> None:
+    assert a.CheckResult(LiveQuality.TOOLS, "ok").passed
+    assert not a.CheckResult(LiveQuality.TOOLS, "bad_json_args").passed
 
 
 def test_the_text_and_the_tool_arguments_are_scanned_apart() -> None:
@@ -181,7 +182,7 @@ def test_the_text_and_the_tool_arguments_are_scanned_apart() -> None:
     call = {"index": 0, "id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
     got = a.read_json({"choices": [{"index": 0, "finish_reason": "tool_calls",
                                     "message": {"content": "oneĠtwoĠthreeĠ", "tool_calls": [call]}}]})
-    assert verdicts(got, [{"function": {"name": "get_weather", "parameters": {}}}])["encoding"] == "ok"
+    assert checks(got, [{"function": {"name": "get_weather", "parameters": {}}}])["encoding"] == "ok"
 
 
 def test_a_broken_last_piece_without_its_blank_line_is_dropped_as_the_gate_drops_it() -> None:

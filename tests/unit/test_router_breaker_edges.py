@@ -9,7 +9,7 @@ import pytest
 
 from router import breaker as b
 from router import reasons as r
-from router.breaker import Change, Circuit, Policy, Verdict
+from router.breaker import Change, Circuit, Policy, Score
 from router.reasons import Cause, FailoverReason
 
 pytestmark = pytest.mark.unit
@@ -35,13 +35,13 @@ def test_a_trial_frees_its_slot_when_its_timeout_is_reached() -> None:
 
 def test_each_failure_keeps_its_reason_and_provider_and_counts_once() -> None:
     first, second, third = r.http(502), r.fixed(Cause.CONNECT), r.fixed(Cause.TIMEOUT)
-    one, change = b.record(b.CLOSED, Verdict.FAIL, False, 100.0, POLICY, first, "Alpha")
+    one, change = b.record(b.CLOSED, Score.FAIL, False, 100.0, POLICY, first, "Alpha")
     assert (one, change) == (Circuit(fails=1, last_reason=first, last_provider="Alpha"), None)
-    two, change = b.record(one, Verdict.FAIL, False, 100.0, POLICY, second, "Beta")
+    two, change = b.record(one, Score.FAIL, False, 100.0, POLICY, second, "Beta")
     assert (two, change) == (Circuit(fails=2, open_until=130.0, opens=1, last_reason=second, last_provider="Beta"),
                              Change.OPENED)
     trial, _ = b.admit(two, 130.0, POLICY)
-    again, change = b.record(trial, Verdict.FAIL, True, 131.0, POLICY, third, "Gamma")
+    again, change = b.record(trial, Score.FAIL, True, 131.0, POLICY, third, "Gamma")
     assert (again, change) == (Circuit(fails=3, open_until=191.0, opens=2, last_reason=third, last_provider="Gamma"),
                                Change.OPENED)
 
@@ -58,9 +58,9 @@ def test_the_open_period_doubles_at_most_32_times() -> None:
 
 
 @pytest.mark.parametrize(("reason", "expected"), [
-    (r.http(500), Verdict.FAIL), (r.http(408), Verdict.FAIL), (r.http(499), Verdict.NEUTRAL),
-    (FailoverReason(Cause.FAILED_CHECK, "500"), Verdict.OK),
-    (FailoverReason(Cause.ROUTER_OVERLOADED, "503"), Verdict.NEUTRAL),
+    (r.http(500), Score.FAIL), (r.http(408), Score.FAIL), (r.http(499), Score.NEUTRAL),
+    (FailoverReason(Cause.FAILED_CHECK, "500"), Score.OK),
+    (FailoverReason(Cause.ROUTER_OVERLOADED, "503"), Score.NEUTRAL),
 ], ids=["500", "408", "499", "failed-check-digits", "overloaded-digits"])
-def test_only_an_http_status_is_read_as_a_code(reason: FailoverReason, expected: Verdict) -> None:
-    assert b.verdict("failed_over", reason, None) is expected
+def test_only_an_http_status_is_read_as_a_code(reason: FailoverReason, expected: Score) -> None:
+    assert b.score("failed_over", reason, None) is expected

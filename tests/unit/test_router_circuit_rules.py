@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import router.reasons as r
 from router import breaker as b
-from router.breaker import Admission, Change, Circuit, Policy, Verdict
+from router.breaker import Admission, Change, Circuit, Policy, Score
 from router.reasons import Cause
 
 pytestmark = pytest.mark.unit
@@ -16,54 +16,54 @@ pytestmark = pytest.mark.unit
 POLICY = Policy(allowed_fails=3, cooldown_s=30.0, max_cooldown_s=300.0, trial_timeout_s=120.0)
 
 
-@pytest.mark.parametrize(("stage", "reason", "status", "verdict"), [
-    ("failed_over", r.fixed(Cause.FIRST_CHUNK_TIMEOUT), None, Verdict.FAIL),
-    ("failed_over", r.http(503), None, Verdict.FAIL),
-    ("failed_over", r.http(524), None, Verdict.FAIL),
-    ("failed_over", r.http(408), None, Verdict.FAIL),
-    ("failed_over", r.fixed(Cause.CONNECT), None, Verdict.FAIL),
-    ("failed_over", r.fixed(Cause.TRANSPORT_ERROR), None, Verdict.FAIL),
-    ("failed_over", r.native("network_error"), None, Verdict.FAIL),
-    ("failed_over", r.error_in_200(502), None, Verdict.FAIL),
-    ("failed_over", r.fixed(Cause.STREAM_ENDED_BEFORE_COMMIT), None, Verdict.FAIL),
-    ("failed_over", r.fixed(Cause.BAD_FRAME_BEFORE_COMMIT), None, Verdict.FAIL),
-    ("failed_over", r.fixed(Cause.ERROR_CHUNK_BEFORE_COMMIT, 502), None, Verdict.FAIL),
-    ("aborted", r.fixed(Cause.STREAM_CUT_AFTER_COMMIT), None, Verdict.FAIL),
-    ("ended", r.fixed(Cause.UPSTREAM_ERROR_AFTER_COMMIT, "network_error"), None, Verdict.FAIL),
-    ("ended", r.fixed(Cause.STREAM_CUT_AFTER_COMMIT), None, Verdict.NEUTRAL),  # counted once, when aborted
-    ("ended", None, None, Verdict.NEUTRAL),
-    ("failed_over", r.http(429), None, Verdict.NEUTRAL),  # Retry-After has its own cooldown
-    ("failed_over", r.fixed(Cause.NO_ALLOWED_PROVIDERS), None, Verdict.NEUTRAL),  # the request's preferences
-    ("failed_over", r.fixed(Cause.NO_ENDPOINTS), None, Verdict.NEUTRAL),
-    ("skipped", r.fixed(Cause.PINNED_EXCLUDED), None, Verdict.NEUTRAL),
-    ("skipped", r.fixed(Cause.CIRCUIT_OPEN), None, Verdict.NEUTRAL),
-    ("failed_over", r.fixed(Cause.EMPTY_ANSWER), None, Verdict.OK),
-    ("failed_over", r.failed_check("schema_violation"), None, Verdict.OK),
-    ("committed", None, None, Verdict.OK),
-    ("answered", None, 200, Verdict.OK),
-    ("answered", None, 400, Verdict.NEUTRAL),  # the request's own error
-    ("handed_later", None, 200, Verdict.NEUTRAL),
+@pytest.mark.parametrize(("stage", "reason", "status", "score"), [
+    ("failed_over", r.fixed(Cause.FIRST_CHUNK_TIMEOUT), None, Score.FAIL),
+    ("failed_over", r.http(503), None, Score.FAIL),
+    ("failed_over", r.http(524), None, Score.FAIL),
+    ("failed_over", r.http(408), None, Score.FAIL),
+    ("failed_over", r.fixed(Cause.CONNECT), None, Score.FAIL),
+    ("failed_over", r.fixed(Cause.TRANSPORT_ERROR), None, Score.FAIL),
+    ("failed_over", r.native("network_error"), None, Score.FAIL),
+    ("failed_over", r.error_in_200(502), None, Score.FAIL),
+    ("failed_over", r.fixed(Cause.STREAM_ENDED_BEFORE_COMMIT), None, Score.FAIL),
+    ("failed_over", r.fixed(Cause.BAD_FRAME_BEFORE_COMMIT), None, Score.FAIL),
+    ("failed_over", r.fixed(Cause.ERROR_CHUNK_BEFORE_COMMIT, 502), None, Score.FAIL),
+    ("aborted", r.fixed(Cause.STREAM_CUT_AFTER_COMMIT), None, Score.FAIL),
+    ("ended", r.fixed(Cause.UPSTREAM_ERROR_AFTER_COMMIT, "network_error"), None, Score.FAIL),
+    ("ended", r.fixed(Cause.STREAM_CUT_AFTER_COMMIT), None, Score.NEUTRAL),  # counted once, when aborted
+    ("ended", None, None, Score.NEUTRAL),
+    ("failed_over", r.http(429), None, Score.NEUTRAL),  # Retry-After has its own cooldown
+    ("failed_over", r.fixed(Cause.NO_ALLOWED_PROVIDERS), None, Score.NEUTRAL),  # the request's preferences
+    ("failed_over", r.fixed(Cause.NO_ENDPOINTS), None, Score.NEUTRAL),
+    ("skipped", r.fixed(Cause.PINNED_EXCLUDED), None, Score.NEUTRAL),
+    ("skipped", r.fixed(Cause.CIRCUIT_OPEN), None, Score.NEUTRAL),
+    ("failed_over", r.fixed(Cause.EMPTY_ANSWER), None, Score.OK),
+    ("failed_over", r.failed_check("schema_violation"), None, Score.OK),
+    ("committed", None, None, Score.OK),
+    ("answered", None, 200, Score.OK),
+    ("answered", None, 400, Score.NEUTRAL),  # the request's own error
+    ("handed_later", None, 200, Score.NEUTRAL),
 ])
 def test_what_counts_against_a_tier(stage: str, reason: r.FailoverReason | None, status: int | None,
-                                    verdict: Verdict) -> None:
-    assert b.verdict(stage, reason, status) is verdict
+                                    score: Score) -> None:
+    assert b.score(stage, reason, status) is score
 
 
 def test_a_cause_the_breaker_does_not_list_never_counts() -> None:
     """A router-side cause (its own saturation, added by another change) is neutral until it is listed."""
     unlisted = [c for c in Cause if c not in b.FAILING_CAUSES and c is not Cause.HTTP]
-    assert all(b.verdict("failed_over", r.FailoverReason(c, "x"), None) is not Verdict.FAIL for c in unlisted)
+    assert all(b.score("failed_over", r.FailoverReason(c, "x"), None) is not Score.FAIL for c in unlisted)
 
 
 def fail(c: Circuit, now: float, trial: bool = False) -> tuple[Circuit, Change | None]:
-    return b.record(c, Verdict.FAIL, trial, now, POLICY, r.http(503), "Acme")
+    return b.record(c, Score.FAIL, trial, now, POLICY, r.http(503), "Acme")
 
 
 def test_three_failures_in_a_row_open_the_circuit_and_a_success_between_resets_the_count() -> None:
     c = b.CLOSED
     c, _ = fail(c, 0)
     c, _ = fail(c, 1)
-    c, _ = b.record(c, Verdict.OK, False, 2, POLICY)
+    c, _ = b.record(c, Score.OK, False, 2, POLICY)
     assert c == b.CLOSED
     c, _ = fail(c, 3)
     c, _ = fail(c, 4)
@@ -80,7 +80,7 @@ def test_half_open_lets_one_trial_through_and_its_success_closes_the_circuit() -
     assert (first, second) == (Admission.TRIAL, Admission.SKIP) and c.state(31) == "trial"
     late, change = fail(c, 31.0)  # a request sent before it opened reports: only the trial decides
     assert (late, change) == (c, None)
-    closed, change = b.record(c, Verdict.OK, True, 32.0, POLICY)
+    closed, change = b.record(c, Score.OK, True, 32.0, POLICY)
     assert (closed, change) == (b.CLOSED, Change.CLOSED)
 
 
@@ -99,7 +99,7 @@ def test_a_failed_trial_reopens_with_the_cooldown_doubled_up_to_the_cap() -> Non
 def test_a_trial_without_an_outcome_frees_its_slot() -> None:
     c, _ = b.admit(Circuit(fails=3, open_until=30.0, opens=1), 30.0, POLICY)
     assert b.admit(b.release(c), 31.0, POLICY)[1] is Admission.TRIAL  # its client left
-    neutral, _ = b.record(c, Verdict.NEUTRAL, True, 31.0, POLICY)  # a 429: no answer either way
+    neutral, _ = b.record(c, Score.NEUTRAL, True, 31.0, POLICY)  # a 429: no answer either way
     assert b.admit(neutral, 31.0, POLICY)[1] is Admission.TRIAL
     assert b.admit(c, 30.0 + 119, POLICY)[1] is Admission.SKIP
     assert b.admit(c, 30.0 + 121, POLICY)[1] is Admission.TRIAL  # never reported: the backstop
@@ -109,7 +109,7 @@ def test_allowed_fails_zero_turns_the_breaker_off() -> None:
     off = Policy(allowed_fails=0)
     c = b.CLOSED
     for now in range(10):
-        c, change = b.record(c, Verdict.FAIL, False, now, off)
+        c, change = b.record(c, Score.FAIL, False, now, off)
         assert change is None and b.admit(c, now, off)[1] is Admission.TRY
 
 
@@ -140,12 +140,12 @@ def test_the_machine_stays_valid_and_opens_only_on_failures(events: list[tuple[s
         if kind == "release":
             c, trial_held = b.release(c), False
             continue
-        verdict = {"fail": Verdict.FAIL, "ok": Verdict.OK, "neutral": Verdict.NEUTRAL}[kind]
-        c, change = b.record(c, verdict, trial_held, now, POLICY)
+        score = {"fail": Score.FAIL, "ok": Score.OK, "neutral": Score.NEUTRAL}[kind]
+        c, change = b.record(c, score, trial_held, now, POLICY)
         if before.is_open and trial_held:
             trial_held = False
-        assert change is not Change.OPENED or verdict is Verdict.FAIL
-        assert change is not Change.CLOSED or (verdict is Verdict.OK and before.trial_since is not None)
+        assert change is not Change.OPENED or score is Score.FAIL
+        assert change is not Change.CLOSED or (score is Score.OK and before.trial_since is not None)
         assert (c.open_until is None) == (c.opens == 0)
         assert c.trial_since is None or c.open_until is not None
         if c.open_until is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from router.events import Batcher, JsonlEventSink, event_batchers, read_events
+from router.route_events import Batcher, JsonlRouteEventSink, read_route_events, route_event_batchers
 from tasks.core.types import RouteEvent
 
 pytestmark = pytest.mark.unit
@@ -27,10 +27,10 @@ def _event(i: int) -> RouteEvent:
 
 
 def test_jsonl_sink_round_trips_events(tmp_path: Path) -> None:
-    sink = JsonlEventSink(tmp_path / "sub" / "events.jsonl")
+    sink = JsonlRouteEventSink(tmp_path / "sub" / "events.jsonl")
     sink.write([_event(1), _event(2)])
     sink.write([_event(3)])
-    assert read_events(sink.path) == [_event(1), _event(2), _event(3)]
+    assert read_route_events(sink.path) == [_event(1), _event(2), _event(3)]
 
 
 class FlakySink:
@@ -63,6 +63,6 @@ def test_batcher_bounds_its_memory_and_counts_drops() -> None:
 
 
 def test_configured_sinks(tmp_path: Path) -> None:
-    names = [b.name for b in event_batchers(str(tmp_path / "e.jsonl"), str(tmp_path / "c.duckdb"))]
+    names = [b.name for b in route_event_batchers(str(tmp_path / "e.jsonl"), str(tmp_path / "c.duckdb"))]
     assert names == ["route-events-jsonl", "route-events-duckdb"]
-    assert [b.name for b in event_batchers(str(tmp_path / "e.jsonl"), None)] == ["route-events-jsonl"]
+    assert [b.name for b in route_event_batchers(str(tmp_path / "e.jsonl"), None)] == ["route-events-jsonl"]

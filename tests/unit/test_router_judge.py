@@ -1,7 +1,7 @@
 """The router's judge (router/judging.py) on its own: schemas interned (bounded, least recently used dropped),
 an answer whose check raises counted and not judged, streamed answers judged off the client's path in slices
 through a bounded queue (a full queue drops and counts), nothing queued lost silently at shutdown, and the CPU
-it spent per answer. The judge's verdicts go to the attempt observer, as the live counts read them."""
+it spent per answer. The judge's checks go to the attempt observer, as the live counts read them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from router import judging
-from router.answer import Expectations, Verdict, read_stream
+from router.answer import CheckResult, Expectations, read_stream
 from router.attempts import AttemptObserver, JudgedAnswer, TierAttempt
 from router.metrics import RouterMetrics
 from router.routes import Route, Tier
@@ -51,10 +51,10 @@ class Ticks:
         return self.now
 
 
-def judge(queue_size: int = 4, clock: Any = None) -> tuple[judging.Judge, Sink, RouterMetrics]:
+def judge(queue_size: int = 4, clock: Any = None) -> tuple[judging.AnswerJudging, Sink, RouterMetrics]:
     sink, metrics = Sink(), RouterMetrics()
     kw = {"cpu_clock": clock} if clock is not None else {}
-    return judging.Judge(AttemptObserver([sink]), metrics, queue_size, **kw), sink, metrics
+    return judging.AnswerJudging(AttemptObserver([sink]), metrics, queue_size, **kw), sink, metrics
 
 
 def unjudged(metrics: RouterMetrics, reason: str) -> float:
@@ -82,10 +82,10 @@ def streamed(raw: bytes, cut: bool = False, tools: Any = None, response_format: 
 
 
 def by_class(found: JudgedAnswer) -> dict[str, str]:
-    return {str(v.quality): v.reason for v in found.verdicts}
+    return {str(v.quality): v.reason for v in found.checks}
 
 
-async def judged_all(j: judging.Judge, *answers: judging.StreamedAnswer) -> None:
+async def judged_all(j: judging.AnswerJudging, *answers: judging.StreamedAnswer) -> None:
     task = asyncio.create_task(j.run())
     for answer in answers:
         assert j.later(answer)
@@ -123,18 +123,18 @@ def test_the_interned_schemas_are_bounded_and_the_least_recently_used_goes_first
 
 
 # -- judging ----------------------------------------------------------------------------------------------
-def test_a_check_that_raises_is_counted_and_gives_no_verdict() -> None:
+def test_a_check_that_raises_is_counted_and_gives_no_check_result() -> None:
     from router.answer import expectations, read_json
 
     j, sink, metrics = judge()
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"$ref": "http://127.0.0.1:9/s.json"}}}]
     call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     doc = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"tool_calls": [call]}}]}
-    assert j.verdicts(read_json(doc), expectations(tools, None)) == ()
+    assert j.checks(read_json(doc), expectations(tools, None)) == ()
     assert (j.errors, j.judged, unjudged(metrics, "error")) == (1, 0, 1.0)
     fine = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "Hello."}}]}
-    assert j.verdicts(read_json(fine), Expectations()) == (Verdict(LiveQuality.EMPTY, "ok"),
-                                                           Verdict(LiveQuality.ENCODING, "ok"))
+    assert j.checks(read_json(fine), Expectations()) == (CheckResult(LiveQuality.EMPTY, "ok"),
+                                                           CheckResult(LiveQuality.ENCODING, "ok"))
     assert (j.errors, j.judged) == (1, 1)
     j.record(ROUTE, 1, "Alpha", ())
     assert sink.answers == []  # nothing judged, nothing counted
@@ -170,7 +170,7 @@ def test_a_stream_without_its_end_is_judged_whole_and_a_cut_one_only_on_what_was
     assert whole.tier_no == 1 and by_class(whole) == {"empty": "ok", "encoding": "ok"}
 
 
-def test_a_clients_schema_too_deep_to_read_still_gets_the_other_verdicts() -> None:
+def test_a_clients_schema_too_deep_to_read_still_gets_the_other_checks() -> None:
     deep: dict[str, Any] = {}
     for _ in range(5000):
         deep = {"type": "object", "properties": {"x": deep}}

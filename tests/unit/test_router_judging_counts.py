@@ -91,5 +91,5 @@ def test_every_answer_whose_check_raises_is_counted() -> None:
     call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     doc = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"tool_calls": [call]}}]}
     for _ in range(2):
-        assert j.verdicts(read_json(doc), expectations(tools, None)) == ()
+        assert j.checks(read_json(doc), expectations(tools, None)) == ()
     assert (j.errors, unjudged(metrics, "error")) == (2, 2.0)

@@ -143,7 +143,7 @@ def test_the_router_and_the_probe_read_a_native_finish_reason_alike(native: str,
 
 
 def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
-    """What a busy database could not take at shutdown is kept as JSON lines (router/events.py Spill)."""
+    """What a busy database could not take at shutdown is kept as JSON lines (router/route_events.py Spill)."""
     t = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     counts = [LiveCount(t, "m", "model:chat", 1, "a", "A", LiveOutcome.UPSTREAM_ERROR, 3, reason="network_error"),
               LiveCount(t, "m", "model:chat", 2, None, None, LiveOutcome.QUALITY_FAIL, quality=LiveQuality.TOOLS,
@@ -151,14 +151,14 @@ def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
     assert [count_from_json(json.loads(json.dumps(count_to_json(c)))) for c in counts] == counts
 
 
-def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_verdicts() -> None:
+def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_checks() -> None:
     """router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
     import router.reasons as r
-    from router.answer import Verdict
+    from router.answer import CheckResult
     from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
-    from router.events import Batcher
     from router.live import LiveRecorder
     from router.reasons import Cause
+    from router.route_events import Batcher
     from router.routes import Route
     from tasks.clock import StepClock
 
@@ -183,8 +183,8 @@ def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_
         TierAttempt(Stage.HANDED_LATER, route, 1, status=200),  # counted when it failed over
     ):
         observer.attempt(attempt)
-    observer.judged(JudgedAnswer(route, 1, "Alpha", (Verdict(LiveQuality.EMPTY, "ok"),
-                                                     Verdict(LiveQuality.TOOLS, "unknown_tool"))))
+    observer.judged(JudgedAnswer(route, 1, "Alpha", (CheckResult(LiveQuality.EMPTY, "ok"),
+                                                     CheckResult(LiveQuality.TOOLS, "unknown_tool"))))
     batcher.flush()
     assert [(c.tag, c.provider_name, c.outcome, c.quality, c.reason) for c in sink.rows] == [
         ("alpha", "Alpha", LiveOutcome.UPSTREAM_ERROR, None, "network_error"),

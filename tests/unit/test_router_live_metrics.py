@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from router import reasons
-from router.answer import Verdict
+from router.answer import CheckResult
 from router.attempts import JudgedAnswer, Stage, TierAttempt
 from router.routes_loading import parse_routes
 from router.shell import build_shell
@@ -54,8 +54,8 @@ def test_attempts_and_judged_answers_are_counted_as_the_table_counts_them() -> N
     live.attempt(TierAttempt(Stage.FAILED_OVER, route, 2, reasons.http(503), provider="Gamma"))
     live.attempt(TierAttempt(Stage.COMMITTED, route, 2, provider="Beta"))  # counted at its end, not here
     live.attempt(TierAttempt(Stage.ENDED, route, 2, provider="Beta"))
-    live.judged(JudgedAnswer(route, 2, "Beta", (Verdict(LiveQuality.TOOLS, "schema_violation"),
-                                                Verdict(LiveQuality.EMPTY, "ok"))))
+    live.judged(JudgedAnswer(route, 2, "Beta", (CheckResult(LiveQuality.TOOLS, "schema_violation"),
+                                                CheckResult(LiveQuality.EMPTY, "ok"))))
     found = {k: v for k, v in samples(shell.metrics.registry).items() if v}
     failed = str(reasons.fixed(reasons.Cause.EMPTY_ANSWER).live_outcome)
     assert found == {

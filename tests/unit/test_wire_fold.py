@@ -50,7 +50,7 @@ def test_a_refusal_is_the_answers_text_for_the_probe_and_the_router() -> None:
     probe, router = probe_fold(raw), answer.read_stream(raw)
     assert probe.ttft_ms == 1000.0
     assert router.text == "I can't help with that." and not answer.is_empty(router)
-    assert answer.check(router, answer.NOTHING_EXPECTED)[0] == answer.Verdict(LiveQuality.EMPTY, Reason.OK)
+    assert answer.check(router, answer.NOTHING_EXPECTED)[0] == answer.CheckResult(LiveQuality.EMPTY, Reason.OK)
 
 
 def test_the_fold_keeps_reasoning_apart_and_has_blank_usage_until_a_chunk_brings_one() -> None:

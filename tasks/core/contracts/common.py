@@ -1,7 +1,7 @@
 """What every contract judge shares: the exchange rule and how several attempts combine (pure).
 
 Transport vs quality is decided in tasks/core/classify.py (the one home of that rule); judges call
-`exchange_verdict` first (a 200 that was not what was asked is `fail` `protocol_violation`, an upstream failure
+`exchange_override` first (a 200 that was not what was asked is `fail` `protocol_violation`, an upstream failure
 reported as success is `fail` `upstream_error`, whatever the contract) and `exchange_judgement` before judging
 the text.
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tasks.core.classify import exchange_judgement, exchange_verdict, protocol_judgement
+from tasks.core.classify import exchange_judgement, exchange_override, protocol_judgement
 from tasks.core.contracts.textscan import scan_encoding
 from tasks.core.types import Attempt, Judgement, Outcome, Reason
 
 __all__ = [
     "exchange_judgement",
     "encoding_judgement",
-    "exchange_verdict",
+    "exchange_override",
     "fmt_ms",
     "judge_each",
     "latest_judgement",

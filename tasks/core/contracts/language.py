@@ -23,15 +23,15 @@ from tasks.core.prompts import LANGUAGE_MAX_TOKENS, ROLEPLAY_TEMPERATURE, langua
 from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 
 if TYPE_CHECKING:  # tasks.core.langdetect imports tasks.core.contracts.textscan: import it lazily to avoid a cycle
-    from tasks.core.langdetect import LanguageVerdict
+    from tasks.core.langdetect import LanguageJudgement
 
 
 def expected_language(a: Attempt) -> str:
     return (a.language or "en").lower()
 
 
-def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
-    """The detector's verdict for a completed reply, else the exchange's judgement (tasks/core/classify.py)."""
+def reply_judgement(a: Attempt) -> LanguageJudgement | Judgement:
+    """The detector's judgement of a completed reply, else the exchange's judgement (tasks/core/classify.py)."""
     from tasks.core.langdetect import SUPPORTED_LANGUAGES, judge_text
 
     broken = exchange_judgement(a)
@@ -46,7 +46,7 @@ def verdict_of(a: Attempt) -> LanguageVerdict | Judgement:
 
 
 def judge_attempt(a: Attempt) -> Judgement:
-    v = verdict_of(a)
+    v = reply_judgement(a)
     if isinstance(v, Judgement):
         return v
     return Judgement(v.outcome, v.reason, v.evidence)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_override, judge_each
 from tasks.core.contracts.refusal_patterns import find_refusal
 from tasks.core.contracts.spec import ContractSpec
 from tasks.core.prompts import REFUSAL_MAX_TOKENS, REFUSAL_MIN_EXPECTED_CHARS, ROLEPLAY_TEMPERATURE, refusal_body
@@ -30,7 +30,7 @@ LENGTH_FACTOR = 2.0
 
 
 def judge_attempt(a: Attempt, min_chars: int = REFUSAL_MIN_EXPECTED_CHARS) -> Judgement:
-    violation = exchange_verdict(a)
+    violation = exchange_override(a)
     if violation is not None:
         return violation
     if a.finish_reason == "content_filter":

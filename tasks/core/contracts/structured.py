@@ -22,7 +22,7 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, judge_each
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_override, judge_each
 from tasks.core.contracts.spec import ContractSpec
 from tasks.core.prompts import STRUCTURED_MAX_TOKENS, structured_body
 from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
@@ -94,7 +94,7 @@ def _prose_around(text: str) -> str | None:
 
 
 def judge_attempt(a: Attempt, schema: Mapping[str, Any]) -> Judgement:
-    broken_protocol = exchange_verdict(a)
+    broken_protocol = exchange_override(a)
     if broken_protocol is not None:
         return broken_protocol
     if a.finish_reason == "content_filter" and a.error_class is None:

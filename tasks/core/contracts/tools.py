@@ -46,7 +46,7 @@ from tasks.config import CanaryConfig
 from tasks.core.contracts.common import (
     encoding_judgement,
     exchange_judgement,
-    exchange_verdict,
+    exchange_override,
     latest_judgement,
 )
 from tasks.core.contracts.spec import ContractSpec, PeerRound
@@ -122,7 +122,7 @@ def call_problem(call: ToolCall, schemas: Mapping[str, Mapping[str, Any]]) -> Ju
 
 
 def judge_attempt(a: Attempt, schemas: Mapping[str, Mapping[str, Any]], expected: str) -> Judgement:
-    broken = exchange_verdict(a) or exchange_judgement(a)
+    broken = exchange_override(a) or exchange_judgement(a)
     if broken is not None:
         return broken
     corrupted = encoding_judgement("\n".join([a.text, *(c.arguments for c in a.tool_calls)]))

@@ -7,7 +7,7 @@
 * HTTP 200 whose body was not an event stream or whose frames did not decode -> `fail` `protocol_violation`,
   checked first (tasks/core/classify.py).
 * An upstream failure reported as success (`native_finish_reason` `network_error`...) -> `fail` `upstream_error`,
-  checked first with the protocol (tasks/core/classify.py `exchange_verdict`).
+  checked first with the protocol (tasks/core/classify.py `exchange_override`).
 * Text within the threshold -> `pass`, even if the stream was cut afterwards: the latency was measured; unless
   the text shows broken decoding (`encoding_corruption`, tasks/core/contracts/textscan.py).
 * A completed stream with no text at all before the threshold -> `inconclusive` `no_text` (the refusal
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tasks.config import CanaryConfig
-from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_verdict, fmt_ms, judge_each
+from tasks.core.contracts.common import encoding_judgement, exchange_judgement, exchange_override, fmt_ms, judge_each
 from tasks.core.contracts.spec import ContractSpec
 from tasks.core.prompts import ROLEPLAY_TEMPERATURE, TTFT_MAX_TOKENS, ttft_body
 from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
@@ -28,7 +28,7 @@ from tasks.core.types import Attempt, Contract, Judgement, Outcome, Reason
 def judge_attempt(a: Attempt, ttft_s: float) -> Judgement:
     limit_ms = ttft_s * 1000.0
     limit = f"{limit_ms:.0f}"
-    violation = exchange_verdict(a)
+    violation = exchange_override(a)
     if violation is not None:
         return violation
     if a.http_status == 200:

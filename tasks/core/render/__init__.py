@@ -1,6 +1,6 @@
 """Pure renderers (no prefect, httpx, duckdb or slack_sdk): Slack alerts and the round's Markdown artifact.
 
-* text       redact / clean / mrkdwn / code / cell: text hygiene and the `canary ...` commands
+* text       clean / mrkdwn / code / cell: text hygiene and the `canary ...` commands
 * slack      Alert records with Block Kit blocks; a policy decision's sections
 * decision_groups  a round's decisions as one message per model, later events in their suspension's thread
 * links      what an alert links to: the round's flow run, the dashboard, the runbook
@@ -30,7 +30,7 @@ from tasks.core.render.slack import (
     digest,
     render_decision_alert,
 )
-from tasks.core.render.text import clean, redact
+from tasks.core.render.text import clean
 
 __all__ = [
     "EvidenceLine",
@@ -40,7 +40,6 @@ __all__ = [
     "describe_changes",
     "digest",
     "evidence_from_round",
-    "redact",
     "render_deadman_alerts",
     "render_decision_alert",
     "render_pin_mismatch_alerts",

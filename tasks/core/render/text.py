@@ -18,7 +18,7 @@ import shlex
 from datetime import UTC, datetime
 from typing import Literal
 
-from tasks.core.redaction import redact as _redact
+from tasks.core.redaction import redact_process_secrets
 
 EXCERPT_CAP = 200  # characters of a bad reply shown in an alert
 #: The longest tag, provider name, model id or alert key shown anywhere (OpenRouter's are under 60).
@@ -27,15 +27,10 @@ NAME_CAP = 120
 Target = Literal["slack", "markdown", "cell", "log"]
 
 
-def redact(text: str) -> str:
-    """Every known secret value and every secret shape masked (the redactor tasks/secrets.py installs)."""
-    return _redact(text)
-
-
 def clean(text: str, cap: int = EXCERPT_CAP) -> str:
     """Redact (before any cut), make newlines and invisible characters visible (⏎, \\uXXXX), cap at `cap`."""
     out: list[str] = []
-    for ch in redact(text):
+    for ch in redact_process_secrets(text):
         if ch == "\n":
             out.append("⏎")
         elif ch in "\t\r":
@@ -91,7 +86,7 @@ def name(text: str, target: Target, cap: int = NAME_CAP) -> str:
 def is_pasteable(arg: str) -> bool:
     """`arg` can appear in a command to paste as it is: short, printable (no newline), no backtick (it would
     end the code span), nothing the redactor masks. The shell quoting is `command`'s."""
-    return 0 < len(arg) <= NAME_CAP and arg.isprintable() and "`" not in arg and redact(arg) == arg
+    return 0 < len(arg) <= NAME_CAP and arg.isprintable() and "`" not in arg and redact_process_secrets(arg) == arg
 
 
 def command_span(*argv: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from attempt_factory import attempt
 
-from tasks.core.contracts.language import expected_language, majority, verdict_of
+from tasks.core.contracts.language import expected_language, majority, reply_judgement
 from tasks.core.types import Contract, Judgement, Outcome, Reason
 
 pytestmark = pytest.mark.unit
@@ -35,5 +35,5 @@ def test_the_majority_whole(judgements: list[Judgement], expected: Judgement) ->
 def test_an_attempt_without_a_language_is_english_and_an_unknown_one_is_said() -> None:
     assert expected_language(attempt(Contract.LANGUAGE, language=None)) == "en"
     assert expected_language(attempt(Contract.LANGUAGE, language="DE")) == "de"
-    assert verdict_of(attempt(Contract.LANGUAGE, language="tlh")) == Judgement(
+    assert reply_judgement(attempt(Contract.LANGUAGE, language="tlh")) == Judgement(
         Outcome.INCONCLUSIVE, Reason.UNSUPPORTED_LANGUAGE, "language (tlh) not supported")

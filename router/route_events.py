@@ -1,8 +1,8 @@
 """Route events (failovers and degraded marks) as data, persisted through small sinks.
 
 * `RouteEventSink`       protocol: `write(events)`; raises on failure (the batcher keeps the events)
-  + `JsonlEventSink`     one JSON object per line, appended (open, write, close per batch)
-  + `DuckDBEventSink`    `tasks.store.append_route_events(db_path, events)`, imported lazily; the store
+  + `JsonlRouteEventSink`     one JSON object per line, appended (open, write, close per batch)
+  + `DuckDBRouteEventSink`    `tasks.store.append_route_events(db_path, events)`, imported lazily; the store
                          opens and closes the file per call, so DuckDB is never held between windows
 * `Batcher`              buffers records in memory; `flush()` (called from a background thread every
                          `flush_interval_s` and at shutdown) hands them to its sink in one batch; a failed
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from tasks.core.types import RouteEvent
-from tasks.secrets import redact
+from tasks.secrets import redact_known_secrets
 
 log = logging.getLogger("router.events")
 
@@ -47,21 +47,21 @@ class RecordSink(Protocol[T_contra]):
     def write(self, records: Sequence[T_contra]) -> None: ...
 
 
-def event_to_json(event: RouteEvent) -> dict[str, Any]:
+def route_event_to_json(event: RouteEvent) -> dict[str, Any]:
     """One JSONL record; free-text fields pass through the redactor (a key or URL password never lands)."""
     return {
         "at": event.at.isoformat(),
-        "key": redact(event.key),
+        "key": redact_known_secrets(event.key),
         "tier": event.tier,
-        "upstream": redact(event.upstream),
-        "reason": redact(event.reason),
+        "upstream": redact_known_secrets(event.upstream),
+        "reason": redact_known_secrets(event.reason),
         "latency_ms": event.latency_ms,
         "model": event.model,
         "client": event.client,
     }
 
 
-def event_from_json(doc: dict[str, Any]) -> RouteEvent:
+def route_event_from_json(doc: dict[str, Any]) -> RouteEvent:
     return RouteEvent(
         at=datetime.fromisoformat(doc["at"]),
         key=doc["key"],
@@ -89,16 +89,16 @@ class JsonlSink:
             fh.write(text)
 
 
-class JsonlEventSink:
+class JsonlRouteEventSink:
     def __init__(self, path: str | Path) -> None:
         self._sink = JsonlSink(path)
         self.path = self._sink.path
 
     def write(self, events: Sequence[RouteEvent]) -> None:
-        self._sink.write([event_to_json(e) for e in events])
+        self._sink.write([route_event_to_json(e) for e in events])
 
 
-def read_events(path: str | Path) -> list[RouteEvent]:
+def read_route_events(path: str | Path) -> list[RouteEvent]:
     """Every event of a JSONL file (skipping a torn last line)."""
     events: list[RouteEvent] = []
     p = Path(path)
@@ -106,7 +106,7 @@ def read_events(path: str | Path) -> list[RouteEvent]:
         return events
     for line in p.read_text(encoding="utf-8").splitlines():
         try:
-            events.append(event_from_json(json.loads(line)))
+            events.append(route_event_from_json(json.loads(line)))
         except (ValueError, KeyError, TypeError):
             continue
     return events
@@ -125,7 +125,7 @@ def in_duckdb_window(db_path: str, lock_timeout_s: float, write: Callable[[Any],
         write(con)
 
 
-class DuckDBEventSink:
+class DuckDBRouteEventSink:
     def __init__(self, db_path: str | Path) -> None:
         self.db_path = str(db_path)
         self.lock_timeout_s = DUCKDB_LOCK_TIMEOUT_S
@@ -241,7 +241,7 @@ class Batcher(Generic[T]):
                     "%s sink failed (%s: %s); %d records kept for the next window",
                     self.name,
                     type(exc).__name__,
-                    redact(str(exc))[:200],
+                    redact_known_secrets(str(exc))[:200],
                     len(batch),
                 )
                 with self._lock:
@@ -278,14 +278,14 @@ def spill_dir(events_db: str) -> Path:
     return Path(f"{events_db}.router-pending")
 
 
-def event_batchers(events_path: str | None, events_db: str | None) -> list[Batcher[RouteEvent]]:
+def route_event_batchers(events_path: str | None, events_db: str | None) -> list[Batcher[RouteEvent]]:
     """The configured event sinks, each behind its own batcher (a locked DuckDB never repeats JSONL lines)."""
     batchers: list[Batcher[RouteEvent]] = []
     if events_path:
-        batchers.append(Batcher(JsonlEventSink(events_path), "route-events-jsonl"))
+        batchers.append(Batcher(JsonlRouteEventSink(events_path), "route-events-jsonl"))
     if events_db:
-        spill = Spill(spill_dir(events_db), "route_events", event_to_json, event_from_json)
-        batchers.append(Batcher(DuckDBEventSink(events_db), "route-events-duckdb", spill=spill))
+        spill = Spill(spill_dir(events_db), "route_events", route_event_to_json, route_event_from_json)
+        batchers.append(Batcher(DuckDBRouteEventSink(events_db), "route-events-duckdb", spill=spill))
     return batchers
 
 

@@ -1,4 +1,4 @@
-"""Emitting the canary's events to Prefect (the shell of tasks/core/events.py).
+"""Emitting the canary's events to Prefect (the shell of tasks/core/canary_events.py).
 
 Called after the round's save (and by the dead-man check after it queued its alerts): the outbox already holds
 every alert, so an event that cannot be emitted is logged and never fails the round. Only where a Prefect API is
@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from tasks.core.events import CanaryEvent
+from tasks.core.canary_events import CanaryEvent
 
 log = logging.getLogger(__name__)
 
