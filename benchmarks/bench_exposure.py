@@ -11,7 +11,7 @@ a 1-hour ladder, each variant in a fresh process over the same generated fleet, 
 clock):
 
 * confirm  today's system: a round with a hard failure asks for a confirmation round 5 minutes later;
-* uptime   + the watcher (tasks/watch_loop.py, one look every `--tick` simulated seconds) reading OpenRouter's
+* uptime   + the watcher (tasks/watch/loop.py, one look every `--tick` simulated seconds) reading OpenRouter's
            listing only (no traffic): an uptime drop is a suspicion -> a confirmation round of that endpoint;
 * live     + `--rpm` plain streamed chat requests a minute on every endpoint through the real router (pinned, one
            route per endpoint, the canary's ignore list merged), whose per-endpoint counts the watcher reads too;
@@ -339,7 +339,7 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
     from router.server import start_router
     from tasks import store
     from tasks.config import CanaryConfig
-    from tasks.config_loading import apply_overrides
+    from tasks.config.loading import apply_overrides
 
     tmp = Path(db).parent
     for stale in Path(tmp).glob(Path(db).name + "*"):

@@ -60,9 +60,9 @@ def run_plain(days: float, db: str) -> dict[str, Any]:
 
     from demo import history as h
     from demo import scenario
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
     from tasks.core.plan import by_endpoint, make_round_id, plan_probes
-    from tasks.publish import publish_ignore_list
+    from tasks.ignore_list.publish import publish_ignore_list
     from tasks.round import probe_task, steps
 
     rounds = int(round(days * h.ROUNDS_PER_DAY))

@@ -167,7 +167,7 @@ def measure_scrapes(db: Path, repeat: int) -> dict[str, float]:
     import os
 
     from tasks.config import CanaryConfig
-    from tasks.metrics import CanaryCollector
+    from tasks.metrics.exporter import CanaryCollector
     from tasks.store.snapshot import snapshot_path
 
     db.with_name("none.toml").write_text("", encoding="utf-8")  # no built-in exclusions (a missing file is an error)

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.config import CanaryConfig  # noqa: E402
-from tasks.config_loading import variant  # noqa: E402
+from tasks.config.loading import variant  # noqa: E402
 from tasks.core.replay import replay  # noqa: E402
 from tasks.core.replay_input import parse_replay  # noqa: E402
 from tasks.core.replay_summary import format_summaries, summarize, what_if  # noqa: E402

@@ -27,7 +27,7 @@ from router.access import Door  # noqa: E402
 from router.clients import identify, key_sha256, take  # noqa: E402
 from router.metrics import RouterMetrics  # noqa: E402
 from router.routes import Client  # noqa: E402
-from tasks.clock import SystemClock  # noqa: E402
+from tasks.runtime.clock import SystemClock  # noqa: E402
 
 
 def best_us(fn: Callable[[], None], n: int, runs: int = 5) -> float:

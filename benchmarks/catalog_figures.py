@@ -192,7 +192,7 @@ def rss_mb(pid: int) -> float:
 def process_role(cmdline: str) -> str:
     """What a process of a canary's tree is, from its command line (the process tree of docs/operations.md)."""
     cmdline = f"{cmdline} "
-    for marker, role in (("tasks.probe_worker", "probe worker"), ("server_child", "private Prefect API server"),
+    for marker, role in (("tasks.probe.worker", "probe worker"), ("server_child", "private Prefect API server"),
                          ("prefect_api.watchdog", "server watchdog"), ("uvicorn", "private Prefect API server"),
                          ("prefect server", "Prefect server"), ("prefect.engine", "serve's flow-run process"),
                          (" serve ", "canary serve")):

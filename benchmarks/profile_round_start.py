@@ -118,7 +118,7 @@ def instrument() -> None:
     """Marks on the round's path (whatever the tree's code calls them; missing names are skipped)."""
     import flows.round
     import tasks.round.steps as steps
-    from tasks import probe_worker
+    from tasks.probe import worker as probe_worker
 
     flow = flows.round.canary_round
     original_fn = flow.fn
@@ -160,8 +160,8 @@ def instrument() -> None:
         if hasattr(window, name):
             timed(window, name)
     timed_cm(store, "open_store", "store window")
+    import tasks.ignore_list.variable_sync as variable_sync
     import tasks.store.settlement as settlement
-    import tasks.variable_sync as variable_sync
 
     timed(settlement, "mark_running")
     timed(variable_sync, "reconcile")

@@ -85,7 +85,7 @@ def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_d
 
 
 #: Seconds after its start a request with no first text yet stops counting toward `concurrency` (copied from
-#: tasks/probe_loop.py PARK_AFTER_S: the benchmark reads files, not code).
+#: tasks/probe/loop.py PARK_AFTER_S: the benchmark reads files, not code).
 PARK_AFTER_S = 2.0
 
 

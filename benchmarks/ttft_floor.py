@@ -9,7 +9,7 @@ fleet's healthy endpoints, `--threads` of them in flight at once, and prints one
 (ms) of the first text's arrival minus the simulator's planned first-token delay, and the client's CPU seconds. The
 clients:
 
-* `worker`   the canary's own: tasks/probe_worker.py (one event loop in a child process), fed by the dispatcher
+* `worker`   the canary's own: tasks/probe/worker.py (one event loop in a child process), fed by the dispatcher
              with `--threads` as its `concurrency`, exactly as a cycle feeds it; its CPU is the worker process's;
 * `threads`  a plain httpx client in `--threads` threads (one httpx.Client each): no Prefect, no judging, the
              floor a thread per request gives; its CPU is this process's.
@@ -97,9 +97,10 @@ def threaded(url: str, key: str, jobs: list[Job], threads: int) -> dict[str, Any
 
 def canary_worker(base_url: str, key: str, jobs: list[Job], in_flight: int) -> dict[str, Any]:
     """The canary's probe worker, fed through its dispatcher with `concurrency = in_flight`."""
-    from tasks import probe_loop, probe_worker
     from tasks.config import CanaryConfig
     from tasks.core.types import Contract, Endpoint
+    from tasks.probe import loop as probe_loop
+    from tasks.probe import worker as probe_worker
 
     os.environ[probe_worker.ENV] = "1"
     cfg = CanaryConfig(base_url=base_url, concurrency=in_flight, probe_budget_s=60.0, read_timeout_s=30.0)

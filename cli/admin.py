@@ -25,14 +25,14 @@ import typer
 
 from cli.runs import require_database, resolve_cli_config
 from tasks import store
-from tasks.clock import utcnow
 from tasks.config import CanaryConfig
-from tasks.config_loading import parse_duration
+from tasks.config.loading import parse_duration
 from tasks.core.canary_events import CanaryEvent
 from tasks.core.exclusions import is_valid_tag, matches
 from tasks.core.types import Decision, IgnoreList, Mode, OperationalExclusion
 from tasks.errors import CanaryError, ConfigError
-from tasks.publish import artifact_key, claim_publish_dir, current_ignore_list, write_ignore_file
+from tasks.ignore_list.publish import artifact_key, claim_publish_dir, current_ignore_list, write_ignore_file
+from tasks.runtime.clock import utcnow
 from tasks.store.history import known_tags
 from tasks.store.state import load_policy_states, replace_policy_states
 
@@ -113,7 +113,7 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime,
         )
         return
     from flows.publish import publish_ignore_artifacts
-    from tasks import variable_sync
+    from tasks.ignore_list import variable_sync
 
     variable_sync.sync(cfg.db_path, now)
     try:
@@ -121,8 +121,8 @@ def after_change(cfg: CanaryConfig, lists: list[IgnoreList], now: datetime,
     except Exception as exc:  # the JSON file is already published; the artifact catches up next round
         typer.echo(f"canary: warning: artifact not refreshed ({type(exc).__name__})", err=True)
     if events:
+        from tasks.orchestration.prefect_events import emit_canary_events
         from tasks.prefect_api.private_server import drain_prefect_workers
-        from tasks.prefect_events import emit_canary_events
 
         emit_canary_events(events)
         drain_prefect_workers()  # the events worker sends in the background: before the command exits
@@ -134,8 +134,8 @@ def _deliver_after_close(cfg: CanaryConfig) -> None:
     The one place admin commands send alerts. Slack settings come from the environment; Prefect Secret blocks
     are read only when a Prefect API is configured (otherwise reading them starts a temporary server).
     """
-    from tasks.delivery_loop import deliver_paced
-    from tasks.slack_settings import SlackSettings
+    from tasks.alerts.delivery_loop import deliver_paced
+    from tasks.alerts.slack_settings import SlackSettings
 
     try:
         settings = SlackSettings.from_env(None if os.environ.get("PREFECT_API_URL") else dict(os.environ))
@@ -242,7 +242,7 @@ def _until(ts: datetime | None) -> str:
 def lift_command(
     *, tag: str, reason: str, model: str | None, who: str | None, config: Path | None, db: str | None
 ) -> None:
-    from tasks.alert_links import round_links
+    from tasks.alerts.links import round_links
     from tasks.core.canary_events import decision_events
     from tasks.core.policy import PolicyConfig, lift
     from tasks.core.render.decision_groups import decision_messages
@@ -288,7 +288,7 @@ def lift_command(
 
 def mode_command(*, new_mode: str, config: Path | None, db: str | None) -> None:
     from cli.mode_switch import mode_switch_alert, mode_switch_lines
-    from tasks.alert_links import round_links
+    from tasks.alerts.links import round_links
     from tasks.core.canary_events import mode_switch_event
     from tasks.core.policy import carry_over
     from tasks.core.render.links import with_links

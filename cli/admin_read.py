@@ -17,13 +17,13 @@ import typer
 from cli.admin import _model, _print_json, admin_config
 from cli.runs import require_database
 from tasks import store
-from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.cost import CostTotals
 from tasks.core.render.status import policy_label, status_lines
 from tasks.core.render.text import name
 from tasks.core.types import IgnoreList, Mode, RoundState
-from tasks.publish import current_ignore_list
+from tasks.ignore_list.publish import current_ignore_list
+from tasks.runtime.clock import utcnow
 from tasks.store.history import known_tags
 
 
@@ -155,8 +155,8 @@ def status_command(*, config: Path | None, model: str | None, json_out: bool, db
     models = [_model(cfg, model)] if model else list(cfg.models)
     require_database(cfg)
     now = utcnow()
-    from tasks.alert_route import slack_warning
-    from tasks.spool import spooled_rounds
+    from tasks.alerts.route import slack_warning
+    from tasks.spool.journal import spooled_rounds
 
     with store.open_store(cfg.db_path, read_only=True) as con:
         mode = store.get_setting(con, store.MODE_KEY, None) or cfg.mode.value
@@ -184,7 +184,7 @@ def live_evidence_status(cfg: CanaryConfig) -> dict[str, Any]:
     """Where the watcher's live evidence comes from; with Prometheus, whether it answers now (one query)."""
     if cfg.live_source != "prometheus":
         return {"source": cfg.live_source}
-    from tasks.live_prometheus import live_source_health
+    from tasks.watch.live_prometheus import live_source_health
 
     health = live_source_health(cfg)
     return {"source": cfg.live_source, "url": health.url, "up": health.up, "routers": health.routers,

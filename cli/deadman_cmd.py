@@ -1,5 +1,5 @@
 """`canary deadman-automation`, and the same step in `canary serve`: create or update the Prefect automation that
-posts to Slack when no run of the cycle deployment completed for two round intervals (tasks/deadman_automation.py).
+posts to Slack when no run of the cycle deployment completed for two round intervals (tasks/orchestration/deadman_automation.py).
 
 `canary serve` applies it at every start for `canary-cycle`; prefect.yaml's `canary-cycle` deployment runs this
 command as a build step, so `prefect deploy` applies it too (a shard's deployment passes `--deployment`).
@@ -17,10 +17,10 @@ import typer
 def apply_for(deployment: str, interval: timedelta, *, command: str, strict: bool) -> None:
     """Apply the automation and say so in one line on stderr. A failure is one line too: `strict` (the command of
     its own) exits 2 through CanaryError; `canary serve` warns and serves on, its rounds are worth more than it."""
-    from tasks.deadman_automation import apply_deadman_automation, describe
+    from tasks.alerts.slack_settings import SlackSettings
     from tasks.errors import CanaryError
-    from tasks.secrets import redact_known_secrets
-    from tasks.slack_settings import SlackSettings
+    from tasks.orchestration.deadman_automation import apply_deadman_automation, describe
+    from tasks.runtime.secrets import redact_known_secrets
 
     settings = SlackSettings.from_env()
     try:
@@ -44,7 +44,7 @@ def deadman_automation(
     """Create or update the Prefect automation that posts to Slack (SLACK_* settings) when no run of the cycle
     deployment completed for two round intervals; Prefect's server runs it, with no canary process up (needs
     PREFECT_API_URL; `canary serve` does this at every start)."""
-    from tasks.config_loading import load_config
+    from tasks.config.loading import load_config
     from tasks.errors import ConfigError
     from tasks.prefect_api.configured import check_configured_api, configured_api_url
 

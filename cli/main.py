@@ -55,7 +55,7 @@ def demo(
     from demo.replace_guard import refuse_to_replace
     from demo.run import run_demo
     from tasks.config import CanaryConfig
-    from tasks.config_preflight import preflight
+    from tasks.config.preflight import preflight
 
     preflight(CanaryConfig(db_path=db, publish_dir=str(Path(db).parent)))  # its JSON goes next to the db
     refuse_to_replace(db, replace=replace)  # an operator's changes are not the demo's to throw away
@@ -96,8 +96,8 @@ def serve(
     canary-deadman check, and apply the dead-man automation (needs PREFECT_API_URL); with --metrics-port, the
     Prometheus exposition and the ignore lists (`GET /lists/<model-slug>.json`) too."""
     from cli.serve_cmd import serve_deployment
-    from tasks.config_loading import load_config
-    from tasks.config_preflight import preflight
+    from tasks.config.loading import load_config
+    from tasks.config.preflight import preflight
 
     preflight(load_config(config))
     serve_deployment(config, metrics_port=metrics_port, metrics_addr=metrics_addr)
@@ -241,11 +241,11 @@ app.add_typer(router_app, name="router")  # cli/router_app.py
 
 
 def main() -> None:
-    from tasks.arenas import cap_arenas
     from tasks.errors import CanaryError
-    from tasks.secrets import install_redaction, redact_known_secrets
+    from tasks.runtime.arenas import cap_arenas
+    from tasks.runtime.secrets import install_redaction, redact_known_secrets
 
-    cap_arenas()  # before any thread allocates: this process and every process it starts (tasks/arenas.py)
+    cap_arenas()  # before any thread allocates: this process and every process it starts (tasks/runtime/arenas.py)
     install_redaction()
     try:
         app(standalone_mode=True)

@@ -1,4 +1,4 @@
-"""`canary metrics`: the Prometheus exposition of the canary's state (tasks/metrics.py).
+"""`canary metrics`: the Prometheus exposition of the canary's state (tasks/metrics/exporter.py).
 
     canary metrics --db canary.duckdb                          # http://127.0.0.1:9464/metrics
     canary metrics --db shard-a.duckdb --db shard-b.duckdb     # several shards, one exporter
@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from cli.runs import require_database, resolve_cli_config
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 
 
 def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str, once: bool) -> None:
@@ -24,8 +24,8 @@ def metrics_command(*, dbs: list[str], config: Path | None, port: int, addr: str
     paths = dbs or [cfg.db_path]
     for path in paths:
         require_database(apply_overrides(cfg, {"db_path": path}))
-    from tasks.metrics import CanaryCollector, exposition  # seconds: after the quick refusals
-    from tasks.metrics_http import serve_metrics
+    from tasks.metrics.exporter import CanaryCollector, exposition  # seconds: after the quick refusals
+    from tasks.metrics.server import serve_metrics
 
     if once:
         typer.echo(exposition(CanaryCollector(paths, cfg)).decode(), nl=False)

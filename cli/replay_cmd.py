@@ -20,7 +20,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from tasks.config_loading import load_config, variant
+from tasks.config.loading import load_config, variant
 from tasks.core.replay import decision_line, replay
 from tasks.core.replay_input import parse_replay
 from tasks.core.replay_summary import format_summaries, summarize, what_if
@@ -30,7 +30,7 @@ __all__ = ["parse_set", "replay_command"]
 
 
 def parse_set(items: Iterable[str]) -> dict[str, str]:
-    """`key=value` strings -> overrides for tasks.config_loading.apply_overrides."""
+    """`key=value` strings -> overrides for tasks.config.loading.apply_overrides."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")

@@ -25,12 +25,12 @@ import httpx
 import typer
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.config_loading import resolve_config
-from tasks.config_preflight import preflight as preflight_paths
+from tasks.config.loading import resolve_config
+from tasks.config.preflight import preflight as preflight_paths
 from tasks.core.plan import is_model_id
 from tasks.core.types import RoundState
 from tasks.errors import ConfigError
-from tasks.secrets import read_secret, redact_known_secrets
+from tasks.runtime.secrets import read_secret, redact_known_secrets
 
 if TYPE_CHECKING:
     from tasks.prefect_api.server import PrefectApi
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 def resolve_cli_config(config: Path | None, *, db: str | None = None, base_url: str | None = None,
                        mode: str | None = None) -> CanaryConfig:
-    """A command's config: `--config`, then `--db`, `--base-url` and (`canary run`) `--mode` (tasks/config_loading.py
+    """A command's config: `--config`, then `--db`, `--base-url` and (`canary run`) `--mode` (tasks/config/loading.py
     `resolve_config`, the one place a config is assembled)."""
     return resolve_config(config, db_path=db, base_url=base_url, mode=mode)
 
@@ -61,7 +61,7 @@ def preflight(cfg: CanaryConfig, models: list[str]) -> dict[str, str]:
     exit 1). Returns model -> the outage seen at pre-flight."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tasks.discover import DiscoveryUnreachable, fetch_endpoints
+    from tasks.probe.discover import DiscoveryUnreachable, fetch_endpoints
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
@@ -147,7 +147,7 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
     from tasks.prefect_api.server import is_private_api, settings_for_flow_runs
 
     # Heartbeats only for an existing server: its zombie-run automation marks a killed run Crashed when they stop
-    # (tasks/zombie_runs.py); a private server dies with this process (and the cycle's heartbeat thread costs it up
+    # (tasks/orchestration/zombie_runs.py); a private server dies with this process (and the cycle's heartbeat thread costs it up
     # to 1 s at its end; its rounds share one thread: tasks/prefect_api/subflow_runs.py).
     with settings_for_flow_runs(heartbeats=not is_private_api()):
         cycle = canary_cycle(

@@ -1,12 +1,12 @@
 """`canary serve`: the `canary-cycle` deployment (one schedule: every configured model's round per tick,
-concurrently, in one process; a crashed run runs again: tasks/deployment_settings.py) and the `canary-deadman`
+concurrently, in one process; a crashed run runs again: tasks/orchestration/deployments.py) and the `canary-deadman`
 deployment, served from one process, and in the same process the watcher (live traffic and OpenRouter's uptime
 as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
 `canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
-At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/deadman_automation.py): Prefect's
+At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/orchestration/deadman_automation.py): Prefect's
 server posts to Slack when no `canary-cycle` run completed for two intervals, with this process gone or not.
-Schedules count from a fixed anchor (tasks/deployment_settings.py), so a restart keeps the rounds' clock times.
+Schedules count from a fixed anchor (tasks/orchestration/deployments.py), so a restart keeps the rounds' clock times.
 
 At start, before the schedules take over, one cycle runs at once when the database has no complete full round of
 a configured model or its newest one is older than an interval (tasks/core/startup.py); otherwise the first cycle
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import load_config
+from tasks.config.loading import load_config
 from tasks.errors import ConfigError
 
 INTERVAL_ENV = "CANARY_SERVE_INTERVAL_S"
@@ -55,7 +55,7 @@ def build_deployment(cfg: CanaryConfig, config_path: str | None, *, interval: ti
     """One schedule, one cycle per tick: the models run concurrently in the serving process, sharing one
     language detector and one request pool, so the process does not grow with the catalog's schedules."""
     from flows.cycle import canary_cycle
-    from tasks.deployment_settings import CYCLE_CONCURRENCY, concurrency, crash_trigger, every
+    from tasks.orchestration.deployments import CYCLE_CONCURRENCY, concurrency, crash_trigger, every
 
     period = interval or timedelta(minutes=cfg.interval_min)
     return canary_cycle.to_deployment(
@@ -131,7 +131,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
     _check_reachable(api)
     import typer
 
-    from tasks.alert_route import slack_warning
+    from tasks.alerts.route import slack_warning
 
     if warning := slack_warning():
         typer.echo(f"serve: WARNING: {warning}", err=True)
@@ -145,7 +145,7 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
     cfg_path = str(Path(config).resolve()) if config else None
     if metrics_port:  # the same collector as `canary metrics` (and the lists), in this process (a daemon thread)
-        from tasks.metrics_http import serve_metrics
+        from tasks.metrics.server import serve_metrics
 
         serve_metrics([cfg.db_path], cfg, metrics_port, metrics_addr)
     cycle = build_deployment(cfg, cfg_path, interval=every)
@@ -160,10 +160,10 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
 
 def _zombie_runs() -> None:
-    """Prefect's zombie-run automation on the server (tasks/zombie_runs.py), for this process's heartbeat; one line."""
+    """Prefect's zombie-run automation on the server (tasks/orchestration/zombie_runs.py), for this process's heartbeat; one line."""
     import typer
 
-    from tasks.zombie_runs import NAME, current_heartbeat_s, ensure_zombie_automation, window_s
+    from tasks.orchestration.zombie_runs import NAME, current_heartbeat_s, ensure_zombie_automation, window_s
 
     try:
         ensure_zombie_automation()
@@ -179,7 +179,7 @@ def _first_cycle(cfg: CanaryConfig, cycle: Any, every: timedelta) -> None:
     """One line: whether a cycle runs at once (and why) or the schedule's first one is awaited."""
     import typer
 
-    from tasks.clock import utcnow
+    from tasks.runtime.clock import utcnow
 
     reason = startup_cycle_due(cfg, every, utcnow())
     if reason is None:

@@ -2,7 +2,7 @@
 same loop in its own process).
 
 It looks at every configured model every `suspect_confirm_after_s` / 3 seconds with no flow run per look
-(tasks/watch_loop.py); a suspicion becomes a Scheduled run of `canary-cycle/canary-cycle`, which the pool's
+(tasks/watch/loop.py); a suspicion becomes a Scheduled run of `canary-cycle/canary-cycle`, which the pool's
 worker runs like any cycle run. With `--db` (repeated, one per shard) it follows each shard's file: the models
 that file holds, and a confirmation round as a run of that shard's deployment `canary-cycle/canary-cycle-<stem>`
 (docs/operations.md 2c) on that file. It needs the Prefect API the worker serves (PREFECT_API_URL). `--once`: one
@@ -19,14 +19,14 @@ from pathlib import Path
 import typer
 
 from cli.serve_cmd import CYCLE_DEPLOYMENT, _api_url, _check_reachable
-from tasks.config_loading import load_config
+from tasks.config.loading import load_config
 from tasks.errors import ConfigError
 
 
 def watch_command(config: Path | None, *, once: bool = False, json_out: bool = False,
                   cycle_deployment: str = CYCLE_DEPLOYMENT, dbs: list[str] | None = None) -> None:
     from flows.watch import run_served_watcher, watch_once
-    from tasks.clock import utcnow
+    from tasks.runtime.clock import utcnow
 
     cfg = load_config(config)
     api = _api_url()

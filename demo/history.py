@@ -42,7 +42,7 @@ from demo.scenario import AdminEvent, admin_schedule, builtin_file_text, config_
 from demo.settings import DEMO_MODEL, quiet_logs
 from demo.simulator_process import SharedStepClock, history_prefect, simulator_process
 from tasks.config import DEFAULT_LADDER
-from tasks.config_loading import format_duration
+from tasks.config.loading import format_duration
 from tasks.errors import ConfigError
 
 HISTORY_FLEET = Path(__file__).resolve().parent.parent / "simulator" / "fleets" / "history.toml"

@@ -179,7 +179,7 @@ class ProbePipeline:
 
     def _discover(self, n: int) -> list[Endpoint]:
         """Round n's endpoints, as the simulator lists them at round n's time (asked once; a few ms)."""
-        from tasks.discover import fetch_endpoints
+        from tasks.probe.discover import fetch_endpoints
 
         if n not in self._endpoints:
             self._endpoints[n] = fetch_endpoints(self._client, self.round_cfg(n).base_url, self._key, self.model)
@@ -295,7 +295,7 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
     """`run_round(n, round_ts)` for rounds 0..len(times)-1 of `model`, called in order: each is the round's
     steps (tasks/round/sequence.py) without a flow run, its probes taken from the pipeline."""
     from tasks import store
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
     from tasks.round import probe_task
 
     cfg = resolve_config(None, dict(overrides))

@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tasks.clock import StepClock
 from tasks.errors import CanaryError
+from tasks.runtime.clock import StepClock
 
 
 class SharedStepClock(StepClock):

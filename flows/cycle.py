@@ -4,15 +4,15 @@
                      probes plain calls inside it; at most `models_in_flight` at once)
 
 One process holds one language detector (built on first use) and one bounded pool of probe requests
-(`concurrency`, sent by one probe worker process on one event loop: tasks/probe_worker.py) shared by every model in
+(`concurrency`, sent by one probe worker process on one event loop: tasks/probe/worker.py) shared by every model in
 flight; the policy stays sequential per model (each model's round settles and saves on its own). What the rounds
 would each ask Prefect and the store for, the cycle does once: the rounds' slots (one acquisition under one lease,
-tasks/concurrency.py `cycle_round_slots`), the Secret blocks, the operational Variable's sync, and one DuckDB
+tasks/orchestration/round_slots.py `cycle_round_slots`), the Secret blocks, the operational Variable's sync, and one DuckDB
 connection kept open between the rounds' write windows (tasks/store/connection.py `kept_open`: it lets go of the
 file whenever another process asks for it, and when the cycle is idle). Every `PROGRESS_EVERY_S` the cycle logs
 one line: rounds done, in flight, requests in flight and an ETA.
 
-Two cycles of one database never overlap: a file lock beside the database (`<db>.cycle.lock`, tasks/cycle_lock.py: it
+Two cycles of one database never overlap: a file lock beside the database (`<db>.cycle.lock`, tasks/orchestration/cycle_lock.py: it
 holds between `canary run`s that each started a private Prefect server), then a Prefect global concurrency limit of one
 slot per DuckDB file (`cycle_limit_name`: it holds across the workers of one server). A cycle that had to wait for the
 previous one, or that starts late, says so in its log and its result (`late_s`), it is never silently skipped; one that
@@ -20,8 +20,8 @@ waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason (and `canar
 (`round_ts`, the round ids) is read once the lock and the slot are held, so two cycles that waited for each other never
 share it; a cycle passes its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run
 holds (tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by the next one at
-once: the leases of its slot and of its rounds' slots released (tasks/concurrency.py); its flow runs are marked
-Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/zombie_runs.py). `canary run` runs one
+once: the leases of its slot and of its rounds' slots released (tasks/orchestration/round_slots.py); its flow runs are marked
+Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/orchestration/zombie_runs.py). `canary run` runs one
 cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
@@ -44,14 +44,14 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from tasks.arenas import cap_arenas
-from tasks.clock import utcnow
 from tasks.config import DEFAULT_DB_PATH, CanaryConfig
 from tasks.core.plan import model_slug
 from tasks.core.progress import progress_line
 from tasks.core.types import RoundState
-from tasks.cycle_lock import CycleLock, CycleLockTimeout
-from tasks.secrets import install_redaction
+from tasks.orchestration.cycle_lock import CycleLock, CycleLockTimeout
+from tasks.runtime.arenas import cap_arenas
+from tasks.runtime.clock import utcnow
+from tasks.runtime.secrets import install_redaction
 
 #: The slot of the default database (`canary.duckdb`): one shard, the name every single-file setup uses.
 CYCLE_LIMIT = "canary-cycle"
@@ -113,15 +113,15 @@ def canary_cycle(
     with hard failures)."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
     cap_arenas()  # before the rounds' threads (a no-op when the `canary` command or the operator did it)
-    from tasks.config_loading import resolve_config
-    from tasks.cycle_turn import cycle_turn
+    from tasks.config.loading import resolve_config
+    from tasks.orchestration.cycle_turn import cycle_turn
     from tasks.round.steps import refresh_snapshot as refresh_analysts_snapshot
 
     logger = get_run_logger()
     cfg = resolve_config(config_path, overrides, base_url=base_url, db_path=db_path)
     chosen = [model] if model else list(dict.fromkeys(models or cfg.models))  # a model once per cycle
     confirmation = {"only": only, "contracts": contracts, "confirms": confirms} if only else {}
-    # each round assembles its config from the same parameters (tasks/config_loading.py `resolve_config`)
+    # each round assembles its config from the same parameters (tasks/config/loading.py `resolve_config`)
     config = {"mode": mode, "config_path": config_path, "base_url": base_url, "db_path": db_path,
               "overrides": overrides}
     scheduled = cycle_ts or utcnow()  # what the log says; the rounds' time is read once the locks are held
@@ -171,9 +171,10 @@ def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any,
     """What each round would ask for, done once for the cycle's rounds (module docstring): the store kept open,
     the Secret blocks read once, the operational Variable synced, every free round slot held (`on_lease` learns
     the slots' lease: the cycle lock records it)."""
-    from tasks import store, variable_sync
-    from tasks.concurrency import cycle_round_slots
-    from tasks.secrets import blocks_read_once, preload_secrets
+    from tasks import store
+    from tasks.ignore_list import variable_sync
+    from tasks.orchestration.round_slots import cycle_round_slots
+    from tasks.runtime.secrets import blocks_read_once, preload_secrets
     from tasks.store.rows import warm_up
 
     with store.kept_open(db_path), blocks_read_once():
@@ -195,8 +196,8 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
     subflow run of this cycle; a model whose round failed is reported, never allowed to cost the other models
     theirs. A round the Prefect API refused to start is run again (`ROUND_RETRY_DELAYS_S`)."""
     from flows.round import canary_round, round_run_name
-    from tasks.http_errors import is_orchestrator_blip
     from tasks.prefect_api.subflow_runs import SubflowRuns
+    from tasks.probe.http_errors import is_orchestrator_blip
     from tasks.round.steps import with_retries
 
     runs = SubflowRuns(canary_round)  # each round a subflow run of this cycle, started in its own thread
@@ -262,7 +263,7 @@ class _Progress:
             stop.set()
 
     def _report(self, every: float, stop: threading.Event) -> None:
-        from tasks.probe_worker import dispatcher
+        from tasks.probe.worker import dispatcher
 
         while not stop.wait(every):
             out, waiting = dispatcher().in_flight()

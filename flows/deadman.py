@@ -9,7 +9,7 @@ broken canary looks like. Two watchers notice it, and both queue the same alert 
   setups that run only the round deployment.
 
 Both run inside the canary. When the canary itself is gone (serve stopped or killed, its worker down, the schedule
-stopped), Prefect's server tells Slack on its own: the dead-man automation of tasks/deadman_automation.py.
+stopped), Prefect's server tells Slack on its own: the dead-man automation of tasks/orchestration/deadman_automation.py.
 
 Alerts go through the outbox like every other alert (written to DuckDB first, then flushed), so a Slack
 outage delays them and never loses or repeats one. A model that never completed a round is watched from the
@@ -24,10 +24,10 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.render import silence_alerts
-from tasks.secrets import install_redaction
+from tasks.runtime.clock import utcnow
+from tasks.runtime.secrets import install_redaction
 from tasks.store.history import last_complete_ts
 
 #: How often `canary serve` runs the check. Silence is two round intervals, so 15 min is early enough.
@@ -54,9 +54,9 @@ def _interval(cfg: CanaryConfig) -> timedelta:
 def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
     """Queue an alert per silent model, then deliver the outbox (queued alerts of crashed rounds included)
     with the database closed."""
+    from tasks.alerts.slack_settings import SlackSettings
+    from tasks.alerts.store_alarm import alarm_unreadable_store
     from tasks.errors import StoreError
-    from tasks.slack_settings import SlackSettings
-    from tasks.store_alarm import alarm_unreadable_store
 
     logger = get_run_logger()
     settings = SlackSettings.from_env()
@@ -71,12 +71,12 @@ def deadman_check(cfg: CanaryConfig, now: datetime) -> dict[str, Any]:
 
 def _check(cfg: CanaryConfig, now: datetime, settings: Any, logger: Any) -> dict[str, Any]:
     from tasks import store
-    from tasks.alert_links import round_links
+    from tasks.alerts.delivery_loop import deliver_paced
+    from tasks.alerts.links import round_links
     from tasks.core.canary_events import alert_events
     from tasks.core.render.links import with_links
-    from tasks.delivery_loop import deliver_paced
-    from tasks.prefect_events import emit_canary_events
-    from tasks.publish import current_ignore_list
+    from tasks.ignore_list.publish import current_ignore_list
+    from tasks.orchestration.prefect_events import emit_canary_events
 
     with store.open_store(cfg.db_path) as con:
         last = {m: last_complete_ts(con, m) for m in cfg.models}
@@ -115,7 +115,7 @@ def canary_deadman(
     """Alert once per silence episode for every configured model (a shard: its `models`) without a recent
     complete round."""
     install_redaction()  # the entry point of a deployment's process: hooks before any log
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
 
     cfg = resolve_config(config_path, {**(overrides or {}), **({"models": models} if models else {})},
                          db_path=db_path)
@@ -124,7 +124,7 @@ def canary_deadman(
 
 def deadman_deployment(config_path: str | None, *, interval: timedelta = CHECK_EVERY) -> Any:
     """The `canary-deadman` deployment `canary serve` serves next to `canary-round`."""
-    from tasks.deployment_settings import CHECK_CONCURRENCY, concurrency, every
+    from tasks.orchestration.deployments import CHECK_CONCURRENCY, concurrency, every
 
     return canary_deadman.to_deployment(
         name="canary-deadman",

@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow
 
 from tasks.core.types import IgnoreEntry, IgnoreList, Layer
-from tasks.secrets import install_redaction
+from tasks.runtime.secrets import install_redaction
 
 
 def ignore_list_from_json(raw: dict[str, Any]) -> IgnoreList:
@@ -35,7 +35,7 @@ def publish_ignore_artifacts(lists: list[dict[str, Any]]) -> list[str]:
     from prefect.artifacts import create_markdown_artifact
 
     from tasks.core.render.markdown import render_ignore_markdown
-    from tasks.publish import artifact_key
+    from tasks.ignore_list.publish import artifact_key
 
     keys = []
     for raw in lists:

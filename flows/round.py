@@ -20,16 +20,16 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from tasks.clock import utcnow
-from tasks.config_loading import resolve_config
+from tasks.config.loading import resolve_config
 from tasks.core.budget import Footprint
 from tasks.core.plan import by_endpoint
 from tasks.core.settle import Prior
 from tasks.core.types import RoundState
-from tasks.probe_journal import ProbeJournal
 from tasks.round import confirmations, probe_task, steps
 from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
-from tasks.secrets import preload_secrets
+from tasks.runtime.clock import utcnow
+from tasks.runtime.secrets import preload_secrets
+from tasks.spool.probes import ProbeJournal
 
 
 def round_run_name(model: str | None, round_ts: datetime | None, confirms: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """The watcher wired to Prefect: live traffic and OpenRouter's own figures as suspicions, confirmed by pinned probes.
 
-    canary serve / canary watch: a loop (tasks/watch_loop.py), every suspect_confirm_after_s / 3 s:
+    canary serve / canary watch: a loop (tasks/watch/loop.py), every suspect_confirm_after_s / 3 s:
       per model: listing (one GET) -> watch_model (one write window: resolve, suspect, record)
                  -> a Scheduled run of the cycle deployment (`canary-cycle/canary-cycle`) probing the suspected
                     endpoints, due now -> `canary.endpoint.suspected` events
@@ -30,8 +30,8 @@ from typing import Any
 
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest
-from tasks.prefect_events import emit_canary_events
-from tasks.watch_loop import Shard, WatchEngine, look_once, own_models_of, run_watcher, start_watcher
+from tasks.orchestration.prefect_events import emit_canary_events
+from tasks.watch.loop import Shard, WatchEngine, look_once, own_models_of, run_watcher, start_watcher
 
 log = logging.getLogger("canary.watch")
 
@@ -93,7 +93,7 @@ def watch_once(cfg: CanaryConfig, now: datetime, cycle_deployment: str | None = 
 
 
 def _loader(config_path: str | None) -> Any:
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
 
     return partial(resolve_config, config_path)
 

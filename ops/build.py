@@ -33,7 +33,7 @@ def _cell(text: str) -> str:
 
 def exporter_rows() -> list[tuple[str, str, tuple[str, ...], str]]:
     """(name, type, labels, help) of every family `canary metrics` writes, in exposition order."""
-    from tasks.metrics import OWN_FAMILIES
+    from tasks.metrics.exporter import OWN_FAMILIES
     from tasks.store.metric_text import FAMILIES, HISTOGRAMS
 
     own = {name: (name, kind, labels, help_) for name, kind, help_, labels in OWN_FAMILIES}

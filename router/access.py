@@ -26,7 +26,7 @@ from router.clients import Bucket
 from router.metrics import RouterMetrics
 from router.records import openai_error
 from router.routes import Client, Routes
-from tasks.clock import Clock
+from tasks.runtime.clock import Clock
 
 log = logging.getLogger("router")
 

@@ -33,10 +33,10 @@ from router import tiers as tier_rules
 from router.reasons import Cause, FailoverReason
 from router.route_events import Batcher
 from router.routes import Route, Tier
-from tasks.clock import Clock
 from tasks.core.http_rules import parse_retry_after
 from tasks.core.live_records import LiveOutcome
 from tasks.core.types import RouteEvent
+from tasks.runtime.clock import Clock
 
 if TYPE_CHECKING:
     from router.answer import CheckResult

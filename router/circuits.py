@@ -21,8 +21,8 @@ from router.breaker import Admission, Change, Circuit, Policy
 from router.reasons import Cause, FailoverReason
 from router.route_events import Batcher
 from router.routes import Routes, Tier
-from tasks.clock import Clock
 from tasks.core.types import RouteEvent
+from tasks.runtime.clock import Clock
 
 log = logging.getLogger("router")
 

@@ -1,5 +1,5 @@
 """The canary's ignore lists over HTTP, for a router on another host: `[router] lists_url` (the canary exporter's
-`/lists`, tasks/lists_http.py) polled every `lists_poll_s` seconds.
+`/lists`, tasks/ignore_list/endpoint.py) polled every `lists_poll_s` seconds.
 
 Each pass asks, for every list the tiers read (router/ignore.py `ignore_path`: a tier's `canary_model`, else its
 `model`; not a tier with its own `ignore_file`), `GET <lists_url>/<model-slug>.json` with `If-None-Match` (the
@@ -12,7 +12,7 @@ beside the routes file), where router/ignore.py reads it like a published file. 
   `canary_router_ignore_list_age_seconds`, `_stale`) are the canary's, as with a shared file;
 * 404 (the canary does not know the model), another status, or no answer: the copy stays (a restart while the
   canary is unreachable still excludes), ages, and is stale after two canary intervals; said in one line when
-  it begins and once when it ends (tasks/quiet_log.py). No answer ends the pass (the canary is down).
+  it begins and once when it ends (tasks/runtime/quiet_log.py). No answer ends the pass (the canary is down).
 
 The first pass runs at start, before the router reports its lists (router/ignore.py `report`); then a task of
 the app's lifespan (`run`). A `lists_url` holds no credentials, query or fragment (router/routes_schema.py: the
@@ -43,7 +43,7 @@ from router.routes import Routes
 from tasks.core.etag import strong_etag
 from tasks.core.plan import model_slug
 from tasks.errors import RoutesError
-from tasks.quiet_log import QuietLog
+from tasks.runtime.quiet_log import QuietLog
 
 log = logging.getLogger("router.lists")
 
@@ -52,7 +52,7 @@ class Unanswered(Exception):
     """The canary answered a list with a status that is none of 200, 304, 404."""
 
 RESULTS = ("ok", "not_modified", "not_found", "refused", "error")
-#: The canary's marker in its own publish directory (tasks/publish.py OWNER_FILE).
+#: The canary's marker in its own publish directory (tasks/ignore_list/publish.py OWNER_FILE).
 CANARY_MARKER = ".canary-db"
 
 

@@ -27,8 +27,8 @@ from router.reasons import Cause, FailoverReason
 from router.route_events import DUCKDB_LOCK_TIMEOUT_S, Batcher, Spill, in_duckdb_window, spill_dir
 from router.routes import Tier
 from router.stream import Gate
-from tasks.clock import Clock
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
+from tasks.runtime.clock import Clock
 
 _PROVIDER_NAME = re.compile(r'"provider_name"\s*:\s*"([^"\\]{1,80})"')
 

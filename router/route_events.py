@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from tasks.core.types import RouteEvent
-from tasks.secrets import redact_known_secrets
+from tasks.runtime.secrets import redact_known_secrets
 
 log = logging.getLogger("router.events")
 

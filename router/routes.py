@@ -44,7 +44,7 @@ DEFAULT_COOLDOWN_S = 30.0
 #: Browser origins allowed to call the router (CORS: `OPTIONS` preflight answered, responses carry
 #: `Access-Control-Allow-Origin`); empty: no CORS headers at all, `OPTIONS` answers 405. `["*"]` allows any.
 DEFAULT_CORS_ORIGINS: tuple[str, ...] = ()
-#: Where the canary publishes `<model-slug>.json` ignore lists (tasks/config.py DEFAULT_PUBLISH_DIR).
+#: Where the canary publishes `<model-slug>.json` ignore lists (tasks/config/__init__.py DEFAULT_PUBLISH_DIR).
 DEFAULT_PUBLISH_DIR = "published"
 #: Route events (failovers, degraded marks), one JSON object per line.
 DEFAULT_EVENTS_PATH = "route_events.jsonl"

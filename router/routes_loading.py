@@ -22,10 +22,10 @@ from pydantic import BaseModel, ValidationError
 
 from router.routes import Client, Routes
 from router.routes_schema import PROVIDER_KEYS, ClientTable, RoutesFile
+from tasks.config.schema_lines import Loc, dotted, first_line, model_at
 from tasks.core.paths import file_dir, resolve_against
 from tasks.errors import RoutesError, read_text_file
-from tasks.schema_lines import Loc, dotted, first_line, model_at
-from tasks.secrets import SecretStr
+from tasks.runtime.secrets import SecretStr
 
 __all__ = ["PATH_SETTINGS", "PROVIDER_KEYS", "load_routes", "parse_client", "parse_routes", "resolve_api_keys"]
 #: Settings that name a file or a directory (resolved against the routes file's directory).

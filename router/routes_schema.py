@@ -3,7 +3,7 @@
 `RoutesFile` validates a TOML-shaped mapping (unknown keys refused in every table); `RoutesFile.routes()` builds
 the frozen records of router/routes.py (which hold every knob's default and its why: the models' defaults are
 read from them). router/routes_loading.py turns the first error into today's one line (`routes: <where> <why>`,
-tasks/schema_lines.py) and resolves the paths. URLs follow the one base-URL rule (tasks/core/urls.py).
+tasks/config/schema_lines.py) and resolves the paths. URLs follow the one base-URL rule (tasks/core/urls.py).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pydantic import (
 )
 
 from router.routes import DEFAULT_RETRY_FAILED_CHECKS, Client, Route, RouterSettings, Routes, Tier
+from tasks.config.schema_lines import Say
 from tasks.core.redaction import strip_userinfo
 from tasks.core.urls import UrlFault, base_url, url_fault, without_query
-from tasks.schema_lines import Say
-from tasks.secrets import redact_known_secrets, register_url
-from tasks.wire import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
+from tasks.core.wire.provider_keys import PROVIDER_KEYS as WIRE_PROVIDER_KEYS
+from tasks.runtime.secrets import redact_known_secrets, register_url
 
 #: Keys OpenRouter accepts in `provider` (ProviderPreferences has additionalProperties: false).
 PROVIDER_KEYS = frozenset(WIRE_PROVIDER_KEYS)

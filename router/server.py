@@ -14,9 +14,9 @@ from router.app import create_app
 from router.route_events import Batcher
 from router.routes import Routes
 from router.shell import RouterShell, build_shell
-from tasks.clock import Clock
 from tasks.core.types import RouteEvent
-from tasks.uvicorn_thread import start_in_thread
+from tasks.runtime.clock import Clock
+from tasks.runtime.uvicorn_thread import start_in_thread
 
 
 @dataclass

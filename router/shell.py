@@ -33,9 +33,9 @@ from router.route_events import Batcher, JsonlSink, route_event_batchers
 from router.routes import Route, Routes
 from router.routes_loading import resolve_api_keys
 from router.savings import PipelineResult, Savings
-from tasks.clock import Clock, SystemClock
 from tasks.core.types import RouteEvent
-from tasks.secrets import SecretStr, install_redaction
+from tasks.runtime.clock import Clock, SystemClock
+from tasks.runtime.secrets import SecretStr, install_redaction
 
 log = logging.getLogger("router")
 

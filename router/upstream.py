@@ -23,7 +23,7 @@ from router.reasons import Cause, FailoverReason
 from router.stream import Abort, Commit, FailOver, Frame, Gate, Send
 from router.tiers import failover_reason
 from tasks.core.types import Attempt, ErrorClass
-from tasks.http_errors import classify_exception
+from tasks.probe.http_errors import classify_exception
 
 #: Bytes of an upstream error body read before passing it on or failing over.
 MAX_ERROR_BODY = 64 * 1024
@@ -65,7 +65,7 @@ def _pass_headers(response: httpx.Response) -> dict[str, str]:
     return {k: response.headers[k] for k in PASS_HEADERS if k in response.headers}
 
 
-#: The failover reason of a request that raised, by the probe's class of its httpx exception (tasks/http_errors.py).
+#: The failover reason of a request that raised, by the probe's class of its httpx exception (tasks/probe/http_errors.py).
 _REQUEST_FAILURE_REASONS: Mapping[ErrorClass, Cause] = {ErrorClass.CONNECT: Cause.CONNECT,
                                                         ErrorClass.TIMEOUT: Cause.TIMEOUT}
 

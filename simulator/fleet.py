@@ -24,8 +24,8 @@ from simulator.fleet_records import (
     Percentiles,
 )
 from simulator.fleet_schema import FleetFile
+from tasks.config.schema_lines import Loc, dotted, first_line, model_at
 from tasks.errors import FleetError
-from tasks.schema_lines import Loc, dotted, first_line, model_at
 
 __all__ = ["DEFAULT_FLEET_PATH", "DEFAULT_SUPPORTED_PARAMETERS", "QUANTIZATIONS", "STATUSES", "EndpointSpec", "Fleet",
            "ModelSpec", "Percentiles", "fleet_error", "parse_fleet"]

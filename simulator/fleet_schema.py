@@ -4,7 +4,7 @@
 against its kind's `Param`s, simulator/faults.py) and builds the records of simulator/fleet_records.py, whose
 defaults these tables read. `CatalogFile` validates a `[catalog]` table (simulator/catalog.py `CatalogSpec`'s
 keys). simulator/fleet.py and simulator/fleet_file.py turn the first error into today's one line (`fleet:
-<where> <why>`, tasks/schema_lines.py).
+<where> <why>`, tasks/config/schema_lines.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pydantic import (
 
 from simulator.faults import FAULT_KINDS, REQUEST_KINDS, Fault, Window
 from simulator.fleet_records import QUANTIZATIONS, STATUSES, EndpointSpec, ModelSpec, Percentiles
-from tasks.schema_lines import Say
+from tasks.config.schema_lines import Say
 
 _TABLE = ConfigDict(extra="forbid")
 #: Every endpoint and model default (simulator/fleet_records.py).

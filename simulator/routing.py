@@ -15,7 +15,7 @@ from typing import Any
 
 from simulator.fleet import EndpointSpec, ModelSpec
 from simulator.wire import dumps
-from tasks.wire import PROVIDER_KEYS
+from tasks.core.wire.provider_keys import PROVIDER_KEYS
 
 _LIST_KEYS = ("order", "only", "ignore", "quantizations")
 _BOOL_KEYS = ("allow_fallbacks", "require_parameters", "zdr", "enforce_distillable_text")

@@ -21,7 +21,7 @@ from simulator.app import SimulatorState, build_app
 from simulator.fleet import Fleet
 from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from simulator.player import CutConnection
-from tasks.uvicorn_thread import ServerThread, start_in_thread
+from tasks.runtime.uvicorn_thread import ServerThread, start_in_thread
 
 
 class _QuietCuts(logging.Filter):

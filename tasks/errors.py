@@ -35,7 +35,7 @@ class StoreError(CanaryError):
 
 class SpoolError(CanaryError):
     """A file a round keeps beside the database (its journal, a deferred round) could not be written, neither
-    next to the database nor in the fallback directory (tasks/spool.py): a full disk, a read-only mount."""
+    next to the database nor in the fallback directory (tasks/spool/journal.py): a full disk, a read-only mount."""
 
 
 class RoundIdTaken(CanaryError):

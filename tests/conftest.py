@@ -53,7 +53,7 @@ for _var in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
 def redaction_hooks() -> None:
     """The test session is an entry point like `canary` or a flow: the redaction hooks are installed first
     (importing the project installs nothing: tests/unit/test_import_graph.py)."""
-    from tasks.secrets import install_redaction
+    from tasks.runtime.secrets import install_redaction
 
     install_redaction()
 

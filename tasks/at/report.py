@@ -22,7 +22,7 @@ import pandas as pd
 from tasks.at.frames import cell_text, cell_ts, frame_records
 from tasks.at.in_force import operational_at, suspensions_at
 from tasks.at.records import EndpointReport, Finding, InForce, Report
-from tasks.config_loading import parse_duration
+from tasks.config.loading import parse_duration
 from tasks.core.exclusions import merge_ignore_list
 from tasks.core.types import BuiltinExclusion, EndpointState, Mode
 from tasks.errors import ConfigError

@@ -30,11 +30,11 @@ API client must not re-send a request, key included, to wherever a Location poin
 not an answer: `fail` `protocol_violation` with the Location as evidence (`protocol_judgement`), so an endpoint
 answering 302 for ever is suspended and alerted like any useless 200, instead of `inconclusive` for ever.
 
-What lives here, used by the probe (tasks/probe.py) and every contract judge (via `exchange_judgement`):
+What lives here, used by the probe (tasks/probe/attempt.py) and every contract judge (via `exchange_judgement`):
 `ERROR_OUTCOMES`: `ErrorClass` → the outcome it forces; `exchange_judgement(attempt)` applies it with the
 conditional cases (HTTP and mid-stream codes) and Gatus-style evidence. Which codes mean "refused service"
 (`is_try_again_status`, the router's failover codes too) and which are redirects are in tasks/core/http_rules.py;
-which httpx exception is which `ErrorClass` is in tasks/http_errors.py (the shell: it imports httpx).
+which httpx exception is which `ErrorClass` is in tasks/probe/http_errors.py (the shell: it imports httpx).
 
 Decided here (docs/design.md is silent):
 * Any other HTTP error (400, 401, 402, 403, 404, ...) is `inconclusive` (`http_<code>`): the model produced

@@ -1,5 +1,5 @@
 """The Prometheus text exposition format (0.0.4), line by line (pure): the one renderer and the one escaper of
-every sample the canary's exporter writes (`canary metrics`, tasks/metrics.py; the stored per-model text,
+every sample the canary's exporter writes (`canary metrics`, tasks/metrics/exporter.py; the stored per-model text,
 tasks/store/metric_text.py).
 
     header("canary_rounds_total", "counter", "Rounds that ended, by status")

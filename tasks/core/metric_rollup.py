@@ -1,6 +1,6 @@
 """What one round adds to the metrics rollup (pure): counters, histogram buckets and the last-round probes.
 
-The Prometheus exporter (`canary metrics`, tasks/metrics.py) must not scan the history at each scrape, so
+The Prometheus exporter (`canary metrics`, tasks/metrics/exporter.py) must not scan the history at each scrape, so
 the round's save transaction folds the round into a few small tables (tasks/store/metric_rollup.py) whose
 size depends on the fleet, not on how long the canary has run:
 

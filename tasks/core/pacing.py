@@ -2,7 +2,7 @@
 
 Slack lets an app post about one message a second to a channel, with short bursts (chat.postMessage's
 "special" rate limit); past it Slack answers 429 with Retry-After. The delivery loop of a channel
-(tasks/delivery_loop.py) takes a token before each post or update and waits what `take` says:
+(tasks/alerts/delivery_loop.py) takes a token before each post or update and waits what `take` says:
 
     bucket = Bucket.full(pace, now)
     bucket, wait_s = take(bucket, pace, now)     # wait wait_s, then post

@@ -71,7 +71,7 @@ _SHADOW_ACTIONS: dict[Action, Action] = {
 
 @dataclass(frozen=True, slots=True)
 class PolicyConfig:
-    """The policy's slice of CanaryConfig (meaning, units and defaults: tasks/config.py)."""
+    """The policy's slice of CanaryConfig (meaning, units and defaults: tasks/config/__init__.py)."""
 
     fail_rounds: int = DEFAULT_FAIL_ROUNDS
     restore_rounds: int = DEFAULT_RESTORE_ROUNDS

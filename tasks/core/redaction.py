@@ -1,7 +1,7 @@
 """Redaction rules, pure: the one documented shape list and matching by value (no registry, no environment).
 
 `redact(text, values)` is the one rule: `values` and every secret shape masked, nothing remembered, no environment
-read. tasks.secrets owns which values are secret: every sink calls `tasks.secrets.redact_known_secrets` (`redact`
+read. tasks.runtime.secrets owns which values are secret: every sink calls `tasks.runtime.secrets.redact_known_secrets` (`redact`
 over every value the process knows); pure code that must mask them too calls `redact_process_secrets`, which is
 that function once an entry point installed it (`install_redactor`) and the shape rules only before.
 
@@ -233,7 +233,7 @@ def _chosen(values: Iterable[str]) -> tuple[str, ...]:
 
 
 # -- the process's redactor -----------------------------------------------------------------------------------
-#: What `redact_process_secrets` uses. Pure code knows the shapes only; the shell (tasks/secrets.py, imported by
+#: What `redact_process_secrets` uses. Pure code knows the shapes only; the shell (tasks/runtime/secrets.py, imported by
 #: every process that can hold a secret) installs a redactor that also masks every secret value the process knows.
 _redactor: Callable[[str], str] = redact_shapes
 
@@ -245,7 +245,7 @@ def install_redactor(fn: Callable[[str], str]) -> None:
 
 def redact_process_secrets(text: str) -> str:
     """`text` through the process's redactor: every secret value the process knows (once an entry point installed
-    tasks.secrets' `redact_known_secrets`) and every shape; the shapes only before that."""
+    tasks.runtime.secrets' `redact_known_secrets`) and every shape; the shapes only before that."""
     return _redactor(text)
 
 

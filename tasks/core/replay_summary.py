@@ -61,7 +61,7 @@ def summarize(decisions: Iterable[Decision], history: ReplayHistory, label: str 
 class Variant:
     """One setting to replay beside the baseline: its config, a label (the overrides, `k=v ...`), and whether it
     sets the mode (then every round is replayed in it, not in the mode its lines recorded).
-    `tasks.config_loading.variant(base, overrides)` builds one from `--set`-style overrides."""
+    `tasks.config.loading.variant(base, overrides)` builds one from `--set`-style overrides."""
 
     label: str
     cfg: CanaryConfig

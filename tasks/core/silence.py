@@ -1,5 +1,5 @@
 """The dead-man automation's rules (pure): how long a silence of the cycle deployment lasts before Prefect's server
-says so, and what it says. tasks/deadman_automation.py turns them into the automation.
+says so, and what it says. tasks/orchestration/deadman_automation.py turns them into the automation.
 
 The window is the dead-man's own (tasks/core/deadman.py: SILENT_INTERVALS round intervals, 60 min at the default
 `interval_min` of 30): one missed cycle can be a slow cycle, two cannot.

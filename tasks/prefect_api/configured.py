@@ -44,7 +44,7 @@ def check_configured_api(url: str) -> None:
     """One GET of `<url>/health`; a server that does not answer is a ConfigError naming it (no userinfo)."""
     import httpx
 
-    from tasks.secrets import strip_userinfo
+    from tasks.runtime.secrets import strip_userinfo
 
     headers = {}
     if key := os.environ.get("PREFECT_API_KEY"):

@@ -105,10 +105,10 @@ class PrivatePrefectServer:
         self.port = listener.getsockname()[1]
         self.log_path = self.log_path.with_name(f"{LOG_PREFIX}{os.getpid()}-{self.port}.log")
         pipe_r, self._pipe_w = os.pipe()
-        from tasks.arenas import capped_env
-        from tasks.secrets import ENV_SECRETS, ENV_URLS
+        from tasks.runtime.arenas import capped_env
+        from tasks.runtime.secrets import ENV_SECRETS, ENV_URLS
 
-        env = capped_env({  # its allocator's arenas capped (tasks/arenas.py)
+        env = capped_env({  # its allocator's arenas capped (tasks/runtime/arenas.py)
             **{k: v for k, v in os.environ.items() if k not in (*ENV_SECRETS, *ENV_URLS)},  # it needs none
             **self._private_database(),
             "PREFECT_UI_ENABLED": "0",

@@ -24,7 +24,7 @@ _PRIVATE_URLS: set[str] = set()
 
 def is_private_api(url: str | None = None) -> bool:
     """True when `url` (default: the current Prefect API) is a private server of this process: nothing else talks
-    to it, so its concurrency slots guard nothing (the cycle's file lock does: tasks/cycle_lock.py) and its runs
+    to it, so its concurrency slots guard nothing (the cycle's file lock does: tasks/orchestration/cycle_lock.py) and its runs
     die with it (no heartbeats needed)."""
     if url is None:
         from prefect.settings import get_current_settings
@@ -105,7 +105,7 @@ def settings_for_flow_runs(*, api_url: str | None = None, heartbeats: bool = Tru
 
     At the end of every flow run the engine joins its heartbeat thread, which sleeps in 1 s steps: 0-1 s a run
     (a `canary run` ends two, its cycle's and its round's). Heartbeats only tell a server that a run still
-    lives; the canary finds its own dead rounds (the journal, tasks/spool.py)."""
+    lives; the canary finds its own dead rounds (the journal, tasks/spool/journal.py)."""
     from prefect.context import SettingsContext
     from prefect.settings import get_current_settings
 

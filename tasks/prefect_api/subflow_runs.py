@@ -19,7 +19,7 @@ Heartbeats (`with runs.heartbeats():`, when Prefect's settings have them on): th
 that sends `prefect.flow-run.heartbeat` and sleeps in 1 s steps, and join it when the run ends (up to 1 s more per run,
 before its thread takes the next one). Instead one thread sends the same event for every run in progress: when the
 run starts, then every heartbeat interval, and stops at once when the block ends. The zombie-run automation
-(tasks/zombie_runs.py) reads them as it reads the engine's.
+(tasks/orchestration/zombie_runs.py) reads them as it reads the engine's.
 """
 
 from __future__ import annotations

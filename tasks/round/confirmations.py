@@ -26,12 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from tasks.clock import Clock, StepClock
 from tasks.config import CanaryConfig
 from tasks.core.confirm import ConfirmationRequest, narrow_probes, parse_contracts, select_confirmation
 from tasks.core.plan import Probe, model_slug
 from tasks.core.settle import Settlement
 from tasks.core.types import Endpoint, RoundState
+from tasks.runtime.clock import Clock, StepClock
 
 log = logging.getLogger("canary.confirm")
 

@@ -97,10 +97,11 @@ def _take(turns: _Turns) -> list[FirstWindow]:
 
 def _answer(turns: _Turns, db_path: str, lock_timeout_s: float) -> None:
     """One window for every round waiting once it is open (those that came while it waited for the lock too)."""
-    from tasks import store, variable_sync
-    from tasks.clock import utcnow
+    from tasks import store
     from tasks.errors import RoundIdTaken, StoreError
+    from tasks.ignore_list import variable_sync
     from tasks.round.write_window import land_leftovers, read_prior
+    from tasks.runtime.clock import utcnow
     from tasks.store.settlement import mark_running
 
     batch: list[FirstWindow] = []

@@ -6,12 +6,12 @@
 Part of the round's shell (tasks/round/steps.py has the other steps). No Prefect task run and no thread per probe: each
 contract is a chain of attempts (its turns in order, then the confirmations of a first language failure) that the
 answers' callbacks move on (a bug of ours in a chain ends it and fails the round once every chain ended), and the
-requests run on the probe worker's event loop (tasks/probe_worker.py), which stamps the bytes where they arrive. The
+requests run on the probe worker's event loop (tasks/probe/worker.py), which stamps the bytes where they arrive. The
 worker bounds the requests in flight (`concurrency`) and starts them in priority order: a chain's later attempts (a tool
 call's second turn, a language confirmation) before any first attempt, so a long chain does not wait behind the queue
 between its turns (its round's wall, and the cycle's tail, would carry it); then the first contract of every endpoint
 of every round in flight, so every round starts probing as soon as it is planned and a slow endpoint shows itself
-early (the worker then starts its other calls at once: tasks/probe_queue.py); then the earliest round's others. A probe
+early (the worker then starts its other calls at once: tasks/probe/call_queue.py); then the earliest round's others. A probe
 never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a probe
 becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed in the
 UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
@@ -26,14 +26,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.budget import FULL, Footprint
 from tasks.core.plan import EndpointPlan, Probe
 from tasks.core.render.text import name
 from tasks.core.types import Attempt, Endpoint, ErrorClass
-from tasks.failpoints import failpoint
-from tasks.secrets import known_values, read_secret, redact_known_secrets
+from tasks.runtime.clock import SystemClock
+from tasks.runtime.failpoints import failpoint
+from tasks.runtime.secrets import known_values, read_secret, redact_known_secrets
 
 log = logging.getLogger("canary")
 
@@ -44,7 +44,7 @@ _ROUNDS = itertools.count()
 def warm_up() -> None:
     """Start the probe worker before the first round needs it. The language detector needs no warm-up: it is
     built on first use and loads a language's models when a reply first needs them (tasks/core/langdetect.py)."""
-    from tasks import probe_worker
+    from tasks.probe import worker as probe_worker
 
     probe_worker.start()
 
@@ -57,7 +57,7 @@ def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig,
     its contracts in order) and one log line per endpoint. `priority`: the worker's order among first attempts
     (default: this round's turn in the process); `sent()` is called once every chain's first attempt is sent;
     `on_endpoint(endpoint, its attempts)` as soon as every probe of an endpoint ended (the round keeps them:
-    tasks/probe_journal.py)."""
+    tasks/spool/probes.py)."""
     probes = [p for plan in plans for p in plan.probes]
     ranks = [(k, j) for j, plan in enumerate(plans) for k in range(len(plan.probes))]
     chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent, ranks,
@@ -207,8 +207,8 @@ class _Chain:
 
     def _send(self, n: int) -> Any:
         from tasks.core.probe_request import build_request, prompt_language
-        from tasks.probe_loop import ProbeCall
-        from tasks.probe_worker import dispatcher
+        from tasks.probe.loop import ProbeCall
+        from tasks.probe.worker import dispatcher
 
         probe, cfg, endpoint = self.probe, self.cfg, self.probe.endpoint
         body = build_request(probe.contract, endpoint.model, endpoint.tag, probe.language, cfg, attempt_no=n)

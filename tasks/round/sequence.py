@@ -6,8 +6,8 @@
     -> [publish] the ignore list (complete rounds only) -> failpoint after-publish
     -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
 
-`[step]`: the journal's step (tasks/spool.py), so a round whose process dies is marked `crashed` with it, unless
-it had probed: each endpoint's probes are kept beside the journal as they end (tasks/probe_journal.py) and the
+`[step]`: the journal's step (tasks/spool/journal.py), so a round whose process dies is marked `crashed` with it, unless
+it had probed: each endpoint's probes are kept beside the journal as they end (tasks/spool/probes.py) and the
 next round of the model lands them; a step
 that raises marks the round `failed` with the step and its error, in its own process (`steps.record_failure`).
 Every step is a plain call: the `canary-round` flow run (flows/round.py) is the round's one Prefect unit (its
@@ -25,18 +25,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tasks.clock import utcnow
-from tasks.concurrency import RoundSkipped
 from tasks.config import CanaryConfig
 from tasks.core.budget import Footprint
 from tasks.core.plan import Probe, make_round_id, plan_probes
 from tasks.core.settle import Prior, Settlement, resolve_mode
 from tasks.core.types import Attempt, Endpoint, Outcome, RoundInfo, RoundState
-from tasks.failpoints import failpoint
-from tasks.probe_journal import ProbeJournal
+from tasks.orchestration.round_slots import RoundSkipped
 from tasks.round import steps
 from tasks.round.footprint import plan_footprint
-from tasks.spool import Journal
+from tasks.runtime.clock import utcnow
+from tasks.runtime.failpoints import failpoint
+from tasks.spool.journal import Journal
+from tasks.spool.probes import ProbeJournal
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class Engine:
     """What one engine runs the round's steps with (one per round)."""
 
     #: The round's probing (round id, prior, footprint, where to keep each endpoint's probes as they end:
-    #: tasks/probe_journal.py): discover, plan (`planned_probes`), probe.
+    #: tasks/spool/probes.py): discover, plan (`planned_probes`), probe.
     probe: Callable[[str, Prior, Footprint, ProbeJournal], RoundProbes]
     #: Publishing makes the Prefect artifacts and events too (False: the ignore list file only; no Prefect API).
     artifacts: bool = True

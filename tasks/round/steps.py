@@ -21,16 +21,16 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tasks.clock import utcnow
 from tasks.config import CanaryConfig
 from tasks.core.policy import PolicyConfig, too_soon
 from tasks.core.render.text import name
 from tasks.core.settle import Prior, Settlement, resolve_mode, settle_round
 from tasks.core.types import Alert, Attempt, Endpoint, RoundInfo, RoundState
 from tasks.errors import StoreError
-from tasks.http_errors import is_retryable_exception
-from tasks.secrets import read_secret
-from tasks.spool import Journal
+from tasks.probe.http_errors import is_retryable_exception
+from tasks.runtime.clock import utcnow
+from tasks.runtime.secrets import read_secret
+from tasks.spool.journal import Journal
 
 log = logging.getLogger("canary")
 T = TypeVar("T")
@@ -48,7 +48,7 @@ DISCOVER_RETRY_DELAYS_S = (2.0, 5.0)
 def with_retries(call: Callable[[], T], retry_if: Callable[[BaseException], bool], delays: Sequence[float],
                  what: str, sleep: Callable[[float], None] = time.sleep) -> T:
     """`call()`, tried again after each of `delays` while it raises an error `retry_if` accepts (one of
-    tasks/http_errors.py's predicates, the one home of retry conditions); each retry is logged."""
+    tasks/probe/http_errors.py's predicates, the one home of retry conditions); each retry is logged."""
     for delay in delays:
         try:
             return call()
@@ -65,8 +65,8 @@ def with_retries(call: Callable[[], T], retry_if: Callable[[BaseException], bool
 def round_guard(model: str, logger: Any, db_path: str) -> Iterator[str | None]:
     """Two rounds of the same model never overlap: a Prefect global concurrency limit of 1 per model, held under a
     lease (yielded: the round's journal records it, so the next round frees the slot of a dead holder at once:
-    tasks/concurrency.py)."""
-    from tasks.concurrency import round_slot
+    tasks/orchestration/round_slots.py)."""
+    from tasks.orchestration.round_slots import round_slot
 
     with round_slot(model, logger, db_path=db_path) as lease_id:
         yield lease_id
@@ -86,9 +86,9 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
     running. A busy store costs the round nothing but its rotation memory: it probes anyway and settles against
     the store inside its save window. A round id another run's round holds: RoundIdTaken, before anything is
     probed."""
-    from tasks import variable_sync
     from tasks.core.canary_events import crashed_round_events
-    from tasks.prefect_events import emit_canary_events
+    from tasks.ignore_list import variable_sync
+    from tasks.orchestration.prefect_events import emit_canary_events
     from tasks.round.first_window import FirstWindow, first_window
     from tasks.round.write_window import judge_spools
 
@@ -100,7 +100,7 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
         answered = first_window(FirstWindow(cfg, model, round_id, round_ts, run_id, ui_value, spools),
                                 PRIOR_LOCK_TIMEOUT_S)
     except StoreError as exc:
-        from tasks.store_alarm import alarm_unreadable_store
+        from tasks.alerts.store_alarm import alarm_unreadable_store
 
         alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
         logger.warning("Round %s probes without its history (the store cannot be used): %s", round_id, exc)
@@ -117,7 +117,7 @@ def load_prior(cfg: CanaryConfig, model: str, round_id: str, round_ts: datetime,
 
 def discover(cfg: CanaryConfig, model: str) -> list[Endpoint]:
     """List the endpoints that serve `model` (OpenRouter's endpoints API); network errors are tried twice more."""
-    from tasks.discover import fetch_endpoints
+    from tasks.probe.discover import fetch_endpoints
 
     key = read_secret("OPENROUTER_API_KEY", required=True)
     assert key is not None
@@ -135,7 +135,7 @@ def settle(prior: Prior, attempts: Sequence[Attempt], endpoints: Sequence[Endpoi
     """The pure core: outcomes, round statuses, policy, ignore list and alerts (`partial`: a confirmation
     round, `endpoints` the probed ones; `extra_alerts`: the round's own, e.g. the budget footprint's; `run_id`:
     the run that chose the round's time; `flow_run_id`: the round's own flow run, which its alerts link to)."""
-    from tasks.alert_links import round_links
+    from tasks.alerts.links import round_links
 
     settled = settle_round(prior, attempts, endpoints, cfg, round_ts, round_id=round_id, partial=partial,
                            extra_alerts=extra_alerts, run_id=run_id, links=round_links(cfg, flow_run_id))
@@ -151,9 +151,10 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
     """ONE write transaction for the round (after landing anything older), or a spool file when the window
     cannot be had in time. Returns the settlement as saved and `complete` or `deferred`; a store that cannot be
     read or written (not merely busy) raises StoreError once the round is kept (`keep_unsaved`)."""
-    from tasks import store, variable_sync
+    from tasks import store
     from tasks.core.canary_events import crashed_round_events
-    from tasks.prefect_events import emit_canary_events
+    from tasks.ignore_list import variable_sync
+    from tasks.orchestration.prefect_events import emit_canary_events
     from tasks.round.write_window import judge_spools, land_leftovers, settle_and_save
 
     info = settled.info
@@ -176,11 +177,11 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
 def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Settlement:
     """The round's attempts to the spool (beside the database, else the fallback directory), to land with the
     next round that gets the store. Busy: that is all (`deferred`). Otherwise a loud failure: the direct alert
-    (tasks/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts that
+    (tasks/alerts/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts that
     no directory takes: the spool's alert too, and SpoolError."""
+    from tasks.alerts.store_alarm import alarm_unreadable_store, alarm_unwritable_spool
     from tasks.errors import SpoolError
-    from tasks.spool import SpooledRound, spool_round
-    from tasks.store_alarm import alarm_unreadable_store, alarm_unwritable_spool
+    from tasks.spool.journal import SpooledRound, spool_round
 
     info, logger = settled.info, _run_logger()
     alarm_unreadable_store(cfg.db_path, exc, utcnow(), logger)
@@ -236,7 +237,7 @@ def _failure_artifact(info: RoundInfo, step: str, error: str, logger: Any) -> No
     from prefect.artifacts import create_markdown_artifact
 
     from tasks.core.render import render_failed_round_markdown
-    from tasks.publish import round_artifact_keys
+    from tasks.ignore_list.publish import round_artifact_keys
 
     try:
         create_markdown_artifact(key=round_artifact_keys(info.model, partial=info.partial)[0],
@@ -247,11 +248,11 @@ def _failure_artifact(info: RoundInfo, step: str, error: str, logger: Any) -> No
 
 
 def report_journal_fault(cfg: CanaryConfig, journal: Any) -> None:
-    """At the end of a round: a journal step that could not be written beside the database (tasks/spool.py
+    """At the end of a round: a journal step that could not be written beside the database (tasks/spool/journal.py
     `Journal.fault`) is a loud failure even when the round saved: the direct alert, then SpoolError."""
     if journal.fault is None:
         return
-    from tasks.store_alarm import alarm_unwritable_spool
+    from tasks.alerts.store_alarm import alarm_unwritable_spool
 
     alarm_unwritable_spool(cfg.db_path, journal.fault, utcnow(), _run_logger())
     raise journal.fault
@@ -266,8 +267,8 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
     from tasks.core.cost import round_cost
     from tasks.core.render import render_round_markdown
     from tasks.core.render.endpoint_table import endpoint_contract_rows
-    from tasks.prefect_events import emit_canary_events
-    from tasks.publish import create_ignore_artifact, publish_ignore_list, round_artifact_keys
+    from tasks.ignore_list.publish import create_ignore_artifact, publish_ignore_list, round_artifact_keys
+    from tasks.orchestration.prefect_events import emit_canary_events
 
     publish_ignore_list(cfg, settled.ignore, artifact=False)
     if not artifacts:
@@ -286,10 +287,10 @@ def publish(cfg: CanaryConfig, settled: Settlement, artifacts: bool = True) -> N
 
 def deliver(cfg: CanaryConfig, now: datetime) -> int:
     """Post the outbox to Slack (this round's alerts and any left by earlier rounds), no lock held, through the
-    channel's paced loop (tasks/delivery_loop.py: in a cycle, the first round to get here posts for every round;
+    channel's paced loop (tasks/alerts/delivery_loop.py: in a cycle, the first round to get here posts for every round;
     the others hand their alerts over and go on)."""
-    from tasks.delivery_loop import deliver_paced
-    from tasks.slack_settings import SlackSettings
+    from tasks.alerts.delivery_loop import deliver_paced
+    from tasks.alerts.slack_settings import SlackSettings
 
     summary = deliver_paced(cfg.db_path, SlackSettings.from_env(), now, _run_logger())
     return summary.sent
@@ -309,7 +310,7 @@ def refresh_snapshot(cfg: CanaryConfig) -> None:
 def ignore_in_force(cfg: CanaryConfig, model: str) -> list[str] | str:
     """The ignore list in force now (what a skipped round reports), or why it cannot be read."""
     from tasks import store
-    from tasks.publish import current_ignore_list
+    from tasks.ignore_list.publish import current_ignore_list
 
     try:
         with store.open_store(cfg.db_path, read_only=True, lock_timeout_s=5.0) as con:

@@ -16,15 +16,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tasks import store
-from tasks.alert_links import round_links
+from tasks.alerts.links import round_links
 from tasks.config import CanaryConfig
 from tasks.core.exclusions import load_builtin
 from tasks.core.judge import RoundJudgement, judge_round
 from tasks.core.settle import Prior, Settlement, run_modes, settle_judged
 from tasks.core.types import Mode, RoundInfo, RoundState
 from tasks.errors import RoundIdTaken
-from tasks.probe_journal import kept_probes, probes_name
-from tasks.spool import (
+from tasks.spool.journal import (
     PROBES_SUFFIX,
     SPOOL_SUFFIX,
     DeadRound,
@@ -33,6 +32,7 @@ from tasks.spool import (
     spool_dirs,
     spooled_rounds,
 )
+from tasks.spool.probes import kept_probes, probes_name
 from tasks.store.alert_threads import suspension_threads
 from tasks.store.settlement import (
     mark_crashed,
@@ -116,7 +116,7 @@ def land_leftovers(
     """Land deferred rounds (oldest first), then the probes that dead rounds of `model` kept (`_land_kept`), then
     end `model`'s rounds that never finished: `failed` with its error when its journal says the round raised
     (its process could not record it), else `crashed` with the step it reached once its process is gone: a
-    round whose journal names a process that still runs (tasks/liveness.py: pid, host and start time) is left
+    round whose journal names a process that still runs (tasks/runtime/liveness.py: pid, host and start time) is left
     alone, whatever its row says. Returns one line per thing done (for the run log)."""
     done: list[str] = []
     landed = {js.spool.info.round_id for js in spools if _land_spool(con, cfg, js, now, done)}
@@ -195,7 +195,7 @@ def _forget(cfg: CanaryConfig, dead: DeadRound) -> None:
 
 
 def _land_kept(con: store.Connection, cfg: CanaryConfig, dead: DeadRound, now: datetime, done: list[str]) -> bool:
-    """Land the probes a dead round kept beside its journal (tasks/probe_journal.py), judged and settled like a
+    """Land the probes a dead round kept beside its journal (tasks/spool/probes.py), judged and settled like a
     deferred round: the round it was when its probing had ended, else a partial round of the endpoints whose
     probes all ended. False (and its file set aside, said in `done`) when it kept none or cannot be landed: the
     round is then marked as before."""

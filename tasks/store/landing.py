@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from tasks.clock import utcnow
 from tasks.core.types import STORED_ROUND_STATES, Attempt, ContractResult, Endpoint, RoundInfo, RoundState, RoundStatus
+from tasks.runtime.clock import utcnow
 from tasks.store.metric_rollup import record_round_end
 from tasks.store.records import attempt_row, endpoint_row, outcome_row
 from tasks.store.rows import Connection, fetch_first, insert_rows, one_line, transaction, utc

@@ -13,7 +13,7 @@ import pandas as pd
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.suspicion import ClearedRate, Signal, Suspicion, SuspicionStatus
 from tasks.core.types import Endpoint, RoundStatus
-from tasks.secrets import redact_known_secrets_opt
+from tasks.runtime.secrets import redact_known_secrets_opt
 from tasks.store.connection import open_store
 from tasks.store.records import SIGNAL_COLUMNS
 from tasks.store.rows import Connection, insert_rows, one_line, utc

@@ -10,7 +10,7 @@ The families read from the metrics rollup (tasks/store/metric_rollup.py) are per
 ~200 ms and ~140 MB (benchmarks/bench_metrics.py), more than the scan of `attempts` they replace. A round
 changes one model's rollup rows only, so the save transaction renders that model's sample lines into
 `metric_text` (migration 11): one row per (family, model), its `body` the sample lines, no HELP/TYPE header. A
-scrape then only concatenates stored text under each family's header (tasks/metrics.py).
+scrape then only concatenates stored text under each family's header (tasks/metrics/exporter.py).
 
 Every line is written by the one renderer, tasks/core/exposition.py (its one escaper: hostile model ids and
 tags stay one sample each); the queries only select label values and a value. A family is one `Family(...)`

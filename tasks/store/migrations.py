@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tasks.clock import utcnow
 from tasks.errors import StoreError
+from tasks.runtime.clock import utcnow
 from tasks.store.alert_threads import ALERT_THREADS_SQL
 from tasks.store.metric_rollup import METRIC_LABELS_SQL, METRIC_ROLLUP_SQL
 from tasks.store.metric_text import METRIC_TEXT_SQL, render_all_text

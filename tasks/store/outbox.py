@@ -6,7 +6,7 @@ with ``last_error`` and ``next_attempt_at`` when Slack said no for now (5xx, 429
 (``failed_at``, ``last_error``) when Slack refused it for a reason no retry can fix: never claimed again.
 When the post's fate is unknown (the process died during it, or Slack answered after our timeout)
 ``sending_since`` stays set: the next delivery asks Slack's channel history for the alert's key before posting
-again, and counts ``possible_duplicates`` where it cannot ask (tasks/delivery.py).
+again, and counts ``possible_duplicates`` where it cannot ask (tasks/alerts/delivery.py).
 A row is never deleted. Errors are redacted and flattened before they are stored.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from tasks.core.types import Alert
-from tasks.secrets import redact_known_secrets_opt
+from tasks.runtime.secrets import redact_known_secrets_opt
 from tasks.store.rows import Connection, fetch_dicts, insert_rows, one_line, utc, utc_required
 
 
@@ -64,7 +64,7 @@ def claim_alerts(
     is_dead: Callable[[str | None], bool] = lambda _claimer: False,
 ) -> list[tuple[Alert, bool]]:
     """Claim the alerts to post now, oldest first: (alert, fate_unknown). Due pending alerts, and alerts whose
-    earlier claim is older than CLAIM_LEASE or was made by a process that `is_dead` (tasks/liveness.py) says is
+    earlier claim is older than CLAIM_LEASE or was made by a process that `is_dead` (tasks/runtime/liveness.py) says is
     gone; each is stamped ``sending_since = now``, ``claimed_by = claimer``, attempts + 1."""
     at = utc_required(now)
     rows = fetch_dicts(
@@ -90,7 +90,7 @@ def claim_alerts(
 
 def _after_parents(con: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`rows` less the follow-ups whose parent still waits to be posted and is not claimed before them: a
-    follow-up goes in its parent's thread, so it waits for the parent (tasks/delivery_threads.py)."""
+    follow-up goes in its parent's thread, so it waits for the parent (tasks/alerts/threads.py)."""
     parents = sorted({str(r["thread_key"]) for r in rows if r.get("thread_key")})
     if not parents:
         return rows

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tasks.core.types import Attempt, ContractResult, Endpoint, ErrorClass, Outcome, ToolCall, Usage, as_contract
-from tasks.secrets import redact_known_secrets_opt
+from tasks.runtime.secrets import redact_known_secrets_opt
 from tasks.store.rows import one_line, utc
 
 #: OpenRouter's per-endpoint figures kept with each round's endpoints (migration 9): Endpoint fields = columns.

@@ -9,7 +9,7 @@ from datetime import datetime
 import pandas as pd
 
 from tasks.core.types import RouteEvent
-from tasks.secrets import redact_known_secrets_opt
+from tasks.runtime.secrets import redact_known_secrets_opt
 from tasks.store.connection import open_store
 from tasks.store.rows import Connection, insert_rows, one_line, utc
 

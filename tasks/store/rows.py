@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from tasks.secrets import redact_known_secrets_opt
+from tasks.runtime.secrets import redact_known_secrets_opt
 
 Connection = duckdb.DuckDBPyConnection
 

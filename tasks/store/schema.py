@@ -206,7 +206,7 @@ ALTER TABLE rounds ADD COLUMN partial BOOLEAN DEFAULT false
 #: Migration 8: alerts that Slack refused for good. ``alerts.status`` may now be ``failed`` (Slack refused it
 #: for a reason a retry cannot fix, or its destination refuses everything: never retried, shown by
 #: `canary status`), with ``failed_at``; ``claimed_by``: the process that claimed the alert for a post
-#: (``host|pid|start``, tasks/liveness.py), so a claim whose process is gone is taken over at once. DuckDB
+#: (``host|pid|start``, tasks/runtime/liveness.py), so a claim whose process is gone is taken over at once. DuckDB
 #: cannot change a CHECK constraint in place, so the table is rebuilt (same columns, rows kept).
 ALERTS_FAILED_SQL = """
 CREATE TABLE alerts_v8 (

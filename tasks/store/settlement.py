@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from tasks.core.metric_rollup import round_rollup
 from tasks.core.types import RoundInfo, RoundState
 from tasks.errors import RoundIdTaken
-from tasks.failpoints import failpoint
+from tasks.runtime.failpoints import failpoint
 from tasks.store.alert_threads import record_decision_threads
 from tasks.store.landing import complete_round, land_outcomes, land_round
 from tasks.store.metric_rollup import record_round_end, roll_up_round

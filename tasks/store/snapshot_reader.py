@@ -21,7 +21,7 @@ def open_snapshot(db_path: str | os.PathLike[str],
     call opens the file anew). If no snapshot exists yet but the database does, one is published first
     (a short write window). Its catalog is named ``snapshot``; unqualified table and view names work.
     `into`: attach to that in-memory connection (returned) instead of a new instance, which a process reading
-    every new snapshot keeps (creating and closing an instance costs ~18 ms: tasks/metrics.py); let the
+    every new snapshot keeps (creating and closing an instance costs ~18 ms: tasks/metrics/exporter.py); let the
     snapshot go with `detach_snapshot`.
     """
     target = snapshot_path(db_path)

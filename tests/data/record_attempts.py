@@ -3,7 +3,7 @@
     python tests/data/record_attempts.py        # rewrites tests/data/recorded/*.json
 
 Starts the simulator (127.0.0.1, any port, time compressed 100x) with the fleet below, sends each scenario's
-pinned probe through the real probe client (`tasks.probe.probe_once`), and saves the recorded Attempt with the
+pinned probe through the real probe client (`tasks.probe.attempt.probe_once`), and saves the recorded Attempt with the
 outcome and reason that scenario is EXPECTED to get (written here by hand, from the fault's definition, never
 computed by the judges). tests/unit/contracts/test_recorded.py replays them through the judges.
 """
@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simulator.server import start_simulator  # noqa: E402
-from tasks.clock import SystemClock  # noqa: E402
 from tasks.config import CanaryConfig  # noqa: E402
 from tasks.core.types import Contract, Endpoint  # noqa: E402
-from tasks.probe import probe_once  # noqa: E402
+from tasks.probe.attempt import probe_once  # noqa: E402
+from tasks.runtime.clock import SystemClock  # noqa: E402
 
 OUT = Path(__file__).with_name("recorded")
 MODEL = "canary-test/roleplay-70b"

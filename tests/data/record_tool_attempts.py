@@ -21,9 +21,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simulator.server import start_simulator  # noqa: E402
-from tasks.clock import SystemClock  # noqa: E402
 from tasks.core.types import Contract, Endpoint  # noqa: E402
-from tasks.probe import probe_once  # noqa: E402
+from tasks.probe.attempt import probe_once  # noqa: E402
+from tasks.runtime.clock import SystemClock  # noqa: E402
 from tests.data.record_attempts import CFG, MODEL, provider_name, to_jsonable  # noqa: E402
 
 OUT = Path(__file__).with_name("recorded") / "tools"

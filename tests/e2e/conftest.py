@@ -46,7 +46,7 @@ def no_leftover_operational_variable(request: pytest.FixtureRequest) -> Iterator
         return
     from prefect.variables import Variable
 
-    from tasks.variable_sync import VARIABLE_NAME
+    from tasks.ignore_list.variable_sync import VARIABLE_NAME
 
     try:
         Variable.unset(VARIABLE_NAME)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from demo.simulator_process import SimulatorChild
 from tasks import store
-from tasks.clock import StepClock
+from tasks.runtime.clock import StepClock
 from tests.support import NO_EXCLUSIONS
 from tests.support.rounds import child_simulator, default_fleet_slow_start
 

@@ -1,4 +1,4 @@
-"""Two rounds of the same model never overlap (tasks/concurrency.py), under the shared Prefect test harness.
+"""Two rounds of the same model never overlap (tasks/orchestration/round_slots.py), under the shared Prefect test harness.
 
 Real flow rounds against the simulator: round A is slow (an endpoint's first token takes 2 s); round B of the
 same model starts while A holds the slot. With a short wait B is skipped with a clear log line; with a long
@@ -26,9 +26,9 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.concurrency import WAIT_S, RoundSkipped, limit_name, wait_seconds
-from tasks.failpoints import ENV as FAILPOINTS_ENV
-from tasks.spool import JOURNAL_SUFFIX, spool_dir
+from tasks.orchestration.round_slots import WAIT_S, RoundSkipped, limit_name, wait_seconds
+from tasks.runtime.failpoints import ENV as FAILPOINTS_ENV
+from tasks.spool.journal import JOURNAL_SUFFIX, spool_dir
 from tests.support.rounds import round_overrides
 
 MODEL = "acme/overlap-model"

@@ -8,7 +8,7 @@ runs it: the installed console script in subprocesses, the loopback simulator wi
 * With a real Prefect server, a `canary run` killed (SIGKILL, a failpoint) in the middle of its round leaves its
   cycle slot under a 300 s lease and its rounds' slots under theirs: the next run releases them at once (the lock
   file names the dead cycle and its leases) and starts without waiting; the dead cycle's and round's flow runs are
-  marked Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/zombie_runs.py), not by the
+  marked Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/orchestration/zombie_runs.py), not by the
   next run.
 """
 
@@ -30,8 +30,8 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.cycle_lock import lock_path
-from tasks.failpoints import ENV
+from tasks.orchestration.cycle_lock import lock_path
+from tasks.runtime.failpoints import ENV
 from tests.support.run_config import write_run_config
 
 pytestmark = pytest.mark.e2e
@@ -191,7 +191,7 @@ def test_a_killed_cycle_frees_its_slots_at_once_and_prefect_marks_its_runs_crash
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL
 
-    from tasks.zombie_runs import MESSAGE, ensure_zombie_automation
+    from tasks.orchestration.zombie_runs import MESSAGE, ensure_zombie_automation
 
     db = tmp_path / f"killed-{uuid.uuid4().hex[:8]}.duckdb"  # a slot of its own in the shared test server
     cfg = write_config(sim, tmp_path, db)

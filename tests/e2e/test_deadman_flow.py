@@ -182,12 +182,12 @@ def test_a_catalog_that_empties_is_alerted_once(
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     ov = round_overrides(sim, tmp_path, MODEL, languages=["en"], ttft_s=GENEROUS_TTFT_S)
     assert canary_round(model=MODEL, round_ts=T0, overrides=ov)["endpoints"] == 2
-    import tasks.discover
+    import tasks.probe.discover
 
     # OpenRouter answers 200 with an empty list (the simulator cannot serve a model without endpoints).
     empty_listing = {"data": {"endpoints": []}}
-    monkeypatch.setattr(tasks.discover, "fetch_endpoints",
-                        lambda client, base, key, model: tasks.discover.parse_endpoints(model, empty_listing))
+    monkeypatch.setattr(tasks.probe.discover, "fetch_endpoints",
+                        lambda client, base, key, model: tasks.probe.discover.parse_endpoints(model, empty_listing))
     empty = [canary_round(model=MODEL, round_ts=T0 + timedelta(minutes=30 * i), overrides=ov) for i in (1, 2)]
     assert [r["endpoints"] for r in empty] == [0, 0]
     kinds = [json.loads(json.dumps(m.body or {})).get("metadata", {}).get("event_payload", {}).get("kind")

@@ -24,7 +24,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
-from tasks.spool import spool_dirs
+from tasks.spool.journal import spool_dirs
 from tests.support.run_config import write_run_config
 
 pytestmark = pytest.mark.e2e

@@ -1,10 +1,10 @@
 """Crash a real round at every step boundary (SIGKILL through a named failpoint), restart, check the invariants.
 
-For each failpoint of tasks/failpoints.py: round 1 runs normally (two broken endpoints fail once); round 2 runs
+For each failpoint of tasks/runtime/failpoints.py: round 1 runs normally (two broken endpoints fail once); round 2 runs
 in a subprocess armed with the failpoint and dies by SIGKILL where it says; round 3 runs normally. Then:
 
 * no probe that ended is lost: round 2 is complete, saved by its own process or landed by round 3 from the
-  probes it kept beside its journal (tasks/probe_journal.py): the whole round when its probing had ended, a
+  probes it kept beside its journal (tasks/spool/probes.py): the whole round when its probing had ended, a
   partial round of the endpoints whose probes had ended when it died mid-probe; every complete round holds
   exactly the attempts it counted;
 * nothing is judged twice: each broken endpoint is suspended exactly once, by round 2 when round 2 probed it
@@ -34,7 +34,7 @@ import pytest
 from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.failpoints import ENV, FAILPOINTS
+from tasks.runtime.failpoints import ENV, FAILPOINTS
 from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 

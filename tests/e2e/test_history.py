@@ -21,7 +21,7 @@ import pytest
 from demo.history import HISTORY_START, HistoryResult, build_history
 from demo.scenario import admin_schedule, config_file_text, history_overrides
 from tasks import store
-from tasks.config_loading import load_config
+from tasks.config.loading import load_config
 
 # A pipelined history takes both cores while it is built, and its verdicts rest on TTFT margins that a busy
 # machine would eat: scripts/test runs these tests first, with nothing beside them (`alone`).

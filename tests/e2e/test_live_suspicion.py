@@ -28,7 +28,7 @@ from router.route_events import flush_all
 from router.routes_loading import parse_routes
 from router.server import start_router
 from tasks import store
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.plan import make_round_id
 from tasks.round.confirmations import run_confirmations
 from tests.support.rounds import round_overrides

@@ -26,7 +26,7 @@ import pytest
 from simulator.fleet import Fleet, parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.spool import fallback_spool_dir, spool_dir
+from tasks.spool.journal import fallback_spool_dir, spool_dir
 from tests.support.admin_db import build_db
 from tests.support.run_config import write_run_config
 from tests.support.slack_server import SlackServer

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks import store, variable_sync
+from tasks import store
 from tasks.core.types import OperationalExclusion
+from tasks.ignore_list import variable_sync
 
 pytestmark = pytest.mark.e2e
 NOW = datetime(2026, 11, 3, 12, 0, tzinfo=UTC)

@@ -34,7 +34,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
-from tasks.deployment_settings import SCHEDULE_ANCHOR
+from tasks.orchestration.deployments import SCHEDULE_ANCHOR
 from tests.support.postgres import PostgresCluster
 from tests.support.processes import poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import free_port

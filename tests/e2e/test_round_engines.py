@@ -15,8 +15,8 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks import failpoints
-from tasks.spool import Journal
+from tasks.runtime import failpoints
+from tasks.spool.journal import Journal
 from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
 
 pytestmark = pytest.mark.e2e

@@ -37,7 +37,7 @@ def test_an_internal_probe_error_on_one_endpoint_keeps_every_other_result(
 ) -> None:
     from flows.round import canary_round
 
-    # A bug of ours inside the probe (it runs in the probe worker process: tasks/probe_worker.py), on beta only,
+    # A bug of ours inside the probe (it runs in the probe worker process: tasks/probe/worker.py), on beta only,
     # with the API key in its message.
     monkeypatch.setenv("CANARY_TEST_FAILPOINTS", "probe-raises:beta")
     with start_simulator(parse_fleet(FLEET), time_scale=0.1) as sim:

@@ -216,7 +216,7 @@ def test_b_kill_9_of_a_run_in_progress_leaves_no_prefect_server(
 
 
 def probe_workers(parent: int) -> list[int]:
-    """The probe worker processes (tasks/probe_worker.py) that `parent` started."""
+    """The probe worker processes (tasks/probe/worker.py) that `parent` started."""
     found = []
     for d in Path("/proc").iterdir():
         try:
@@ -224,7 +224,7 @@ def probe_workers(parent: int) -> list[int]:
             ppid = int((d / "stat").read_text().rsplit(") ", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if b"tasks.probe_worker" in cmd and ppid == parent:
+        if b"tasks.probe.worker" in cmd and ppid == parent:
             found.append(int(d.name))
     return found
 

@@ -150,7 +150,7 @@ def webhook_block(prefect_harness: None) -> Iterator[None]:
     """SLACK_WEBHOOK_URL known only from its Prefect Secret block (the bot token wins the transport)."""
     from prefect.blocks.system import Secret
 
-    from tasks.secrets import SECRET_BLOCKS
+    from tasks.runtime.secrets import SECRET_BLOCKS
 
     name = SECRET_BLOCKS["SLACK_WEBHOOK_URL"]
     Secret(value=BLOCK_WEBHOOK).save(name, overwrite=True)
@@ -281,8 +281,8 @@ def _rounds_with_a_wrong_slack_token(ov: dict[str, Any], sim: SimulatorHandle, e
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A wrong Slack token: the alerts of later rounds are refused (invalid_auth) and kept as failed."""
     from flows.round import canary_round
-    from tasks.delivery import deliver_outbox
-    from tasks.slack_settings import SlackSettings
+    from tasks.alerts.delivery import deliver_outbox
+    from tasks.alerts.slack_settings import SlackSettings
 
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
     monkeypatch.setenv("SLACK_BOT_TOKEN", WRONG_TOKEN)

@@ -22,7 +22,7 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
-from tasks.alert_route import NO_SLACK
+from tasks.alerts.route import NO_SLACK
 from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, start_logged, stop_group
@@ -228,7 +228,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 
     import yaml
 
-    from tasks.config_loading import load_config
+    from tasks.config.loading import load_config
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     deployments = {d["name"]: d for d in spec["deployments"]}
@@ -249,7 +249,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
 
 @pytest.mark.unit
 def test_prefect_yaml_has_the_trigger_and_the_limits_canary_serve_creates() -> None:
-    """The crashed-cycle trigger and the concurrency limits: prefect.yaml spells what tasks/deployment_settings.py
+    """The crashed-cycle trigger and the concurrency limits: prefect.yaml spells what tasks/orchestration/deployments.py
     gives `canary serve`, and Prefect's own models read both the same; the header counts the deployments."""
     import re
 
@@ -257,7 +257,7 @@ def test_prefect_yaml_has_the_trigger_and_the_limits_canary_serve_creates() -> N
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    from tasks.deployment_settings import CHECK_CONCURRENCY, CYCLE_CONCURRENCY, concurrency, crash_trigger
+    from tasks.orchestration.deployments import CHECK_CONCURRENCY, CYCLE_CONCURRENCY, concurrency, crash_trigger
 
     text = (REPO / "prefect.yaml").read_text(encoding="utf-8")
     deployments = {d["name"]: d for d in yaml.safe_load(text)["deployments"]}

@@ -49,7 +49,7 @@ import pytest
 
 from tasks import store
 from tasks.core.plan import model_slug
-from tasks.deployment_settings import SCHEDULE_ANCHOR
+from tasks.orchestration.deployments import SCHEDULE_ANCHOR
 from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group

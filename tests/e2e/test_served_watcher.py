@@ -34,7 +34,7 @@ from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.types import Endpoint, Mode, RoundInfo
-from tasks.deployment_settings import SCHEDULE_ANCHOR
+from tasks.orchestration.deployments import SCHEDULE_ANCHOR
 from tasks.store.live import append_live_counts
 from tests.support import NO_EXCLUSIONS
 from tests.support.prefect_db import seed_prefect_home

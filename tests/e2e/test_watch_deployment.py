@@ -17,7 +17,7 @@ from simulator.fleet import parse_fleet
 from simulator.server import start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tests.support import NO_EXCLUSIONS
 
@@ -65,7 +65,7 @@ def test_a_quiet_served_watcher_creates_no_flow_run(prefect_harness: None, tmp_p
     the served watcher at a healthy model: not one flow run, not one event."""
     from flows.cycle import canary_cycle
     from flows.watch import watch_engine
-    from tasks.watch_loop import run_watcher
+    from tasks.watch.loop import run_watcher
 
     canary_cycle.to_deployment(name="watch-test").apply()
     since = datetime.now(UTC)

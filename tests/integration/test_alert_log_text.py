@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tasks.alerts.slack_client import deliver
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.render.text import mrkdwn, unmrkdwn
 from tasks.core.types import Alert
-from tasks.slack_client import deliver
-from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tasks.alerts.slack_client import deliver
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.types import Alert
 from tasks.errors import ConfigError
-from tasks.slack_client import deliver
-from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import WEBHOOK_PATH, SlackServer
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,7 @@ def test_webhook_posts_each_alert_once(slack: SlackServer) -> None:
 @pytest.mark.parametrize("mode", ["web", "webhook"])
 def test_a_server_error_is_an_unknown_fate_of_that_alert_only(slack: SlackServer, mode: str) -> None:
     """Slack may have written the message before its 5xx: never "certainly not posted" (the outbox looks it up
-    before posting it again, tasks/delivery.py); the batch goes on."""
+    before posting it again, tasks/alerts/delivery.py); the batch goes on."""
     settings = web(slack) if mode == "web" else webhook(slack)
     slack.fail_next(1, status=500)
     results = deliver(make_alerts(), settings, now=NOW)

@@ -12,10 +12,10 @@ from email.utils import format_datetime
 import pytest
 
 from tasks import store
+from tasks.alerts.delivery import deliver_outbox
+from tasks.alerts.slack_client import MAX_RETRY_AFTER_S
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.types import Alert
-from tasks.delivery import deliver_outbox
-from tasks.slack_client import MAX_RETRY_AFTER_S
-from tasks.slack_settings import SlackSettings
 from tests.support.slack_server import SlackServer
 
 pytestmark = pytest.mark.integration

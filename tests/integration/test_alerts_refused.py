@@ -21,11 +21,11 @@ import pytest
 
 from cli.admin_read import failed_alerts_line
 from tasks import store
+from tasks.alerts.delivery import deliver_outbox
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.render import render_decision_alert
 from tasks.core.types import Action, Alert, Decision, Mode
-from tasks.delivery import deliver_outbox
-from tasks.failpoints import ENV
-from tasks.slack_settings import SlackSettings
+from tasks.runtime.failpoints import ENV
 from tests.support.outbox_rows import enqueue, rows
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 
@@ -195,8 +195,8 @@ def test_a_dead_claimers_alerts_go_out_at_once_not_after_the_lease(tmp_db: str, 
     alerts = [alert(i) for i in range(2)]
     enqueue(tmp_db, alerts)
     script = (
-        "import sys; from datetime import datetime; from tasks.slack_settings import SlackSettings;"
-        "from tasks.delivery import deliver_outbox;"
+        "import sys; from datetime import datetime; from tasks.alerts.slack_settings import SlackSettings;"
+        "from tasks.alerts.delivery import deliver_outbox;"
         f"s = SlackSettings.from_env({{'SLACK_BOT_TOKEN': {TOKEN!r}, 'SLACK_CHANNEL': {CHANNEL_ID!r},"
         f" 'SLACK_API_URL': {slack.api_url!r}}});"
         f"deliver_outbox({tmp_db!r}, s, datetime.fromisoformat({NOW.isoformat()!r}))"
@@ -220,8 +220,8 @@ def test_a_webhook_delivery_killed_mid_post_reposts_only_what_was_in_flight(tmp_
     enqueue(tmp_db, alerts)
     slack.delay_next(1, seconds=20, after=1)
     script = (
-        "from datetime import datetime; from tasks.slack_settings import SlackSettings;"
-        "from tasks.delivery import deliver_outbox;"
+        "from datetime import datetime; from tasks.alerts.slack_settings import SlackSettings;"
+        "from tasks.alerts.delivery import deliver_outbox;"
         f"s = SlackSettings.from_env({{'SLACK_WEBHOOK_URL': {slack.webhook_url!r}}});"
         f"deliver_outbox({tmp_db!r}, s, datetime.fromisoformat({NOW.isoformat()!r}))"
     )

@@ -69,7 +69,7 @@ def test_cli_json_inside_and_outside_the_incident(history: SharedHistory) -> Non
 def test_pure_report_from_fetched_rows(history: SharedHistory) -> None:
     from tasks import store
     from tasks.at import build_report, parse_time
-    from tasks.config_loading import load_config
+    from tasks.config.loading import load_config
     from tasks.core.exclusions import load_builtin
     from tasks.store.at_inputs import fetch_report_inputs
 

@@ -14,7 +14,7 @@ from tasks.core.judge import RoundFindings, RoundJudgement
 from tasks.core.plan import make_round_id
 from tasks.core.types import Contract, ContractResult, Endpoint, Mode, Outcome, RoundInfo
 from tasks.round.write_window import read_prior, settle_and_save
-from tasks.spool import SpooledRound, spool_round, spooled_rounds
+from tasks.spool.journal import SpooledRound, spool_round, spooled_rounds
 from tasks.store.history import known_tags
 from tasks.store.settlement import partial_round_ids
 from tests.support import NO_EXCLUSIONS

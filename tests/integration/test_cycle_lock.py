@@ -1,4 +1,4 @@
-"""The database's cycle lock (tasks/cycle_lock.py): one holder at a time, across processes; a waiter is told who
+"""The database's cycle lock (tasks/orchestration/cycle_lock.py): one holder at a time, across processes; a waiter is told who
 holds it and gives up with one line naming the holder; the record a dead holder left is reported to the next
 holder, and a clean end leaves none. Real files and processes, a fake clock for the wait."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tasks.cycle_lock import CycleLockTimeout, Holder, cycle_lock, lock_path
-from tasks.liveness import ProcessId
+from tasks.orchestration.cycle_lock import CycleLockTimeout, Holder, cycle_lock, lock_path
+from tasks.runtime.liveness import ProcessId
 
 pytestmark = pytest.mark.integration
 
 HOLD = (
     "import sys, time\n"
-    "from tasks.cycle_lock import cycle_lock\n"
+    "from tasks.orchestration.cycle_lock import cycle_lock\n"
     "with cycle_lock(sys.argv[1], 5) as lock:\n"
     "    lock.record(flow_run_id='run-of-the-holder')\n"
     "    print('held', flush=True)\n"

@@ -15,8 +15,8 @@ import pytest
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks.core.types import Endpoint
-from tasks.discover import DiscoveryUnreachable, endpoints_path, fetch_endpoints, parse_endpoints
 from tasks.errors import CanaryError, ConfigError
+from tasks.probe.discover import DiscoveryUnreachable, endpoints_path, fetch_endpoints, parse_endpoints
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

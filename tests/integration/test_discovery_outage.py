@@ -19,8 +19,8 @@ import pytest
 
 from cli.runs import preflight
 from tasks.config import CanaryConfig
-from tasks.discover import DiscoveryUnreachable, fetch_endpoints
 from tasks.errors import ConfigError
+from tasks.probe.discover import DiscoveryUnreachable, fetch_endpoints
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

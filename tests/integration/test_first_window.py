@@ -16,10 +16,10 @@ from tasks.config import CanaryConfig
 from tasks.core.plan import make_round_id
 from tasks.core.types import Mode, RoundInfo
 from tasks.errors import RoundIdTaken
+from tasks.ignore_list.variable_sync import UNREACHABLE
 from tasks.round.first_window import FirstWindow, _turns, first_window
 from tasks.store.connection import HELD_S
 from tasks.store.settlement import mark_running
-from tasks.variable_sync import UNREACHABLE
 from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration

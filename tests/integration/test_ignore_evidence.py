@@ -15,7 +15,7 @@ from tasks.core.judge import RoundFindings, RoundJudgement
 from tasks.core.plan import make_round_id
 from tasks.core.render.markdown import render_ignore_markdown
 from tasks.core.types import Contract, ContractResult, Endpoint, Layer, Mode, Outcome, RoundInfo
-from tasks.publish import current_ignore_list
+from tasks.ignore_list.publish import current_ignore_list
 from tasks.round.write_window import settle_and_save
 from tests.support import NO_EXCLUSIONS
 

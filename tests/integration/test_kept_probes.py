@@ -1,4 +1,4 @@
-"""A round whose process died keeps the probes that had ended (tasks/probe_journal.py) and the next round of its
+"""A round whose process died keeps the probes that had ended (tasks/spool/probes.py) and the next round of its
 model in that database lands them (tasks/round/write_window.py `land_leftovers`): the whole round when its probing
 had ended, a partial round of the endpoints whose probes had all ended when it died mid-probe; a line cut by the
 kill is skipped; probes that cannot be landed are set aside and the round is marked crashed. Real DuckDB, a real
@@ -17,10 +17,10 @@ import pytest
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo
-from tasks.liveness import ProcessId
-from tasks.probe_journal import ProbeJournal
 from tasks.round.write_window import land_leftovers
-from tasks.spool import Journal
+from tasks.runtime.liveness import ProcessId
+from tasks.spool.journal import Journal
+from tasks.spool.probes import ProbeJournal
 from tasks.store.settlement import mark_running
 
 pytestmark = pytest.mark.integration

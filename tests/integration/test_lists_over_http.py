@@ -25,8 +25,8 @@ from router.shell import build_shell
 from tasks.config import CanaryConfig
 from tasks.core.etag import strong_etag
 from tasks.errors import RoutesError
-from tasks.metrics_http import serve_metrics
-from tasks.publish import write_atomically
+from tasks.ignore_list.publish import write_atomically
+from tasks.metrics.server import serve_metrics
 from tests.support.prometheus import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -36,7 +36,7 @@ SLUG = "acme-m-1-5"
 
 
 def publish(directory: Path, ignore: list[str], model: str = MODEL, written_ago_s: float = 0.0) -> bytes:
-    """What tasks/publish.py writes for a model (atomically), `written_ago_s` seconds ago."""
+    """What tasks/ignore_list/publish.py writes for a model (atomically), `written_ago_s` seconds ago."""
     body = json.dumps({"model": model, "ignore": ignore, "entries": []}, indent=2) + "\n"
     write_atomically(directory / f"{SLUG}.json", body)
     at = time.time() - written_ago_s

@@ -1,6 +1,6 @@
 """Live evidence from a fleet, for real: two routers in front of the simulator, each exporting its counters
 (router/live_metrics.py) and writing `live_requests` into its own database, a real Prometheus (Debian's package)
-scraping both, and the watcher's reader (tasks/live_prometheus.py) asking it.
+scraping both, and the watcher's reader (tasks/watch/live_prometheus.py) asking it.
 
 * the records Prometheus gives, summed over both replicas, are the ones the two databases hold for the same
   requests (the same tags, providers, outcomes, classes, reasons and counts), so `suspect` cannot tell them apart;
@@ -25,10 +25,10 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.live_records import LiveCount
 from tasks.core.types import Endpoint, Mode, RoundInfo
-from tasks.live_prometheus import live_source_health, read_live_evidence
-from tasks.metrics import CanaryCollector, exposition
+from tasks.metrics.exporter import CanaryCollector, exposition
 from tasks.store.live import live_counts
-from tasks.watch_loop import WatchEngine, look_once
+from tasks.watch.live_prometheus import live_source_health, read_live_evidence
+from tasks.watch.loop import WatchEngine, look_once
 from tests.support import NO_EXCLUSIONS
 from tests.support.live_fleet import FAULTS, MODEL, routers, simulator_for_fleet, traffic
 from tests.support.prometheus import Prometheus, prometheus

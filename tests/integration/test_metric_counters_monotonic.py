@@ -1,4 +1,4 @@
-"""Every counter the exporter writes only rises (tasks/metrics.py, tasks/store/metric_rollup.py): Hypothesis runs
+"""Every counter the exporter writes only rises (tasks/metrics/exporter.py, tasks/store/metric_rollup.py): Hypothesis runs
 random sequences of rounds, crashed rounds (a round left `running`, marked `crashed` by its model's next round),
 deferred rounds landing late, a spool landed twice and exporter restarts against a real DuckDB file, scraping
 after each step; no `_total`, `_bucket`, `_sum` or `_count` sample may ever be lower than at the scrape before
@@ -19,7 +19,7 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, ErrorClass, Mode, RoundInfo, Usage
-from tasks.metrics import CanaryCollector, exposition
+from tasks.metrics.exporter import CanaryCollector, exposition
 from tasks.store.settlement import mark_crashed, mark_running, save_settlement, unfinished_rounds
 from tests.support import NO_EXCLUSIONS
 

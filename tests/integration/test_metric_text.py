@@ -1,5 +1,5 @@
 """The exposition text rendered per model in the round's save transaction (tasks/store/metric_text.py, migrations
-11 and 14) and a scrape that only reads it (tasks/metrics.py).
+11 and 14) and a scrape that only reads it (tasks/metrics/exporter.py).
 
 Real DuckDB files under tmp: settlements saved through `save_settlement`, scrapes parsed back with
 prometheus_client's own parser.
@@ -18,7 +18,7 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import CanaryCollector, exposition
+from tasks.metrics.exporter import CanaryCollector, exposition
 from tasks.store.metric_text import FAMILIES, HISTOGRAMS
 from tasks.store.settlement import save_settlement
 from tasks.store.snapshot import snapshot_path

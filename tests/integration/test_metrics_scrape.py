@@ -1,4 +1,4 @@
-"""A scrape as Prometheus makes it (tasks/metrics.py, tasks/core/exposition.py): hostile model ids and endpoint
+"""A scrape as Prometheus makes it (tasks/metrics/exporter.py, tasks/core/exposition.py): hostile model ids and endpoint
 tags still parse (prometheus_client's parser and Debian's `promtool check metrics`), gzip when the scraper
 asks for it, and a scraper that hangs up mid-response costs the exporter no traceback.
 
@@ -23,8 +23,8 @@ from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.settle import Prior, Settlement, settle_round
 from tasks.core.types import Attempt, Contract, Endpoint, EndpointState, Mode, Usage
-from tasks.metrics import CanaryCollector, exposition
-from tasks.metrics_http import accepts_gzip, serve_metrics
+from tasks.metrics.exporter import CanaryCollector, exposition
+from tasks.metrics.server import accepts_gzip, serve_metrics
 from tasks.store.settlement import save_settlement
 from tests.support import NO_EXCLUSIONS
 from tests.support.prometheus import free_port, require_binary

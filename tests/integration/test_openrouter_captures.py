@@ -25,11 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.contracts import probed, spec_of, tools
 from tasks.core.types import Attempt, Contract, Endpoint, Judgement
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.runtime.clock import SystemClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -14,11 +14,11 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from tasks.clock import SystemClock
 from tasks.core.classify import is_transport
 from tasks.core.contracts import ttft
 from tasks.core.types import Contract, ErrorClass, Outcome, Reason
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.runtime.clock import SystemClock
 from tests.support.probe_wire import (
     API_KEY,
     CFG,
@@ -33,7 +33,7 @@ from tests.support.probe_wire import (
     http_response,
     run,
     shell,  # noqa: F401 (autouse: every test on both shells)
-    )
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 

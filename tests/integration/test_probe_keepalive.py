@@ -1,4 +1,4 @@
-"""A probe gives its connection back (tasks/probe.py `_drain`): after [DONE] the rest of the chunked body is read,
+"""A probe gives its connection back (tasks/probe/attempt.py `_drain`): after [DONE] the rest of the chunked body is read,
 so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
 handshake per probe). A body that goes on after [DONE] is cut after `DRAIN_S` as before, and the attempt's times
 are the reply's, not the drain's."""
@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe import DRAIN_S, probe_once_async
-from tasks.probe_stream import new_async_client
+from tasks.probe.attempt import DRAIN_S, probe_once_async
+from tasks.probe.sockets import new_async_client
+from tasks.runtime.clock import SystemClock
 from tests.support.http_read import read_request
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

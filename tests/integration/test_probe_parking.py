@@ -1,5 +1,5 @@
 """A request still waiting for its first text after PARK_AFTER_S stops counting toward `concurrency`
-(tasks/probe_loop.py): slow starts do not hold the slots the other requests need, and at most PARKED_FACTOR x
+(tasks/probe/loop.py): slow starts do not hold the slots the other requests need, and at most PARKED_FACTOR x
 `concurrency` requests run at once. On the real worker process against the simulator."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks import probe_worker
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe_loop import PARK_AFTER_S, PARKED_FACTOR, ProbeCall
-from tasks.probe_worker import dispatcher
+from tasks.probe import worker as probe_worker
+from tasks.probe.loop import PARK_AFTER_S, PARKED_FACTOR, ProbeCall
+from tasks.probe.worker import dispatcher
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing, pytest.mark.timeout(120)]  # verdicts on start times
 
@@ -87,7 +87,7 @@ def test_an_endpoint_that_parked_has_its_other_calls_started_at_once_parked(
     sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two slots, both taken by calls to a slow endpoint, which park after PARK_AFTER_S; the endpoint's other calls
-    then start at once, parked (tasks/probe_queue.py), instead of each taking a slot for PARK_AFTER_S in turn, and
+    then start at once, parked (tasks/probe/call_queue.py), instead of each taking a slot for PARK_AFTER_S in turn, and
     the fast calls behind them start at the same moment."""
     t0, done = attempts(sim, monkeypatch, ["lagging"] * 4 + ["fast0", "fast1"], concurrency=2)
     slow = sorted(_start_s(t0, a) for a in done if a.tag == "lagging")

@@ -19,14 +19,14 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.classify import is_transport
 from tasks.core.contracts import spec_of, ttft
 from tasks.core.prompts import STRUCTURED_SCHEMA
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
-from tasks.discover import fetch_endpoints
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.probe.discover import fetch_endpoints
+from tasks.runtime.clock import SystemClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

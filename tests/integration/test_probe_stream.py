@@ -1,4 +1,4 @@
-"""The probe worker's sockets (tasks/probe_stream.py): a block is stamped when the event loop reads it from the
+"""The probe worker's sockets (tasks/probe/sockets.py): a block is stamped when the event loop reads it from the
 socket, not when the probe's task gets round to parsing it, and the request's side when it was written. A loop
 carrying hundreds of streams runs their tasks one after another; a stamp taken in the task would add that queue to
 the provider's TTFT (issue 32.2)."""
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tasks.probe_stream import arrival_of, new_async_client, sent_of
+from tasks.probe.sockets import arrival_of, new_async_client, sent_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -81,4 +81,4 @@ def test_a_plain_client_has_no_stamps(server: tuple[str, threading.Event]) -> No
             await response.aread()
             return sent_of(response), arrival_of(response)
 
-    assert asyncio.run(probe()) == (None, None)  # tasks/probe.py then uses its own clock
+    assert asyncio.run(probe()) == (None, None)  # tasks/probe/attempt.py then uses its own clock

@@ -1,4 +1,4 @@
-"""The probe worker process (tasks/probe_worker.py): attempts made there come back whole; a worker that dies
+"""The probe worker process (tasks/probe/worker.py): attempts made there come back whole; a worker that dies
 fails only its calls in flight and is started again; it never outlives its parent."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks import probe_worker
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe_loop import ProbeCall
-from tasks.probe_worker import ProbeWorkerError, attempt_runner
+from tasks.probe import worker as probe_worker
+from tasks.probe.loop import ProbeCall
+from tasks.probe.worker import ProbeWorkerError, attempt_runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -85,7 +85,7 @@ def test_a_dead_worker_fails_its_calls_in_flight_and_the_next_call_starts_a_new_
 def test_the_worker_exits_when_its_parent_is_killed() -> None:
     script = textwrap.dedent("""
         import sys, time
-        from tasks import probe_worker
+        from tasks.probe import worker as probe_worker
         probe_worker.start()
         print(probe_worker.worker().proc.pid, flush=True)
         time.sleep(120)

@@ -12,7 +12,7 @@ import pytest
 
 from tasks.config import CanaryConfig
 from tasks.core.types import IgnoreList
-from tasks.publish import OWNER_FILE, write_ignore_file
+from tasks.ignore_list.publish import OWNER_FILE, write_ignore_file
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/model"

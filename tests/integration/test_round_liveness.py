@@ -1,5 +1,5 @@
 """A leftover round is marked `crashed` only when its process is gone (tasks/round/write_window.py
-`land_leftovers`, journals of tasks/spool.py, liveness of tasks/liveness.py): pid, host and process start time,
+`land_leftovers`, journals of tasks/spool/journal.py, liveness of tasks/runtime/liveness.py): pid, host and process start time,
 so a reused pid is not mistaken for the round's process. Real DuckDB, real processes, no Prefect."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.types import Mode, RoundInfo
-from tasks.liveness import ProcessId, process_start
 from tasks.round.write_window import land_leftovers
-from tasks.spool import Journal
+from tasks.runtime.liveness import ProcessId, process_start
+from tasks.spool.journal import Journal
 from tasks.store.settlement import mark_running
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """Who may write a round's rows, and how a round that never completed ends (tasks/store/settlement.py,
-tasks/round/write_window.py `land_leftovers`, tasks/spool.py journals). Real DuckDB files, no Prefect.
+tasks/round/write_window.py `land_leftovers`, tasks/spool/journal.py journals). Real DuckDB files, no Prefect.
 
 * A save (and a round's start) refuses a round id another run's round holds: RoundIdTaken, nothing replaced.
   The same run lands its round again (a deferred round from the spool); rounds stored before runs were recorded
@@ -25,7 +25,7 @@ from tasks.core.settle import Prior, settle_round
 from tasks.core.types import Mode, RoundInfo
 from tasks.errors import RoundIdTaken
 from tasks.round.write_window import JudgedSpool, land_leftovers
-from tasks.spool import Journal, SpooledRound, spool_dir, spool_round, spooled_rounds
+from tasks.spool.journal import Journal, SpooledRound, spool_dir, spool_round, spooled_rounds
 from tasks.store.settlement import mark_crashed, mark_failed, mark_running, save_settlement
 
 pytestmark = pytest.mark.integration

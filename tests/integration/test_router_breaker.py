@@ -18,7 +18,7 @@ import pytest
 from router.route_events import read_route_events
 from router.routes_loading import parse_routes
 from router.server import RunningRouter, start_router
-from tasks.clock import SystemClock
+from tasks.runtime.clock import SystemClock
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.read_db import query
 

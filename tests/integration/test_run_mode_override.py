@@ -69,7 +69,7 @@ def test_the_flows_per_run_mode_is_not_the_stored_mode_without_an_admin_setting(
 ) -> None:
     """`canary run --mode` / the flow's `mode` parameter, as the round's config carries it (`resolve_config`):
     with no `canary mode` setting the stored mode is the file's, so the run's states stay in it."""
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
     from tasks.round.write_window import read_prior
 
     path = tmp_path / "canary.toml"
@@ -83,7 +83,7 @@ def test_the_flows_per_run_mode_is_not_the_stored_mode_without_an_admin_setting(
 
 
 def test_a_bad_per_run_mode_is_one_clear_line(tmp_path: Path) -> None:
-    from tasks.config_loading import resolve_config
+    from tasks.config.loading import resolve_config
     from tasks.errors import ConfigError
 
     with pytest.raises(ConfigError, match="^config: mode must be 'observe' or 'enforce' \\(got 'shadow'\\)$"):

@@ -16,7 +16,7 @@ from simulator.fleet import parse_fleet
 from simulator.language import detect_language
 from simulator.server import SimulatorHandle, start_simulator
 from simulator.text import corpus
-from tasks.clock import StepClock
+from tasks.runtime.clock import StepClock
 from tests.support.simulator_faults import (
     EN,
     FORMAT,

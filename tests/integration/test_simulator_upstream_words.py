@@ -10,11 +10,11 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.contracts import probed, spec_of
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.runtime.clock import SystemClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

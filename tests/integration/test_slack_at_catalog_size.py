@@ -20,11 +20,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tasks.alerts.delivery import DeliverySummary, deliver_outbox
+from tasks.alerts.delivery_loop import PASS_LIMIT, deliver_paced
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.render import alerts_for_round
 from tasks.core.types import Action, Alert, Decision, Mode
-from tasks.delivery import DeliverySummary, deliver_outbox
-from tasks.delivery_loop import PASS_LIMIT, deliver_paced
-from tasks.slack_settings import SlackSettings
 from tests.support.outbox_rows import enqueue, rows
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 

@@ -1,5 +1,5 @@
 """The Slack double's conversations.history honours `oldest`, `latest`, `inclusive` and `limit` like the Web API
-(real slack-sdk WebClient over 127.0.0.1), so the canary's history lookup (tasks.slack_client.posted_keys) is tested
+(real slack-sdk WebClient over 127.0.0.1), so the canary's history lookup (tasks.alerts.slack_client.posted_keys) is tested
 against the window it really asks for."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from tasks.slack_client import posted_keys
-from tasks.slack_settings import SlackSettings
+from tasks.alerts.slack_client import posted_keys
+from tasks.alerts.slack_settings import SlackSettings
 from tests.support.slack_history import ts_us
 from tests.support.slack_server import CHANNEL_ID, SlackServer
 

@@ -1,4 +1,4 @@
-"""Files a round keeps beside its database (tasks/spool.py) when that directory cannot be written: they go to the
+"""Files a round keeps beside its database (tasks/spool/journal.py) when that directory cannot be written: they go to the
 fallback directory under TMPDIR and are found there; when no directory takes them, a journal step does not stop
 the round (its fault is remembered) and a deferred round raises SpoolError naming both places."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.errors import SpoolError
-from tasks.spool import Journal, SpooledRound, fallback_spool_dir, spool_dir, spool_round, spooled_rounds
+from tasks.spool.journal import Journal, SpooledRound, fallback_spool_dir, spool_dir, spool_round, spooled_rounds
 
 pytestmark = pytest.mark.integration
 MODEL = "acme/spool-model"

@@ -133,7 +133,7 @@ def test_a_live_source_that_does_not_answer_is_said_under_the_mode(tmp_path: Pat
 
 
 def test_status_warns_when_alerts_would_only_reach_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.alert_route import NO_SLACK
+    from tasks.alerts.route import NO_SLACK
 
     cfg, _ = observe_db(tmp_path)
     for var in ("SLACK_BOT_TOKEN", "SLACK_CHANNEL", "SLACK_WEBHOOK_URL", "SLACK_API_URL", "PREFECT_API_URL"):

@@ -1,5 +1,5 @@
 """The tools contract over a real loopback connection: every tool fault of the simulator, streamed and not,
-through the real probe client (`tasks.probe.probe_once` on httpx) and judged by the contract.
+through the real probe client (`tasks.probe.attempt.probe_once` on httpx) and judged by the contract.
 
 The non-streaming form goes through the same client with a transport that turns `"stream": true` into
 false in the body, so the probe's JSON-body path (`_read_json_body`) reads a whole `message.tool_calls`.
@@ -16,12 +16,12 @@ import pytest
 
 from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.contracts import tools
 from tasks.core.probe_request import build_request
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.runtime.clock import SystemClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

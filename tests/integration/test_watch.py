@@ -1,4 +1,4 @@
-"""The watcher's shell (tasks/watch.py) against the simulator's real endpoints listing and a real DuckDB file:
+"""The watcher's shell (tasks/watch/look.py) against the simulator's real endpoints listing and a real DuckDB file:
 an uptime dip OpenRouter shows becomes a recorded suspicion and a confirmation request; it is not raised
 again within the cooldown; over the budget it is recorded `skipped` and no round is asked for; nothing is
 suspected before the model's first full round; the router's judged answers become a quality suspicion of one
@@ -16,13 +16,13 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.contracts import probed
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 from tasks.core.suspicion import SuspicionStatus
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
 from tasks.store.live import append_live_counts, cleared_rates, set_suspicion_status
-from tasks.watch import fetch_listing, watch_model
+from tasks.watch.look import fetch_listing, watch_model
 from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration

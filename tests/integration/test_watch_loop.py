@@ -1,4 +1,4 @@
-"""The watcher's loop (tasks/watch_loop.py) against the simulator and a real DuckDB file: a quiet look leaves no
+"""The watcher's loop (tasks/watch/loop.py) against the simulator and a real DuckDB file: a quiet look leaves no
 trace, a suspicion is recorded, started and announced, and lasting conditions (no database yet, no full round
 yet, the listing down, a broken config) are one log line each, not one per look; the metrics exporter waits for
 the first database in one line too."""
@@ -17,13 +17,13 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.canary_events import CanaryEvent
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.types import Endpoint, Mode, RoundInfo
 from tasks.errors import ConfigError
-from tasks.quiet_log import QuietLog
-from tasks.watch_loop import WatchEngine, look_once, run_watcher, watch_interval
+from tasks.runtime.quiet_log import QuietLog
+from tasks.watch.loop import WatchEngine, look_once, run_watcher, watch_interval
 from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration
@@ -207,14 +207,14 @@ def test_a_broken_config_edit_is_one_line_and_the_last_good_config_goes_on(
 def test_the_metrics_exporter_waits_for_the_first_database_in_one_line(tmp_path: Path,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
     """`canary serve --metrics-port` refreshes every 5 s: before the first round, one line, not one a refresh."""
-    from tasks.metrics import CanaryCollector
+    from tasks.metrics.exporter import CanaryCollector
 
     db = tmp_path / "canary.duckdb"
     collector = CanaryCollector([db], CanaryConfig(db_path=str(db)))
-    caplog.set_level(logging.INFO, logger="tasks.metrics")
+    caplog.set_level(logging.INFO, logger="tasks.metrics.exporter")
     for _ in range(4):
         assert b"\ncanary_snapshot_up 0.0\n" in b"".join(collector.scrape())
-    said = [r.getMessage() for r in caplog.records if r.name == "tasks.metrics"]
+    said = [r.getMessage() for r in caplog.records if r.name == "tasks.metrics.exporter"]
     assert said == [f"metrics: store: no database at {db} yet; run a round first"]
 
 
@@ -225,7 +225,7 @@ def test_live_counts_from_prometheus_go_to_the_same_rules(quiet_sim: SimulatorHa
     from dataclasses import replace
 
     from tasks.core.live_records import LiveCount, LiveOutcome
-    from tasks.live_prometheus import LiveEvidence
+    from tasks.watch.live_prometheus import LiveEvidence
 
     cfg = replace(config(quiet_sim.base_url, tmp_path), live_source="prometheus", prometheus_url="http://prom:9090")
     land_full_round(cfg)

@@ -1,4 +1,4 @@
-"""The watcher follows every shard it is given (tasks/watch_loop.py `Shard`, `canary watch --db A --db B`): each
+"""The watcher follows every shard it is given (tasks/watch/loop.py `Shard`, `canary watch --db A --db B`): each
 database's own models (canary.toml, shared by the shards, lists none of them), each suspicion recorded in its own
 file and confirmed through its shard's engine (its canary-cycle-<stem> deployment, on its file). The simulator and
 real DuckDB files; the engines' outward hands recorded."""
@@ -17,12 +17,12 @@ from simulator.fleet import parse_fleet
 from simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.canary_events import CanaryEvent
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.types import Endpoint, Mode, RoundInfo
-from tasks.quiet_log import QuietLog
-from tasks.watch_loop import Shard, WatchEngine, run_watcher
+from tasks.runtime.quiet_log import QuietLog
+from tasks.watch.loop import Shard, WatchEngine, run_watcher
 from tests.support import NO_EXCLUSIONS
 
 pytestmark = pytest.mark.integration

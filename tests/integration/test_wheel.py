@@ -29,7 +29,7 @@ import tasks
 from simulator.fleet_file import load_fleet
 from simulator.fleet_records import DEFAULT_FLEET_PATH
 from simulator.text import CORPUS_PATH
-from tasks.config_loading import load_config
+from tasks.config.loading import load_config
 from tasks.core.exclusions import load_builtin
 cfg = load_config(env={})
 print(json.dumps({"tasks": tasks.__file__, "exclusions": cfg.exclusions_file,

@@ -155,7 +155,7 @@ def every_dashboard_query_returns_data(prom: Prometheus, router_port: int) -> No
 
 
 def cycle_lock_holder(db: Path) -> dict[str, Any] | None:
-    """The cycle lock's record (tasks/cycle_lock.py) once a cycle holds it with its flow run recorded."""
+    """The cycle lock's record (tasks/orchestration/cycle_lock.py) once a cycle holds it with its flow run recorded."""
     try:
         record = json.loads((db.parent / (db.name + ".cycle.lock")).read_text() or "null")
     except (OSError, ValueError):
@@ -179,7 +179,7 @@ def wait_for(what: str, fn: Any, timeout_s: float, logs: list[Path]) -> Any:
 def kill_the_running_cycle(db: Path, not_run: set[str], logs: list[Path]) -> str:
     """SIGKILL the process of the cycle that holds the database's lock (a flow run not in `not_run`) once its
     round's journal says it probes (its endpoints take 6 s to a first token); returns the killed flow run's id."""
-    from tasks.spool import round_journals
+    from tasks.spool.journal import round_journals
 
     record = wait_for("a cycle holding the lock",
                       lambda: (r := cycle_lock_holder(db)) and r["flow_run_id"] not in not_run and r, 180, logs)

@@ -19,11 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe import probe_once, probe_once_async
-from tasks.probe_stream import new_async_client
+from tasks.probe.attempt import probe_once, probe_once_async
+from tasks.probe.sockets import new_async_client
+from tasks.runtime.clock import SystemClock
 from tests.support.http_read import read_request
 
 API_KEY = "sk-or-v1-0123456789abcdef0123456789abcdef"
@@ -145,7 +145,7 @@ def run(
                 attempt = probe_once(client, **kwargs)
         else:
             async def on_a_loop() -> Attempt:
-                async with new_async_client() as client:  # the probe worker's (tasks/probe_stream.py)
+                async with new_async_client() as client:  # the probe worker's (tasks/probe/sockets.py)
                     return await probe_once_async(client, **kwargs)
 
             attempt = asyncio.run(on_a_loop())

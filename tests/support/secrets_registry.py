@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def fresh_secret_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    from tasks import secrets
+    from tasks.runtime import secrets
 
     monkeypatch.setattr(secrets, "_registered", set())
     monkeypatch.setattr(secrets, "_known_cache", None)

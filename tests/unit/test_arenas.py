@@ -1,4 +1,4 @@
-"""The allocators the canary's processes run on (tasks/arenas.py, issue 32): glibc's arenas capped, Arrow on the
+"""The allocators the canary's processes run on (tasks/runtime/arenas.py, issue 32): glibc's arenas capped, Arrow on the
 system allocator (its mimalloc pool kept a heap per round thread), the operator's values winning."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks import arenas
+from tasks.runtime import arenas
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def test_the_operators_arrow_pool_is_left_alone(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_process_that_caps_before_loading_pandas_allocates_arrow_memory_with_malloc() -> None:
-    code = ("from tasks.arenas import cap_arenas; cap_arenas(); import pandas as pd, pyarrow as pa; "
+    code = ("from tasks.runtime.arenas import cap_arenas; cap_arenas(); import pandas as pd, pyarrow as pa; "
             "pd.DataFrame({'s': ['a', 'b'] * 100}).groupby('s').size(); "
             "print(pa.default_memory_pool().backend_name, pa.mimalloc_memory_pool().max_memory())")
     env = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX")}

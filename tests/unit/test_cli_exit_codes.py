@@ -115,7 +115,7 @@ def _imported(stderr: str) -> set[str]:
     ("argv", "env", "refusal", "slow"),
     [
         (["metrics", "--db", "{tmp}/none.duckdb"], {}, "canary: no database at ",
-         {"tasks.metrics", "prometheus_client"}),
+         {"tasks.metrics.exporter", "prometheus_client"}),
         (["serve", "--config", "canary.toml"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"},
          "canary: serve: the Prefect API at http://127.0.0.1:9/api does not answer", {"prefect", "flows.watch"}),
     ],

@@ -1,4 +1,4 @@
-"""Config validation names the problem before anything starts (tasks/config_loading.py).
+"""Config validation names the problem before anything starts (tasks/config/loading.py).
 
 Every case of issue 11 that used to be accepted (and blinded the canary or failed 11-17 s later inside the
 flow) is a ConfigError naming the key and the bad value; `preflight` checks the file system; the CLI prints
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tasks.config import CanaryConfig, public_base_url
-from tasks.config_loading import apply_overrides, config_from_mapping, load_config
-from tasks.config_preflight import preflight
+from tasks.config.loading import apply_overrides, config_from_mapping, load_config
+from tasks.config.preflight import preflight
 from tasks.errors import ConfigError
 from tests.support import NO_EXCLUSIONS
 

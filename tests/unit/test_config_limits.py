@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.config_loading import INT_BOUNDS, config_from_mapping
+from tasks.config.loading import INT_BOUNDS, config_from_mapping
 from tests.unit.test_config import rejected
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""Paths in canary.toml are read against the file, not the working directory (tasks/config_loading.py,
+"""Paths in canary.toml are read against the file, not the working directory (tasks/config/loading.py,
 tasks/core/paths.py); a named exclusions file that is missing is one line, exit 2; with no `exclusions_file` the
 reviewed built-in layer is the package's own `tasks/exclusions.toml`, found from any directory."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import load_config
+from tasks.config.loading import load_config
 from tasks.core.exclusions import load_builtin, parse_builtin
 from tasks.errors import ConfigError
-from tasks.publish import publish_dir
+from tasks.ignore_list.publish import publish_dir
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def test_without_the_key_the_built_in_layer_is_the_packages_own_file(
 
 
 def test_preflight_refuses_a_missing_exclusions_file_named_anywhere(tmp_path: Path) -> None:
-    from tasks.config_preflight import preflight
+    from tasks.config.preflight import preflight
 
     cfg = CanaryConfig(db_path=str(tmp_path / "c.duckdb"), publish_dir=str(tmp_path / "pub"),
                        exclusions_file=str(tmp_path / "gone.toml"))

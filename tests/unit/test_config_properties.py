@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from tasks.clock import SystemClock
 from tasks.config import CanaryConfig
-from tasks.config_loading import config_from_mapping
+from tasks.config.loading import config_from_mapping
 from tasks.core.types import Contract, Endpoint
 from tasks.errors import ConfigError
-from tasks.probe import probe_once
+from tasks.probe.attempt import probe_once
+from tasks.runtime.clock import SystemClock
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = pytest.mark.integration

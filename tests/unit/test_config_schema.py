@@ -1,4 +1,4 @@
-"""canary.toml's schema (tasks/config_schema.py) and its one-line adapter (tasks/schema_lines.py): the model holds
+"""canary.toml's schema (tasks/config/schema.py) and its one-line adapter (tasks/config/schema_lines.py): the model holds
 every file key with CanaryConfig's default, and each kind of fault is told as the line the CLI has always printed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from tasks.config import FILE_KEYS, CanaryConfig
-from tasks.config_loading import INT_BOUNDS, config_from_mapping
-from tasks.config_schema import CanaryFile
+from tasks.config.loading import INT_BOUNDS, config_from_mapping
+from tasks.config.schema import CanaryFile
 from tasks.errors import ConfigError
 
 pytestmark = pytest.mark.unit

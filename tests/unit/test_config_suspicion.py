@@ -1,11 +1,11 @@
-"""The suspicion keys (tasks/config.py): defaults, overrides, and one clear line for a bad value."""
+"""The suspicion keys (tasks/config/__init__.py): defaults, overrides, and one clear line for a bad value."""
 
 from __future__ import annotations
 
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides, config_from_mapping
+from tasks.config.loading import apply_overrides, config_from_mapping
 from tasks.core.suspicion import rules_of
 from tasks.errors import ConfigError
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides, config_from_mapping
+from tasks.config.loading import apply_overrides, config_from_mapping
 from tasks.core.confirm import (
     contracts_to_probe,
     hard_failures,

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides, config_from_mapping
+from tasks.config.loading import apply_overrides, config_from_mapping
 from tasks.core.cost import CostBasis, CostTotals, attempt_cost, describe_totals, format_usd, round_cost
 from tasks.core.render import render_round_markdown
 from tasks.core.types import Attempt, Contract, Endpoint, Mode, RoundInfo, Usage
-from tasks.discover import parse_endpoints
 from tasks.errors import ConfigError
+from tasks.probe.discover import parse_endpoints
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)

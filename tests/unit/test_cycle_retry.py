@@ -7,7 +7,7 @@ import httpx
 import pytest
 from prefect.exceptions import PrefectHTTPStatusError
 
-from tasks.http_errors import is_orchestrator_blip
+from tasks.probe.http_errors import is_orchestrator_blip
 from tasks.round.steps import with_retries
 
 

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from tasks.config import DEFAULT_EXCLUSIONS_FILE
-from tasks.config_loading import load_config
-from tasks.publish import publish_dir
+from tasks.config.loading import load_config
+from tasks.ignore_list.publish import publish_dir
 from tests.support.deploy_files import (
     ETC,
     INSTALL,
@@ -112,7 +112,7 @@ def test_the_prefect_server_uses_postgresql_through_its_socket_in_both(tmp_path:
 
 
 def test_the_example_environment_file_holds_no_secret() -> None:
-    from tasks.secrets import ENV_SECRETS
+    from tasks.runtime.secrets import ENV_SECRETS
 
     env = read_env_file(DEPLOY / "canary.env.example")
     assert {"OPENROUTER_API_KEY", "SLACK_BOT_TOKEN", "SLACK_CHANNEL"} <= set(env)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from router.routes_loading import parse_routes
-from tasks.config_loading import config_from_mapping
+from tasks.config.loading import config_from_mapping
 from tests.support.fleet_docs import fleet_snippet
 
 pytestmark = pytest.mark.unit

@@ -1,7 +1,7 @@
 """One Slack set-up story (issue 30: docs/operations.md asked for `chat:write` and a channel name while README.md
 said exactly-once needs `channels:history` and a channel ID; following the operations doc gave at-least-once
 without a word). Every place that tells an operator how to set Slack up names both scopes, and every
-SLACK_CHANNEL it shows is an ID the canary can look its history up with (tasks/slack_client.py)."""
+SLACK_CHANNEL it shows is an ID the canary can look its history up with (tasks/alerts/slack_client.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.secrets import SecretStr
-from tasks.slack_settings import SlackSettings
+from tasks.alerts.slack_settings import SlackSettings
+from tasks.runtime.secrets import SecretStr
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from tasks.core.contracts import probed, spec_of
 from tasks.core.judge import judge_round
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason
 from tasks.core.wire.sse import BadFrame, Chunk, Comment, Done, FrameProblem, SSEParser
-from tasks.probe_record import AttemptRecorder
+from tasks.probe.recorder import AttemptRecorder
 
 MID = ErrorClass.MIDSTREAM_ERROR
 

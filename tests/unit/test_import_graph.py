@@ -1,6 +1,6 @@
 """The import graph of the project's own modules (AST, every import: module level, inside functions, under
 TYPE_CHECKING): no circle, no arrow back up a layer, the pure core pure transitively, and importing installs
-nothing (the redaction hooks are installed by entry points: tasks.secrets.install_redaction)."""
+nothing (the redaction hooks are installed by entry points: tasks.runtime.secrets.install_redaction)."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def test_sql_is_run_only_by_the_store() -> None:
 
 def test_importing_every_module_installs_nothing() -> None:
     """Importing installs no log filter, record factory or redactor: each entry point does
-    (tasks.secrets.install_redaction), so a library user or a test decides when."""
+    (tasks.runtime.secrets.install_redaction), so a library user or a test decides when."""
     names = [n for n in sorted(modules()) if not n.endswith("__main__")]
     code = (
         "import importlib, logging, sys\n"
@@ -206,7 +206,7 @@ def test_importing_every_module_installs_nothing() -> None:
         "assert logging.getLogRecordFactory() is factory, 'a record factory was installed'\n"
         "assert r._redactor is r.redact_shapes, 'a redactor was installed'\n"
         "assert 'RedactingFilter' not in filters, filters\n"
-        "from tasks.secrets import install_redaction\n"
+        "from tasks.runtime.secrets import install_redaction\n"
         "install_redaction()\n"
         "assert logging.getLogRecordFactory() is not factory and r._redactor is not r.redact_shapes\n"
         "print('ok')\n"

@@ -1,10 +1,10 @@
-"""OpenRouter's per-endpoint figures from the endpoints listing (tasks/discover.py), as [CAP-K3] shows them."""
+"""OpenRouter's per-endpoint figures from the endpoints listing (tasks/probe/discover.py), as [CAP-K3] shows them."""
 
 from __future__ import annotations
 
 import pytest
 
-from tasks.discover import parse_endpoints
+from tasks.probe.discover import parse_endpoints
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """The canary's lists over HTTP, the pure parts: the entity tag (tasks/core/etag.py), the exporter's answer to
-`GET /lists/<slug>.json` (tasks/lists_http.py, over a temp publish directory), what a routes file may say
+`GET /lists/<slug>.json` (tasks/ignore_list/endpoint.py, over a temp publish directory), what a routes file may say
 (`lists_url`, `lists_poll_s`) and which lists a router polls (router/lists_poll.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from router.lists_poll import wanted
 from router.routes_loading import parse_routes
 from tasks.core.etag import none_match, strong_etag
 from tasks.errors import RoutesError
-from tasks.lists_http import list_reply
+from tasks.ignore_list.endpoint import list_reply
 
 pytestmark = pytest.mark.unit
 

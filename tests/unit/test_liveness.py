@@ -1,4 +1,4 @@
-"""tasks/liveness.py: a process is gone only when, on this host, its pid is free or now belongs to a process
+"""tasks/runtime/liveness.py: a process is gone only when, on this host, its pid is free or now belongs to a process
 started at another time; anything that cannot be judged is alive (a lease or the next run decides). Journals,
 the cycle lock and alert claims all ask this one question."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.liveness import ProcessId, claim_is_dead, judged_gone
+from tasks.runtime.liveness import ProcessId, claim_is_dead, judged_gone
 
 pytestmark = pytest.mark.unit
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tasks.alerts.delivery_loop import Pacer
 from tasks.core.pacing import Bucket, Pace, hold, take
-from tasks.delivery_loop import Pacer
 
 pytestmark = pytest.mark.unit
 

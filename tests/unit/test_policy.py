@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.policy import PolicyConfig, RoundInput, decide, effective_ladder_step
 from tasks.core.types import Action, Decision, Mode
 from tests.support.policy_rounds import DAY, ENF, OBS, STEP, T0, M, States, actions, one_round, run, st, suspended_x

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tasks.config import CanaryConfig
-from tasks.config_loading import apply_overrides
+from tasks.config.loading import apply_overrides
 from tasks.core.policy import PolicyConfig, RoundInput, counts, decide, too_soon
 from tasks.core.types import Action, Decision, EndpointState, Mode, RoundStatus
 

@@ -1,4 +1,4 @@
-"""The probe's watchdogs share one deadline thread per process (tasks/probe.py `_Deadlines`): each fires at its
+"""The probe's watchdogs share one deadline thread per process (tasks/probe/attempt.py `_Deadlines`): each fires at its
 own deadline whatever order they were armed in, and a disarmed one does nothing."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tasks.probe import _Deadlines, _Watchdog
+from tasks.probe.attempt import _Deadlines, _Watchdog
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +67,7 @@ def test_a_disarmed_watchdog_does_not_shut_its_socket() -> None:
 def test_a_forked_child_fires_its_own_deadlines() -> None:
     import os
 
-    from tasks import probe
+    from tasks.probe import attempt as probe
 
     parent_dog = _Recording()
     probe._DEADLINES.add(0.01, parent_dog)  # the parent's deadline thread is running

@@ -1,4 +1,4 @@
-"""tasks/probe_queue.py: the probe worker's waiting calls. By priority under the bound; an endpoint whose request
+"""tasks/probe/call_queue.py: the probe worker's waiting calls. By priority under the bound; an endpoint whose request
 parked is known slow, its waiting and later calls start at once, parked, within the cap; a fast first text ends
 that."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.probe_queue import ProbeQueue
+from tasks.probe.call_queue import ProbeQueue
 
 pytestmark = pytest.mark.unit
 

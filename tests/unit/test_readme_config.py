@@ -1,4 +1,4 @@
-"""The README's configuration table says what tasks/config.py does: every key, with its default."""
+"""The README's configuration table says what tasks/config/__init__.py does: every key, with its default."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tasks.config import FILE_KEYS, CanaryConfig
-from tasks.config_loading import format_duration
+from tasks.config.loading import format_duration
 from tasks.core.contracts import default_hard
 
 pytestmark = pytest.mark.unit

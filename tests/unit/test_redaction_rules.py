@@ -1,4 +1,4 @@
-"""The one redactor (tasks.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets known
+"""The one redactor (tasks.runtime.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets known
 by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them;
 text without secrets comes back unchanged."""
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tasks import secrets
-from tasks.secrets import FRAGMENT_CHARS, MASK, SecretStr, redact_values, register_url, strip_userinfo
-from tasks.secrets import redact_known_secrets as redact
+from tasks.runtime import secrets
+from tasks.runtime.secrets import FRAGMENT_CHARS, MASK, SecretStr, redact_values, register_url, strip_userinfo
+from tasks.runtime.secrets import redact_known_secrets as redact
 from tests.support.secrets_registry import fresh_secret_registry  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.unit
@@ -169,10 +169,10 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 # --- the sinks call it ----------------------------------------------------------------------------
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
     from router.route_events import route_event_to_json
+    from tasks.alerts.slack_settings import SlackSettings
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent
-    from tasks.secrets import redact_known_secrets_opt as row_redact
-    from tasks.slack_settings import SlackSettings
+    from tasks.runtime.secrets import redact_known_secrets_opt as row_redact
     from tasks.store.rows import one_line
 
     with env(OPENROUTER_API_KEY=SHAPELESS):
@@ -203,7 +203,7 @@ def test_redacting_known_secrets_makes_nothing_known() -> None:
 
 def test_the_recorder_makes_its_key_known_and_masks_it_in_an_error_detail() -> None:
     from tasks.core.types import ErrorClass
-    from tasks.probe_record import AttemptRecorder
+    from tasks.probe.recorder import AttemptRecorder
 
     key = "Kx" + SHAPELESS
     rec = AttemptRecorder(cap_bytes=24, t0=0.0, secret=key)
@@ -213,7 +213,7 @@ def test_the_recorder_makes_its_key_known_and_masks_it_in_an_error_detail() -> N
 
 def test_the_recorder_redacts_reply_text_before_anything_judges_it() -> None:
     from tasks.core.types import Contract, Endpoint
-    from tasks.probe_record import AttemptRecorder
+    from tasks.probe.recorder import AttemptRecorder
 
     rec = AttemptRecorder(cap_bytes=24, t0=0.0, secret="")
     with env(OPENROUTER_API_KEY=SHAPELESS):

@@ -11,7 +11,7 @@ import pytest
 
 from cli.replay_cmd import parse_set
 from tasks.config import CanaryConfig
-from tasks.config_loading import variant
+from tasks.config.loading import variant
 from tasks.core.policy import PolicyConfig, RoundInput, decide
 from tasks.core.replay import decision_line, replay
 from tasks.core.replay_input import ReplayInputError, build_replay_lines, parse_replay

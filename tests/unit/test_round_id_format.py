@@ -11,7 +11,7 @@ import pytest
 
 from tasks.core.plan import make_round_id
 from tasks.core.types import Mode, RoundInfo
-from tasks.spool import JOURNAL_SUFFIX, Journal
+from tasks.spool.journal import JOURNAL_SUFFIX, Journal
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 1, 10, 0, 11, tzinfo=UTC)

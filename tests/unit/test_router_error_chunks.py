@@ -12,7 +12,7 @@ import pytest
 from router import stream as g
 from router.stream_events import error_code, error_summary
 from tasks.core.wire.sse import SSEParser
-from tasks.probe_record import AttemptRecorder
+from tasks.probe.recorder import AttemptRecorder
 
 pytestmark = pytest.mark.unit
 

@@ -160,7 +160,7 @@ def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_
     from router.reasons import Cause
     from router.route_events import Batcher
     from router.routes import Route
-    from tasks.clock import StepClock
+    from tasks.runtime.clock import StepClock
 
     class Keep:
         def __init__(self) -> None:

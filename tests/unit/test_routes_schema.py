@@ -1,5 +1,5 @@
 """The routes file's schema (router/routes_schema.py), the one base-URL rule (tasks/core/urls.py) and the one-line
-adapter for a nested file (tasks/schema_lines.py)."""
+adapter for a nested file (tasks/config/schema_lines.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schedules keep their phase: every interval counts from one fixed instant (tasks/deployment_settings.py
+"""Schedules keep their phase: every interval counts from one fixed instant (tasks/orchestration/deployments.py
 SCHEDULE_ANCHOR), so a deployment built or deployed again later puts its runs at the same clock times.
 tests/e2e/test_prefect_postgres.py redeploys prefect.yaml on a real server and reads the next run's time."""
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tasks.config import CanaryConfig
-from tasks.deployment_settings import SCHEDULE_ANCHOR
+from tasks.orchestration.deployments import SCHEDULE_ANCHOR
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tasks.alerts.slack_settings import SlackSettings
 from tasks.core.silence import automation_name, silence_text, silence_window
-from tasks.deadman_automation import SLACK_API_URL, silence_trigger, slack_request
-from tasks.slack_settings import SlackSettings
+from tasks.orchestration.deadman_automation import SLACK_API_URL, silence_trigger, slack_request
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

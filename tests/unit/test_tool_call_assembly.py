@@ -1,4 +1,4 @@
-"""Tool-call deltas assembled by index (tasks/core/wire/tools.py + tasks/probe_record.py), from OpenRouter's bytes.
+"""Tool-call deltas assembled by index (tasks/core/wire/tools.py + tasks/probe/recorder.py), from OpenRouter's bytes.
 
 RECORDED is the verbatim tool-call stream of docs/openrouter-api.md 3c [REC-OC openrouter-streams-tool-call]
 (openai/gpt-4o-mini, forced tool_choice), usage chunk shortened.
@@ -17,7 +17,7 @@ from tasks.core.plan import attempts_for, plan_probes, supports
 from tasks.core.types import Attempt, Contract, Endpoint, ToolCall
 from tasks.core.wire.sse import SSEParser
 from tasks.core.wire.tools import delta_tool_calls
-from tasks.probe_record import AttemptRecorder
+from tasks.probe.recorder import AttemptRecorder
 
 pytestmark = pytest.mark.unit
 

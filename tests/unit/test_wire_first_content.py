@@ -12,7 +12,7 @@ import pytest
 from router import stream as gate_fsm
 from router.stream import Commit, Gate
 from tasks.core.wire.sse import SSEParser
-from tasks.probe_record import AttemptRecorder
+from tasks.probe.recorder import AttemptRecorder
 
 pytestmark = pytest.mark.unit
 

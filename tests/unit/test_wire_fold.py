@@ -13,7 +13,7 @@ import router.answer as answer
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Endpoint, Reason
 from tasks.core.wire.sse import SSEParser
-from tasks.probe_record import AttemptRecorder
+from tasks.probe.recorder import AttemptRecorder
 
 pytestmark = pytest.mark.unit
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openrouter"

@@ -1,5 +1,5 @@
 """The wire rules shared by the probe, the router and the Slack client: status classes and Retry-After
-(tasks/core/http_rules.py, pure) and what an httpx exception means (tasks/http_errors.py).
+(tasks/core/http_rules.py, pure) and what an httpx exception means (tasks/probe/http_errors.py).
 
 Like httpx's test_httpcore_all_exceptions_mapped: when httpx grows a TransportError subclass, this fails until
 EXCEPTION_CLASSES says what it means for an attempt.
@@ -17,18 +17,18 @@ from hypothesis import strategies as st
 
 from router.tiers import failover_reason
 from router.upstream import _request_failure
+from tasks.alerts.slack_client import _retry_after
 from tasks.core.classify import exchange_judgement
 from tasks.core.http_rules import is_redirect_status, is_try_again_status, parse_retry_after
 from tasks.core.types import Attempt, Contract, ErrorClass, Outcome
-from tasks.discover import DiscoveryUnreachable
 from tasks.errors import ConfigError, StoreError
-from tasks.http_errors import (
+from tasks.probe.discover import DiscoveryUnreachable
+from tasks.probe.http_errors import (
     EXCEPTION_CLASSES,
     classify_exception,
     is_orchestrator_blip,
     is_retryable_exception,
 )
-from tasks.slack_client import _retry_after
 
 pytestmark = pytest.mark.unit
 
@@ -74,8 +74,8 @@ def _http_attempt(code: int) -> Attempt:
 
 # --- Retry-After --------------------------------------------------------------------------------------------
 
-#: value -> seconds. Before the one parser, three read the header: the probe's (tasks/probe.py), the router's
-#: (router/tiers.py) and Slack's (tasks/slack_client.py, delta-seconds only). The comment says where one differed.
+#: value -> seconds. Before the one parser, three read the header: the probe's (tasks/probe/attempt.py), the router's
+#: (router/tiers.py) and Slack's (tasks/alerts/slack_client.py, delta-seconds only). The comment says where one differed.
 RETRY_AFTER_GOLDEN: list[tuple[str | None, float | None, str]] = [
     ("7", 7.0, ""),
     ("0", 0.0, ""),

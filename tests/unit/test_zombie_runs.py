@@ -1,4 +1,4 @@
-"""tasks/zombie_runs.py: Prefect's zombie-run automation as the canary ships it, and ops/prefect/zombie-runs.yaml (for
+"""tasks/orchestration/zombie_runs.py: Prefect's zombie-run automation as the canary ships it, and ops/prefect/zombie-runs.yaml (for
 `prefect automation create --from-file`) spelling the same for Prefect's default heartbeat."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tasks.zombie_runs import DEFAULT_HEARTBEAT_S, NAME, window_s, zombie_automation
+from tasks.orchestration.zombie_runs import DEFAULT_HEARTBEAT_S, NAME, window_s, zombie_automation
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@
 * decision_groups  a round's decisions as one message per model, later events in their suspension's thread
 * links      what an alert links to: the round's flow run, the dashboard, the runbook
 * round_alerts  probe_weak, pin_mismatch, deadman alerts; alerts_for_round (what the flow calls)
-* fault_alerts  store_unreadable, spool_unwritable (sent straight to Slack by tasks/store_alarm.py)
+* fault_alerts  store_unreadable, spool_unwritable (sent straight to Slack by tasks/alerts/store_alarm.py)
 * markdown   the round's Markdown artifact
 * status     `canary status` as text (what traffic avoids first), from its JSON report
 """

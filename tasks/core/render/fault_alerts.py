@@ -1,4 +1,4 @@
-"""Alerts about the canary itself that cannot go through the outbox (pure; tasks/store_alarm.py sends them straight
+"""Alerts about the canary itself that cannot go through the outbox (pure; tasks/alerts/store_alarm.py sends them straight
 to Slack): the database cannot be read or written, or the files a round keeps beside it cannot be written. One
 per database, kind and day (the key says so)."""
 

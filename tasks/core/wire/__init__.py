@@ -7,7 +7,7 @@
                 the error and its numeric code, the provider, the usage.
     tools.py    `delta.tool_calls` fragments and their assembly by index; the capped text the fold keeps.
     fold.py     chunks -> what they add up to (`ChunkFold`): text, reasoning, tool calls, finish reasons, usage,
-                provider, each chunk's error; the probe's record (tasks/probe_record.py) and the router's judged
+                provider, each chunk's error; the probe's record (tasks/probe/recorder.py) and the router's judged
                 answer (router/answer.py) are both this fold plus their own rules about faults and time.
 
 A module here imports nothing of the project but tasks/core's plain records.
