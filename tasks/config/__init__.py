@@ -6,10 +6,13 @@ is read against the file's own directory (tasks/config/loading.py), `~` expanded
 overrides `base_url`, CANARY_DB overrides `db_path`. Secrets (OPENROUTER_API_KEY, Slack tokens) are not config:
 they are read by the I/O tasks.
 
-This module holds the record (`CanaryConfig`) and every knob's default: meaning, unit, default, why.
-tasks/config/schema.py is the file's schema (types, bounds, rules; its defaults are read from here);
-tasks/config/loading.py reads the file and the environment, validates, and applies `--set` overrides;
-tasks/config/preflight.py checks the file system before `run`, `serve` and `demo`.
+`tasks.config` itself is the record (`CanaryConfig`, plain data: the pure core imports it) and every knob's
+default: meaning, unit, default, why. Its modules read and check the file (the shell):
+
+* schema        the file's schema: types, bounds, rules between keys (pydantic; its defaults are read from here)
+* schema_lines  a pydantic `ValidationError` -> the one line an operator reads (also the routes and fleet files)
+* loading       `load_config`: the file, the environment, `--set` overrides, validated
+* preflight     `preflight(cfg)`: what a round needs from the file system, before `run`, `serve` and `demo`
 """
 
 from __future__ import annotations
@@ -20,6 +23,22 @@ from importlib.resources import files
 
 from tasks.core.redaction import strip_userinfo
 from tasks.core.types import Mode
+
+__all__ = [
+    "ALL_LANGUAGES",
+    "DEFAULT_CONFIRM_AFTER_MIN",
+    "DEFAULT_DB_PATH",
+    "DEFAULT_FAIL_ROUNDS",
+    "DEFAULT_LADDER",
+    "DEFAULT_LADDER_DECAY",
+    "DEFAULT_MIN_HOSTS",
+    "DEFAULT_PUBLISH_DIR",
+    "DEFAULT_RESTORE_ROUNDS",
+    "FILE_KEYS",
+    "NEVER_HARD",
+    "CanaryConfig",
+    "public_base_url",
+]
 
 #: All 17 interface languages, in rotation order.
 ALL_LANGUAGES: tuple[str, ...] = (
