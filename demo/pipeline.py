@@ -37,7 +37,7 @@ from tasks.core.rotation import next_language
 from tasks.core.types import Attempt, Contract, Endpoint, Outcome
 
 if TYPE_CHECKING:
-    from tasks.round.sequence import RoundProbes
+    from tasks.round.engine import RoundProbes
 
 T = TypeVar("T")
 
@@ -226,7 +226,7 @@ class ProbePipeline:
 
     def take(self, n: int, previous_languages: Known, footprint: Footprint = FULL) -> RoundProbes:
         """Round n's endpoints and attempts, planned from its real prior exactly as the flow plans it."""
-        from tasks.round.sequence import RoundProbes, planned_probes
+        from tasks.round.engine import RoundProbes, planned_probes
 
         self._known = dict(previous_languages)
         endpoints = self._discover(n)  # a failure is the round's, as in the flow
@@ -293,7 +293,7 @@ def language_outcomes(results: Sequence[Any]) -> dict[str, tuple[str, Outcome]]:
 def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[datetime], api_key: str
                      ) -> Iterator[Callable[[int, datetime], dict[str, Any]]]:
     """`run_round(n, round_ts)` for rounds 0..len(times)-1 of `model`, called in order: each is the round's
-    steps (tasks/round/sequence.py) without a flow run, its probes taken from the pipeline."""
+    steps (flows/round.py `run_round`) without a flow run, its probes taken from the pipeline."""
     from tasks import store
     from tasks.config.loading import resolve_config
     from tasks.round import probe_task
@@ -312,7 +312,8 @@ def pipelined_rounds(overrides: Mapping[str, Any], model: str, times: Sequence[d
 def pipelined_round(pipe: ProbePipeline, n: int, round_ts: datetime) -> dict[str, Any]:
     """Round n of the pipeline's model at `round_ts` (= times[n]): the round's steps as plain calls, its probes
     taken from the pipeline; returns the flow's summary (and `reprobed`)."""
-    from tasks.round.sequence import Engine, run_round
+    from flows.round import run_round
+    from tasks.round.engine import Engine
 
     if round_ts != pipe.times[n]:
         raise ValueError(f"round {n} is at {pipe.times[n]:%Y-%m-%d %H:%M}, not {round_ts:%Y-%m-%d %H:%M}")

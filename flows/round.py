@@ -1,35 +1,108 @@
 """The `canary-round` flow: one round for one model, the round's one Prefect unit (its state, logs, artifacts).
-The flow only wires; the steps do the work.
+The flow only wires; the steps do the work (tasks/round/steps.py), in this order (`run_round`, `_steps` below):
 
-    load prior -> discover -> probe (every endpoint at once) -> settle (pure) -> save (one transaction)
-    -> publish -> deliver
+    journal start -> load prior -> [probe] footprint, probes (discover, plan, probe) -> failpoint after-probe
+    -> [settle] settle (pure; the footprint's alert is one of its inputs)
+    -> [save] one transaction, or spooled -> failpoint after-save
+    -> [publish] the ignore list (complete rounds only) -> failpoint after-publish
+    -> [deliver] the outbox -> journal finish -> the confirmation the round asks for -> RoundSummary
 
-The steps and their order are tasks/round/sequence.py's `run_round` (the pipelined history runs the same
-sequence), each a plain call inside this flow run: no task run per step or per probe (each cost the round
-process ~5 ms of CPU and the API server a request or more, and Prefect kept every result until the cycle ended).
-What a probe task run showed is the round's log: one line per endpoint (tasks/round/probe_task.py). A journal
-file next to the database follows the round from step to step, so a round whose process dies is marked `crashed`
-with the step it reached by the next round of its model; a round whose write window cannot be had is spooled to
-disk (`deferred`) and landed by the next round that gets the store.
+`[step]`: the journal's step (tasks/spool/journal.py), so a round whose process dies is marked `crashed` with it by
+the next round of its model, unless it had probed: each endpoint's probes are kept beside the journal as they end
+(tasks/spool/probes.py) and the next round of the model lands them; a step that raises marks the round `failed` with
+the step and its error, in its own process (`steps.record_failure`); a round whose write window cannot be had is
+spooled to disk (`deferred`) and landed by the next round that gets the store.
+
+Two engines run these steps (tasks/round/engine.py `Engine` says only what differs: where the probes come from,
+whether publishing makes artifacts, what guards the round and what follows it): this flow, each step a plain call
+inside its flow run (no task run per step or per probe: each cost the round process ~5 ms of CPU and the API server
+a request or more, and Prefect kept every result until the cycle ended), and the history pipeline
+(demo/pipeline.py), its probes taken from its pipeline. What a probe task run showed is the round's log: one line
+per endpoint (tasks/round/probe_task.py).
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
 from prefect import flow, get_run_logger
 
+from tasks.config import CanaryConfig
 from tasks.config.loading import resolve_config
 from tasks.core.budget import Footprint
-from tasks.core.plan import by_endpoint
-from tasks.core.settle import Prior
-from tasks.core.types import RoundState
+from tasks.core.plan import by_endpoint, make_round_id
+from tasks.core.settle import Prior, Settlement, resolve_mode
+from tasks.core.types import RoundInfo, RoundState
+from tasks.orchestration.round_slots import RoundSkipped
 from tasks.round import confirmations, probe_task, steps
-from tasks.round.sequence import Engine, RoundProbes, planned_probes, run_round
+from tasks.round.engine import Engine, RoundProbes, RoundSummary, planned_probes
+from tasks.round.footprint import plan_footprint
 from tasks.runtime.clock import utcnow
+from tasks.runtime.failpoints import failpoint
 from tasks.runtime.secrets import preload_secrets
+from tasks.spool.journal import Journal
 from tasks.spool.probes import ProbeJournal
+
+
+def run_round(engine: Engine, cfg: CanaryConfig, model: str, round_ts: datetime, *, partial: bool = False,
+              confirms: str | None = None, run_id: str | None = None) -> RoundSummary:
+    """One round of `model` at `round_ts`: every step in order, each run by `engine` (the module docstring).
+    `run_id`: the run that chose `round_ts` (a cycle's flow run; default this round's flow run, else a fresh
+    id): the round's save refuses a round id another run's round holds. A step that raises marks the round
+    `failed` with its error (`steps.record_failure`), then the error goes on up."""
+    round_id = make_round_id(model, round_ts)
+    info = RoundInfo(round_id, model, round_ts, resolve_mode(cfg.run_mode, None, cfg.mode), partial,
+                     run_id or engine.flow_run_id or uuid.uuid4().hex)
+    try:
+        with engine.guard() as lease_id:
+            journal = Journal.start(cfg.db_path, info, utcnow(), engine.flow_run_id,
+                                    str(cfg.run_mode) if cfg.run_mode else None,
+                                    lease_id if isinstance(lease_id, str) else None)
+            try:
+                settled, status, probed, delivered = _steps(engine, cfg, info, journal)
+            except Exception as exc:
+                steps.record_failure(cfg, journal, exc, engine.artifacts)
+                raise
+            steps.report_journal_fault(cfg, journal)  # a journal the disk refused: loud, though the round saved
+        confirmation = engine.follow_up(cfg, settled, status)
+    except RoundSkipped:  # logged by the guard; a skipped round is not a failure
+        return RoundSummary.skipped(round_id, model, steps.ignore_in_force(cfg, model))
+    return RoundSummary(
+        round_id=round_id, model=model, status=status, endpoints=len(probed.endpoints),
+        attempts=len(probed.attempts), decisions=tuple(d.action.value + ":" + d.tag for d in settled.decisions),
+        ignore=tuple(settled.ignore.ignore), partial=partial, confirms=confirms, confirmation=confirmation,
+        delivered=delivered, reprobed=probed.reprobed,
+    )
+
+
+def _steps(engine: Engine, cfg: CanaryConfig, info: RoundInfo, journal: Journal
+           ) -> tuple[Settlement, RoundState, RoundProbes, int]:
+    """The round's steps from load-prior to deliver, the journal following them (`run_round` wraps them)."""
+    round_id, model, round_ts = info.round_id, info.model, info.round_ts
+    prior, variable_value = steps.load_prior(cfg, model, round_id, round_ts, info.run_id, engine.sync_variable)
+    journal.step("probe")
+    footprint = plan_footprint(cfg, prior, model, round_ts)  # within the budget (full without)
+    kept = ProbeJournal.beside(journal.path)  # a death from here on loses no probe that ended
+    probed = engine.probe(round_id, prior, footprint, kept)
+    kept.complete(probed.endpoints, probed.attempts)
+    failpoint("after-probe")
+    journal.step("settle")
+    settled = steps.settle(prior, probed.attempts, probed.endpoints, cfg, round_ts, round_id, info.partial,
+                           () if footprint.alert is None else (footprint.alert,), info.run_id, engine.flow_run_id)
+    engine.settled(settled)
+    journal.step("save")
+    settled, status = steps.save(cfg, settled, variable_value)
+    failpoint("after-save")
+    if status == RoundState.COMPLETE:
+        journal.step("publish")
+        steps.publish(cfg, settled, engine.artifacts)
+        failpoint("after-publish")
+    journal.step("deliver")
+    delivered = steps.deliver(cfg, round_ts)
+    journal.finish()
+    return settled, status, probed, delivered
 
 
 def round_run_name(model: str | None, round_ts: datetime | None, confirms: str | None = None) -> str:

@@ -293,7 +293,7 @@ ALTER TABLE suspicions ADD COLUMN quality VARCHAR
 
 #: Migration 13: a round that failed in its own process says so. ``rounds.status`` may now be ``failed`` (the
 #: round raised and its process recorded why in ``error``; ``crashed`` stays for a round whose process is gone);
-#: ``rounds.run_id``: the run that chose the round's time (a cycle's flow run, tasks/round/sequence.py), so a save
+#: ``rounds.run_id``: the run that chose the round's time (a cycle's flow run, flows/round.py `run_round`), so a save
 #: that would replace another run's round of the same id refuses instead (NULL for rounds stored before). DuckDB
 #: cannot change a CHECK constraint in place, so the table is rebuilt (same columns, rows kept).
 ROUND_FAILED_SQL = """

@@ -11,7 +11,7 @@ a Scheduled run of the cycle deployment, flows/watch.py; None in process: the ca
 announced (`canary.endpoint.suspected`, tasks/core/canary_events.py).
 
 The engine says only what differs between the served watcher and an in-process look, like the round's `Engine`
-(tasks/round/sequence.py): where the listing comes from, how a confirmation round is started, where the events
+(tasks/round/engine.py): where the listing comes from, how a confirmation round is started, where the events
 go.
 
 Live counts: from the database's `live_requests` (`live_source = "db"`, read in each model's write window), or,

@@ -1,4 +1,4 @@
-"""Both engines that run rounds run the same steps in the same order (tasks/round/sequence.py): the `canary-round`
+"""Both engines that run rounds run the same steps in the same order (flows/round.py `run_round`): the `canary-round`
 flow (its steps and probes plain calls inside the flow run) and the pipelined history (probes from its pipeline).
 One round of each against the simulator, with the round's failpoints armed but turned into marks instead of SIGKILL: the
 journal's steps and the failpoints they pass, in order, must be the same, and so must the summary's keys."""

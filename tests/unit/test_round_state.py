@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tasks.core.types import STORED_ROUND_STATES, RoundState
-from tasks.round.sequence import RoundSummary
+from tasks.round.engine import RoundSummary
 from tasks.store import schema
 
 pytestmark = pytest.mark.unit

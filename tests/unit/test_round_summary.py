@@ -1,11 +1,11 @@
-"""The round's summary (tasks/round/sequence.py `RoundSummary`): built once for both engines, its dict form is
+"""The round's summary (tasks/round/engine.py `RoundSummary`): built once for both engines, its dict form is
 the flow's return value and what `canary run` prints from (cli/runs.py), so its keys are an interface."""
 
 from __future__ import annotations
 
 import pytest
 
-from tasks.round.sequence import RoundSummary
+from tasks.round.engine import RoundSummary
 
 pytestmark = pytest.mark.unit
 
