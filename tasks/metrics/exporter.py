@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 #: gzip level of the kept text: 9 MB compress in ~60 ms at level 1 (~25x smaller), once a snapshot.
 GZIP_LEVEL = 1
 
-#: Families the collector writes itself (name, type, help, labels), for the docs' table (tasks/metric_docs.py).
+#: Families the collector writes itself (name, type, help, labels), for the docs' table (ops/build.py).
 OWN_FAMILIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("canary_snapshot_up", "gauge", "1 if the snapshot(s) could be read at this scrape", ()),
     ("canary_build_info", "gauge", "The exporter's version (value 1)", ("version",)),

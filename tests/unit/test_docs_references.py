@@ -16,6 +16,10 @@ OUTSIDE = re.compile(r"\.\./" + "shared")  # split so that this file does not na
 GONE = re.compile(r"(?<![\w/.-])(" + "|".join(["MISSION", "DESIGN", "STYLE", "stack-notes"]) + r")\.md\b")
 DOCS_PATH = re.compile(r"(?<![\w.-])docs/([\w.-]+\.md)")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+#: A path to one of the project's Python modules, as docs, docstrings and comments name them.
+MODULE_PATH = re.compile(r"(?<![\w./-])((?:tasks|flows|router|cli|simulator|demo)/[\w/]+\.py)\b")
+#: Paths named on purpose that do not exist: a test's toy record (tests/unit/test_mutation_gate.py).
+NOT_FILES = {"router/a.py", "router/b.py"}
 
 
 def tracked_texts() -> list[tuple[str, str]]:
@@ -59,6 +63,15 @@ def test_every_docs_file_named_exists() -> None:
     assert missing == []
 
 
+def test_every_project_module_path_named_exists() -> None:
+    """A module moved or renamed leaves no path to its old file behind (docs, docstrings, comments, units)."""
+    missing = sorted(
+        {f"{n}: {m.group(1)}" for n, t in tracked_texts() for m in MODULE_PATH.finditer(t)
+         if m.group(1) not in NOT_FILES and not (ROOT / m.group(1)).is_file()}
+    )
+    assert missing == []
+
+
 def test_every_relative_markdown_link_resolves() -> None:
     missing = []
     for name, text in tracked_texts():
@@ -79,6 +92,9 @@ def test_the_checks_can_fail() -> None:
     found = DOCS_PATH.search("see " + "docs" + "/nothing-here.md")
     assert found is not None and found.group(1) == "nothing-here.md"
     assert not (ROOT / "docs" / "nothing-here.md").exists()
+    old = "tasks/" + "probe_worker.py"  # split so that this file does not name it
+    assert [m.group(1) for m in MODULE_PATH.finditer(f"({old}, tasks/probe/worker.py)")] == [
+        old, "tasks/probe/worker.py"]
 
 
 def test_operations_md_names_no_xfail_that_is_not_one() -> None:
