@@ -4,8 +4,8 @@
     .venv/bin/python tests/derive_map.py --write    # write it to tests/MAP.md (then review the diff)
 
 A test file tests a module when it imports it (at any level: module, function, TYPE_CHECKING; through the
-helpers of tests/support/ it imports too) or names it (`tasks.x.y` in a patch string or a subprocess's `-m`,
-`tasks/x/y.py` in its docstring). A module no test reaches that way is mapped to the tests of the modules that
+helpers of tests/support/ it imports too) or names it (its dotted name in a patch string or a subprocess's `-m`,
+its path in its docstring). A module no test reaches that way is mapped to the tests of the modules that
 import it (marked `via`), so its home in the suite is still one line away. tests/unit/test_test_map.py checks
 that the map names every production module and only test files that exist.
 """

@@ -18,6 +18,8 @@ DOCS_PATH = re.compile(r"(?<![\w.-])docs/([\w.-]+\.md)")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 #: A path to one of the project's Python modules, as docs, docstrings and comments name them.
 MODULE_PATH = re.compile(r"(?<![\w./-])((?:tasks|flows|router|cli|simulator|demo)/[\w/]+\.py)\b")
+#: A module run as a program (`python -m tasks.probe.worker`), in a unit, a compose file, a doc or the code.
+RUN_MODULE = re.compile(r"""(?:-m\s+|"-m",\s*")((?:tasks|flows|router|cli|simulator|demo)(?:\.\w+)+)""")
 #: Paths named on purpose that do not exist: a test's toy record (tests/unit/test_mutation_gate.py).
 NOT_FILES = {"router/a.py", "router/b.py"}
 
@@ -72,6 +74,14 @@ def test_every_project_module_path_named_exists() -> None:
     assert missing == []
 
 
+def test_every_module_run_with_dash_m_exists() -> None:
+    missing = sorted(
+        {f"{n}: {m.group(1)}" for n, t in tracked_texts() for m in RUN_MODULE.finditer(t)
+         if not (ROOT / (m.group(1).replace(".", "/") + ".py")).is_file()}
+    )
+    assert missing == []
+
+
 def test_every_relative_markdown_link_resolves() -> None:
     missing = []
     for name, text in tracked_texts():
@@ -92,6 +102,8 @@ def test_the_checks_can_fail() -> None:
     found = DOCS_PATH.search("see " + "docs" + "/nothing-here.md")
     assert found is not None and found.group(1) == "nothing-here.md"
     assert not (ROOT / "docs" / "nothing-here.md").exists()
+    assert [m.group(1) for m in RUN_MODULE.finditer('run `python -m tasks.probe.worker 3`, ["-m", "cli.main"]')] == [
+        "tasks.probe.worker", "cli.main"]
     old = "tasks/" + "probe_worker.py"  # split so that this file does not name it
     assert [m.group(1) for m in MODULE_PATH.finditer(f"({old}, tasks/probe/worker.py)")] == [
         old, "tasks/probe/worker.py"]

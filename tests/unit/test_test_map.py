@@ -36,7 +36,7 @@ def test_a_module_without_tests_is_only_a_map() -> None:
 
 
 def test_the_reader_sees_what_it_must() -> None:
-    text = (f"- `tasks/x.py`: tests/unit/test_x.py, tests/e2e/test_y.py (via `tasks/y.py`)\n"
-            f"- `tasks/z/__init__.py`: {NO_TESTS}\n")
-    assert read_map(text) == {"tasks/x.py": ["tests/unit/test_x.py", "tests/e2e/test_y.py"], "tasks/z/__init__.py": []}
+    text = (f"- `toy/x.py`: tests/unit/test_x.py, tests/e2e/test_y.py (via `toy/y.py`)\n"
+            f"- `toy/z/__init__.py`: {NO_TESTS}\n")
+    assert read_map(text) == {"toy/x.py": ["tests/unit/test_x.py", "tests/e2e/test_y.py"], "toy/z/__init__.py": []}
     assert is_map_only("tasks/probe/__init__.py") and not is_map_only("tasks/config/__init__.py")
