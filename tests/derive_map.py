@@ -104,7 +104,7 @@ def support_reach(path: str) -> frozenset[str]:
 #: Tests of the whole tree's shape (imports, layout, docs, sizes): they name every module without testing one.
 TREE_TESTS = {"tests/unit/test_import_graph.py", "tests/unit/test_layout.py", "tests/unit/test_test_map.py",
               "tests/unit/test_docs_references.py", "tests/unit/test_suite_honesty.py",
-              "tests/unit/test_mutation_gate.py"}
+              "tests/unit/test_mutation_gate.py", "tests/unit/test_mutation_carry.py"}
 
 
 def tests_of() -> dict[str, set[str]]:

@@ -22,6 +22,8 @@ MODULE_PATH = re.compile(r"(?<![\w./-])((?:tasks|flows|router|cli|simulator|demo
 RUN_MODULE = re.compile(r"""(?:-m\s+|"-m",\s*")((?:tasks|flows|router|cli|simulator|demo)(?:\.\w+)+)""")
 #: Paths named on purpose that do not exist: a test's toy record (tests/unit/test_mutation_gate.py).
 NOT_FILES = {"router/a.py", "router/b.py"}
+#: Files whose old module paths are data: the mutation carry's test moves a toy test file from the old names.
+OLD_NAMES_ON_PURPOSE = {"tests/unit/test_mutation_carry.py"}
 
 
 def tracked_texts() -> list[tuple[str, str]]:
@@ -68,8 +70,8 @@ def test_every_docs_file_named_exists() -> None:
 def test_every_project_module_path_named_exists() -> None:
     """A module moved or renamed leaves no path to its old file behind (docs, docstrings, comments, units)."""
     missing = sorted(
-        {f"{n}: {m.group(1)}" for n, t in tracked_texts() for m in MODULE_PATH.finditer(t)
-         if m.group(1) not in NOT_FILES and not (ROOT / m.group(1)).is_file()}
+        {f"{n}: {m.group(1)}" for n, t in tracked_texts() if n not in OLD_NAMES_ON_PURPOSE
+         for m in MODULE_PATH.finditer(t) if m.group(1) not in NOT_FILES and not (ROOT / m.group(1)).is_file()}
     )
     assert missing == []
 
