@@ -1,5 +1,6 @@
 """`canary deadman-automation`, and the same step in `canary serve`: create or update the Prefect automation that
-posts to Slack when no run of the cycle deployment completed for two round intervals (tasks/orchestration/deadman_automation.py).
+posts to Slack when no run of the cycle deployment completed for two round intervals
+(tasks/orchestration/deadman_automation.py).
 
 `canary serve` applies it at every start for `canary-cycle`; prefect.yaml's `canary-cycle` deployment runs this
 command as a build step, so `prefect deploy` applies it too (a shard's deployment passes `--deployment`).

@@ -147,8 +147,8 @@ def run_rounds(cfg: CanaryConfig, models: list[str], *, config: Path | None, mod
     from tasks.prefect_api.server import is_private_api, settings_for_flow_runs
 
     # Heartbeats only for an existing server: its zombie-run automation marks a killed run Crashed when they stop
-    # (tasks/orchestration/zombie_runs.py); a private server dies with this process (and the cycle's heartbeat thread costs it up
-    # to 1 s at its end; its rounds share one thread: tasks/prefect_api/subflow_runs.py).
+    # (tasks/orchestration/zombie_runs.py); a private server dies with this process (and the cycle's heartbeat thread
+    # costs it up to 1 s at its end; its rounds share one thread: tasks/prefect_api/subflow_runs.py).
     with settings_for_flow_runs(heartbeats=not is_private_api()):
         cycle = canary_cycle(
             models=models,

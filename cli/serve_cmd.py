@@ -4,8 +4,8 @@ deployment, served from one process, and in the same process the watcher (live t
 as suspicions: a loop in a thread, flows/watch.py; no flow run per look, its confirmation rounds are runs of
 `canary-cycle`). It deploys flows and is no flow itself, so it lives with the commands.
 
-At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/orchestration/deadman_automation.py): Prefect's
-server posts to Slack when no `canary-cycle` run completed for two intervals, with this process gone or not.
+At every start it also applies the dead-man automation (cli/deadman_cmd.py, tasks/orchestration/deadman_automation.py):
+Prefect's server posts to Slack when no `canary-cycle` run completed for two intervals, with this process gone or not.
 Schedules count from a fixed anchor (tasks/orchestration/deployments.py), so a restart keeps the rounds' clock times.
 
 At start, before the schedules take over, one cycle runs at once when the database has no complete full round of
@@ -160,7 +160,8 @@ def serve_deployment(config: Path | None, *, interval: timedelta | None = None, 
 
 
 def _zombie_runs() -> None:
-    """Prefect's zombie-run automation on the server (tasks/orchestration/zombie_runs.py), for this process's heartbeat; one line."""
+    """Prefect's zombie-run automation on the server (tasks/orchestration/zombie_runs.py), for this process's heartbeat;
+    one line."""
     import typer
 
     from tasks.orchestration.zombie_runs import NAME, current_heartbeat_s, ensure_zombie_automation, window_s

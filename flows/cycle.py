@@ -7,22 +7,23 @@ One process holds one language detector (built on first use) and one bounded poo
 (`concurrency`, sent by one probe worker process on one event loop: tasks/probe/worker.py) shared by every model in
 flight; the policy stays sequential per model (each model's round settles and saves on its own). What the rounds
 would each ask Prefect and the store for, the cycle does once: the rounds' slots (one acquisition under one lease,
-tasks/orchestration/round_slots.py `cycle_round_slots`), the Secret blocks, the operational Variable's sync, and one DuckDB
-connection kept open between the rounds' write windows (tasks/store/connection.py `kept_open`: it lets go of the
+tasks/orchestration/round_slots.py `cycle_round_slots`), the Secret blocks, the operational Variable's sync, and one
+DuckDB connection kept open between the rounds' write windows (tasks/store/connection.py `kept_open`: it lets go of the
 file whenever another process asks for it, and when the cycle is idle). Every `PROGRESS_EVERY_S` the cycle logs
 one line: rounds done, in flight, requests in flight and an ETA.
 
-Two cycles of one database never overlap: a file lock beside the database (`<db>.cycle.lock`, tasks/orchestration/cycle_lock.py: it
-holds between `canary run`s that each started a private Prefect server), then a Prefect global concurrency limit of one
-slot per DuckDB file (`cycle_limit_name`: it holds across the workers of one server). A cycle that had to wait for the
-previous one, or that starts late, says so in its log and its result (`late_s`), it is never silently skipped; one that
-waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason (and `canary run` exits 1). The rounds' time
-(`round_ts`, the round ids) is read once the lock and the slot are held, so two cycles that waited for each other never
-share it; a cycle passes its flow run id to its rounds (`run_id`), and a round's save refuses a round id another run
-holds (tasks/store/settlement.py `claim_round_id`). A cycle that died holding the lock is healed by the next one at
-once: the leases of its slot and of its rounds' slots released (tasks/orchestration/round_slots.py); its flow runs are marked
-Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/orchestration/zombie_runs.py). `canary run` runs one
-cycle; `canary serve` and the work-pool deployment schedule one every `interval_min`.
+Two cycles of one database never overlap: a file lock beside the database (`<db>.cycle.lock`,
+tasks/orchestration/cycle_lock.py: it holds between `canary run`s that each started a private Prefect server), then a
+Prefect global concurrency limit of one slot per DuckDB file (`cycle_limit_name`: it holds across the workers of one
+server). A cycle that had to wait for the previous one, or that starts late, says so in its log and its result
+(`late_s`), it is never silently skipped; one that waited `CYCLE_WAIT_S` in vain returns `status: late` with the reason
+(and `canary run` exits 1). The rounds' time (`round_ts`, the round ids) is read once the lock and the slot are held, so
+two cycles that waited for each other never share it; a cycle passes its flow run id to its rounds (`run_id`), and a
+round's save refuses a round id another run holds (tasks/store/settlement.py `claim_round_id`). A cycle that died
+holding the lock is healed by the next one at once: the leases of its slot and of its rounds' slots released
+(tasks/orchestration/round_slots.py); its flow runs are marked Crashed by Prefect's zombie-run automation when their
+heartbeats stop (tasks/orchestration/zombie_runs.py). `canary run` runs one cycle; `canary serve` and the work-pool
+deployment schedule one every `interval_min`.
 
 Shards (docs/operations.md "Past one machine"): one deployment per shard, each with its own `models` and
 `db_path` parameters. A shard's cycles hold the slot of its own file (`canary-cycle-<db stem>`), so shards run

@@ -65,7 +65,8 @@ def _pass_headers(response: httpx.Response) -> dict[str, str]:
     return {k: response.headers[k] for k in PASS_HEADERS if k in response.headers}
 
 
-#: The failover reason of a request that raised, by the probe's class of its httpx exception (tasks/probe/http_errors.py).
+#: The failover reason of a request that raised, by the probe's class of its httpx exception
+#: (tasks/probe/http_errors.py).
 _REQUEST_FAILURE_REASONS: Mapping[ErrorClass, Cause] = {ErrorClass.CONNECT: Cause.CONNECT,
                                                         ErrorClass.TIMEOUT: Cause.TIMEOUT}
 

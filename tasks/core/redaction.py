@@ -1,9 +1,9 @@
 """Redaction rules, pure: the one documented shape list and matching by value (no registry, no environment).
 
 `redact(text, values)` is the one rule: `values` and every secret shape masked, nothing remembered, no environment
-read. tasks.runtime.secrets owns which values are secret: every sink calls `tasks.runtime.secrets.redact_known_secrets` (`redact`
-over every value the process knows); pure code that must mask them too calls `redact_process_secrets`, which is
-that function once an entry point installed it (`install_redactor`) and the shape rules only before.
+read. tasks.runtime.secrets owns which values are secret: every sink calls `tasks.runtime.secrets.redact_known_secrets`
+(`redact` over every value the process knows); pure code that must mask them too calls `redact_process_secrets`, which
+is that function once an entry point installed it (`install_redactor`) and the shape rules only before.
 
 * By value: each value's exact form and every derived form (`derived_forms`: JSON-escaped, URL-quoted,
   base64 standard and URL-safe with or without padding, HTTP Basic's `base64(value:)` / `base64(:value)`, and

@@ -1,7 +1,7 @@
 """`GET /metrics` over HTTP (`canary metrics`, `canary serve --metrics-port`): the exporter of tasks/metrics/exporter.py
 served from daemon threads, the scrape gzip-compressed when the scraper takes it, the published ignore lists beside
-it (`GET /lists/<model-slug>.json`, tasks/ignore_list/endpoint.py), and the snapshot read again every `REFRESH_EVERY_S` so a
-scrape finds it read already."""
+it (`GET /lists/<model-slug>.json`, tasks/ignore_list/endpoint.py), and the snapshot read again every `REFRESH_EVERY_S`
+so a scrape finds it read already."""
 
 from __future__ import annotations
 

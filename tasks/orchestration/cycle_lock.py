@@ -5,9 +5,9 @@
         lock.record(flow_run_id=..., lease_id=..., round_lease_id=...)
 
 Two `canary run` without PREFECT_API_URL each start a private Prefect server, so the Prefect slot of the cycle
-(tasks/orchestration/cycle_turn.py) is not shared between them; the kernel's lock is. The lock goes with its process (SIGKILL
-included), so it can never be stale. A second cycle waits for it, as long as it would wait for the Prefect slot,
-then gives up with one line naming the holder (`CycleLockTimeout`). While it holds the lock a cycle records who
+(tasks/orchestration/cycle_turn.py) is not shared between them; the kernel's lock is. The lock goes with its process
+(SIGKILL included), so it can never be stale. A second cycle waits for it, as long as it would wait for the Prefect
+slot, then gives up with one line naming the holder (`CycleLockTimeout`). While it holds the lock a cycle records who
 it is (pid, host, process start, its flow run, its slot's lease and its rounds' slots' lease) in the file, and empties
 the file when it ends: a record found by the next holder names a cycle that died holding the lock, whose leases the
 next cycle releases at once (tasks/orchestration/round_slots.py `heal_dead_cycle`).
@@ -47,7 +47,8 @@ class Holder:
     flow_run_id: str | None = None
     lease_id: str | None = None  # the cycle slot's lease
     started_at: str | None = None
-    round_lease_id: str | None = None  # the lease of its rounds' slots (tasks/orchestration/round_slots.py `cycle_round_slots`)
+    #: the lease of its rounds' slots (tasks/orchestration/round_slots.py `cycle_round_slots`)
+    round_lease_id: str | None = None
 
     def describe(self) -> str:
         since = f" since {self.started_at}" if self.started_at else ""

@@ -3,11 +3,12 @@
     with cycle_turn(db_path, slot, wait_s, scheduled, logger) as (lock, late_s):
         ...  # the cycle's rounds: no other cycle of this database runs
 
-First the file lock beside the database (tasks/orchestration/cycle_lock.py: it holds between processes that each started a private
-Prefect server; a dead holder's leases are healed at once, tasks/orchestration/round_slots.py `heal_dead_cycle`), then the Prefect
-global concurrency limit of the file, one slot (`slot`: flows/cycle.py `cycle_limit_name`; it holds across the workers
-of one server), held under a lease the lock records. Waiting longer than `wait_s` for either raises
-(`CycleLockTimeout`, TimeoutError); a cycle that starts over a minute late says so in its log.
+First the file lock beside the database (tasks/orchestration/cycle_lock.py: it holds between processes that each started
+a private Prefect server; a dead holder's leases are healed at once, tasks/orchestration/round_slots.py
+`heal_dead_cycle`), then the Prefect global concurrency limit of the file, one slot (`slot`: flows/cycle.py
+`cycle_limit_name`; it holds across the workers of one server), held under a lease the lock records. Waiting longer than
+`wait_s` for either raises (`CycleLockTimeout`, TimeoutError); a cycle that starts over a minute late says so in its
+log.
 """
 
 from __future__ import annotations

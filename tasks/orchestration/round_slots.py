@@ -9,8 +9,8 @@ process's flow run state: slots come back through their leases, and a flow run w
 by Prefect's zombie-run automation when its heartbeats stop (tasks/orchestration/zombie_runs.py).
 
 A lease outlives its process by up to `LEASE_S`. So that a killed round does not cost the next round of its model
-that wait, every round records the lease of its slot in its journal next to the database (tasks/spool/journal.py, with its
-pid and flow run): the next round of the model that finds the journal of a process that is gone releases that lease
+that wait, every round records the lease of its slot in its journal next to the database (tasks/spool/journal.py, with
+its pid and flow run): the next round of the model that finds the journal of a process that is gone releases that lease
 at once (`release_dead_holders`: Prefect's own release of a lease, as the holder would have at its end). A server
 that keeps its leases in memory forgets them when it restarts, and a slot taken then never comes back: run the
 server with `PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem`
@@ -20,8 +20,9 @@ A cycle takes its rounds' slots at once (`cycle_round_slots`): one read of every
 free slot under one lease (one renewal thread, one release at the cycle's end), instead of ~4 API calls and a
 renewal thread per round. A round of such a model finds its slot held by its own process's cycle and runs
 (`round_slot`); a slot another holder has goes the round's own way (release a dead holder's lease, wait, or skip).
-The cycle's own slot is leased the same way (tasks/orchestration/cycle_turn.py); a cycle that died holding its database's lock
-(tasks/orchestration/cycle_lock.py records both leases there) has them released by the next cycle (`heal_dead_cycle`).
+The cycle's own slot is leased the same way (tasks/orchestration/cycle_turn.py); a cycle that died holding its
+database's lock (tasks/orchestration/cycle_lock.py records both leases there) has them released by the next cycle
+(`heal_dead_cycle`).
 """
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ def release_dead_holders(model: str, db_path: str | None, logger: Any) -> int:
 
 
 def heal_dead_cycle(dead: Any, logger: Any) -> list[str]:
-    """A cycle that died holding its database's lock (`dead`: the lock's record, tasks/orchestration/cycle_lock.py Holder): the
-    leases of its slot and of its rounds' slots are released now, not when they run out. Returns the leases
-    released. Its flow runs are left to Prefect (tasks/orchestration/zombie_runs.py)."""
+    """A cycle that died holding its database's lock (`dead`: the lock's record, tasks/orchestration/cycle_lock.py
+    Holder): the leases of its slot and of its rounds' slots are released now, not when they run out. Returns the
+    leases released. Its flow runs are left to Prefect (tasks/orchestration/zombie_runs.py)."""
     released = [str(lease) for lease in (dead.lease_id, getattr(dead, "round_lease_id", None)) if release_lease(lease)]
     logger.warning("The previous cycle of this database died holding it (%s): %s", dead.describe(),
                    f"{len(released)} slot lease(s) released" if released else "its slot leases had run out already")

@@ -24,8 +24,8 @@ _PRIVATE_URLS: set[str] = set()
 
 def is_private_api(url: str | None = None) -> bool:
     """True when `url` (default: the current Prefect API) is a private server of this process: nothing else talks
-    to it, so its concurrency slots guard nothing (the cycle's file lock does: tasks/orchestration/cycle_lock.py) and its runs
-    die with it (no heartbeats needed)."""
+    to it, so its concurrency slots guard nothing (the cycle's file lock does: tasks/orchestration/cycle_lock.py) and
+    its runs die with it (no heartbeats needed)."""
     if url is None:
         from prefect.settings import get_current_settings
 

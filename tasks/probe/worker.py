@@ -6,8 +6,8 @@ a socket must take the GIL back before it can timestamp the bytes it received, a
 either: at 128-256 requests in flight the threads' turns alone (a plain threaded httpx client, benchmarks/ttft_floor.py)
 put hundreds of milliseconds on a provider's TTFT. A canary that reports slowness it causes itself suspends healthy
 providers. So the requests run in one child process (`python -m tasks.probe.worker <fd>`) that does nothing else: one
-asyncio event loop (uvloop when installed) carrying every request in flight (`tasks.probe.attempt.probe_once_async`: HTTP, the
-SSE parser, the clock), each block of a body stamped as the loop reads it from the socket, before any parsing
+asyncio event loop (uvloop when installed) carrying every request in flight (`tasks.probe.attempt.probe_once_async`:
+HTTP, the SSE parser, the clock), each block of a body stamped as the loop reads it from the socket, before any parsing
 (tasks/probe/sockets.py). The round process sends it one `ProbeCall` per attempt over a socket pair and gets the
 `Attempt` back.
 

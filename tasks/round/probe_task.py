@@ -11,10 +11,10 @@ worker bounds the requests in flight (`concurrency`) and starts them in priority
 call's second turn, a language confirmation) before any first attempt, so a long chain does not wait behind the queue
 between its turns (its round's wall, and the cycle's tail, would carry it); then the first contract of every endpoint
 of every round in flight, so every round starts probing as soon as it is planned and a slow endpoint shows itself
-early (the worker then starts its other calls at once: tasks/probe/call_queue.py); then the earliest round's others. A probe
-never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a probe
-becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed in the
-UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
+early (the worker then starts its other calls at once: tasks/probe/call_queue.py); then the earliest round's others. A
+probe never retries: a transport outcome is data that freezes the streak, not something to hide. A bug of ours in a
+probe becomes that attempt's `bad_frame` with the error, never the other endpoints' loss. What a probe task run showed
+in the UI (each endpoint's attempts and failures) is the round's log: one line per endpoint (`endpoint_line`).
 """
 
 from __future__ import annotations

@@ -177,8 +177,8 @@ def save(cfg: CanaryConfig, settled: Settlement, variable_value: Any = None) -> 
 def keep_unsaved(cfg: CanaryConfig, settled: Settlement, exc: StoreError) -> Settlement:
     """The round's attempts to the spool (beside the database, else the fallback directory), to land with the
     next round that gets the store. Busy: that is all (`deferred`). Otherwise a loud failure: the direct alert
-    (tasks/alerts/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts that
-    no directory takes: the spool's alert too, and SpoolError."""
+    (tasks/alerts/store_alarm.py), then StoreError, so the round's flow run fails and `canary run` exits 1. Attempts
+    that no directory takes: the spool's alert too, and SpoolError."""
     from tasks.alerts.store_alarm import alarm_unreadable_store, alarm_unwritable_spool
     from tasks.errors import SpoolError
     from tasks.spool.journal import SpooledRound, spool_round

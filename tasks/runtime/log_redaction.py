@@ -1,8 +1,8 @@
 """Log redaction: every log record's message, arguments and traceback pass through the process's redactor.
 
 The redactor is `tasks.core.redaction.redact_process_secrets`, which `tasks.runtime.secrets.install_redaction` points at
-`tasks.runtime.secrets.redact_known_secrets` (every secret the process knows). `install_log_redaction()` (called by that,
-and again after logging is reconfigured) puts
+`tasks.runtime.secrets.redact_known_secrets` (every secret the process knows). `install_log_redaction()` (called by
+that, and again after logging is reconfigured) puts
 `RedactingFilter` on the canary/prefect/httpx loggers and their handlers and the root's, and wraps the log
 record factory, so a record of any logger is redacted when it is created, before any handler (the console,
 Prefect's API handler, pytest's caplog) sees it.

@@ -1,4 +1,5 @@
-"""Two rounds of the same model never overlap (tasks/orchestration/round_slots.py), under the shared Prefect test harness.
+"""Two rounds of the same model never overlap (tasks/orchestration/round_slots.py), under the shared Prefect test
+harness.
 
 Real flow rounds against the simulator: round A is slow (an endpoint's first token takes 2 s); round B of the
 same model starts while A holds the slot. With a short wait B is skipped with a clear log line; with a long

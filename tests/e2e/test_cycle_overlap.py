@@ -8,8 +8,8 @@ runs it: the installed console script in subprocesses, the loopback simulator wi
 * With a real Prefect server, a `canary run` killed (SIGKILL, a failpoint) in the middle of its round leaves its
   cycle slot under a 300 s lease and its rounds' slots under theirs: the next run releases them at once (the lock
   file names the dead cycle and its leases) and starts without waiting; the dead cycle's and round's flow runs are
-  marked Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/orchestration/zombie_runs.py), not by the
-  next run.
+  marked Crashed by Prefect's zombie-run automation when their heartbeats stop (tasks/orchestration/zombie_runs.py), not
+  by the next run.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The database's cycle lock (tasks/orchestration/cycle_lock.py): one holder at a time, across processes; a waiter is told who
-holds it and gives up with one line naming the holder; the record a dead holder left is reported to the next
+"""The database's cycle lock (tasks/orchestration/cycle_lock.py): one holder at a time, across processes; a waiter is
+told who holds it and gives up with one line naming the holder; the record a dead holder left is reported to the next
 holder, and a clean end leaves none. Real files and processes, a fake clock for the wait."""
 
 from __future__ import annotations

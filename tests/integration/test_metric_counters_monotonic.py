@@ -1,5 +1,5 @@
-"""Every counter the exporter writes only rises (tasks/metrics/exporter.py, tasks/store/metric_rollup.py): Hypothesis runs
-random sequences of rounds, crashed rounds (a round left `running`, marked `crashed` by its model's next round),
+"""Every counter the exporter writes only rises (tasks/metrics/exporter.py, tasks/store/metric_rollup.py): Hypothesis
+runs random sequences of rounds, crashed rounds (a round left `running`, marked `crashed` by its model's next round),
 deferred rounds landing late, a spool landed twice and exporter restarts against a real DuckDB file, scraping
 after each step; no `_total`, `_bucket`, `_sum` or `_count` sample may ever be lower than at the scrape before
 (Prometheus would read a fall as a counter reset: false `rate()`/`increase()`)."""

@@ -1,5 +1,5 @@
-"""A probe gives its connection back (tasks/probe/attempt.py `_drain`): after [DONE] the rest of the chunked body is read,
-so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
+"""A probe gives its connection back (tasks/probe/attempt.py `_drain`): after [DONE] the rest of the chunked body is
+read, so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
 handshake per probe). A body that goes on after [DONE] is cut after `DRAIN_S` as before, and the attempt's times
 are the reply's, not the drain's."""
 

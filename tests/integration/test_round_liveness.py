@@ -1,6 +1,6 @@
 """A leftover round is marked `crashed` only when its process is gone (tasks/round/write_window.py
-`land_leftovers`, journals of tasks/spool/journal.py, liveness of tasks/runtime/liveness.py): pid, host and process start time,
-so a reused pid is not mistaken for the round's process. Real DuckDB, real processes, no Prefect."""
+`land_leftovers`, journals of tasks/spool/journal.py, liveness of tasks/runtime/liveness.py): pid, host and process
+start time, so a reused pid is not mistaken for the round's process. Real DuckDB, real processes, no Prefect."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Slack double's conversations.history honours `oldest`, `latest`, `inclusive` and `limit` like the Web API
-(real slack-sdk WebClient over 127.0.0.1), so the canary's history lookup (tasks.alerts.slack_client.posted_keys) is tested
-against the window it really asks for."""
+(real slack-sdk WebClient over 127.0.0.1), so the canary's history lookup (tasks.alerts.slack_client.posted_keys) is
+tested against the window it really asks for."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Files a round keeps beside its database (tasks/spool/journal.py) when that directory cannot be written: they go to the
-fallback directory under TMPDIR and are found there; when no directory takes them, a journal step does not stop
+"""Files a round keeps beside its database (tasks/spool/journal.py) when that directory cannot be written: they go to
+the fallback directory under TMPDIR and are found there; when no directory takes them, a journal step does not stop
 the round (its fault is remembered) and a deferred round raises SpoolError naming both places."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""canary.toml's schema (tasks/config/schema.py) and its one-line adapter (tasks/config/schema_lines.py): the model holds
-every file key with CanaryConfig's default, and each kind of fault is told as the line the CLI has always printed."""
+"""canary.toml's schema (tasks/config/schema.py) and its one-line adapter (tasks/config/schema_lines.py): the model
+holds every file key with CanaryConfig's default, and each kind of fault is told as the line the CLI has always
+printed."""
 
 from __future__ import annotations
 

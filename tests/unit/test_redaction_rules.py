@@ -1,5 +1,5 @@
-"""The one redactor (tasks.runtime.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets known
-by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them;
+"""The one redactor (tasks.runtime.secrets `redact_known_secrets`, the rule tasks.core.redaction `redact`): secrets
+known by value (environment, registered values, URL userinfo) and by shape never survive it, whatever surrounds them;
 text without secrets comes back unchanged."""
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ def _http_attempt(code: int) -> Attempt:
 # --- Retry-After --------------------------------------------------------------------------------------------
 
 #: value -> seconds. Before the one parser, three read the header: the probe's (tasks/probe/attempt.py), the router's
-#: (router/tiers.py) and Slack's (tasks/alerts/slack_client.py, delta-seconds only). The comment says where one differed.
+#: (router/tiers.py) and Slack's (tasks/alerts/slack_client.py, delta-seconds only). The comment says where one
+#: differed.
 RETRY_AFTER_GOLDEN: list[tuple[str | None, float | None, str]] = [
     ("7", 7.0, ""),
     ("0", 0.0, ""),

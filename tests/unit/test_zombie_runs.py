@@ -1,5 +1,6 @@
-"""tasks/orchestration/zombie_runs.py: Prefect's zombie-run automation as the canary ships it, and ops/prefect/zombie-runs.yaml (for
-`prefect automation create --from-file`) spelling the same for Prefect's default heartbeat."""
+"""tasks/orchestration/zombie_runs.py: Prefect's zombie-run automation as the canary ships it, and
+ops/prefect/zombie-runs.yaml (for `prefect automation create --from-file`) spelling the same for Prefect's default
+heartbeat."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Alerts about the canary itself that cannot go through the outbox (pure; tasks/alerts/store_alarm.py sends them straight
-to Slack): the database cannot be read or written, or the files a round keeps beside it cannot be written. One
+"""Alerts about the canary itself that cannot go through the outbox (pure; tasks/alerts/store_alarm.py sends them
+straight to Slack): the database cannot be read or written, or the files a round keeps beside it cannot be written. One
 per database, kind and day (the key says so)."""
 
 from __future__ import annotations
