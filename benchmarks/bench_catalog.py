@@ -13,7 +13,7 @@ a fresh simulator each, and the table gives both and their ratio. Without it, th
 Driven the way an operator drives the canary, so it measures any tree without edits:
 
 * the simulator runs as its own process (`canary simulator --fleet F`, a generated `[catalog]` fleet file,
-  simulator/catalog.py), started afresh for each phase so fault counters and its CPU count per phase;
+  provider_canary/simulator/catalog.py), started afresh for each phase so fault counters and its CPU count per phase;
 * a cycle is `canary run --config C --db D` as a subprocess of the tree's own `.venv`, every configured model;
 * before the first cycle of each tree, an unmeasured warm-up `canary run --model <first>` migrates its PREFECT_HOME
   and warms the page cache;
@@ -74,7 +74,7 @@ from round_starts import budget_figures, round_start_figures  # noqa: E402
 from serve_phase import SERVE_ENV, until_served_cycle_ends  # noqa: E402
 from ttft_floor import first_text_s  # noqa: E402
 
-from simulator.catalog import (  # noqa: E402
+from provider_canary.simulator.catalog import (  # noqa: E402
     CatalogSpec,
     catalog_toml,
     endpoint_role,
@@ -82,7 +82,7 @@ from simulator.catalog import (  # noqa: E402
     role_counts,
     roles,
 )
-from simulator.fleet_file import load_fleet  # noqa: E402
+from provider_canary.simulator.fleet_file import load_fleet  # noqa: E402
 from tests.support import NO_EXCLUSIONS  # noqa: E402
 
 CHILD_ENV = {

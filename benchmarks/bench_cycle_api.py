@@ -43,8 +43,8 @@ def main() -> None:
     args = ap.parse_args()
     counts = [int(n) for n in args.models.split(",")]
 
-    from simulator.fleet import parse_fleet
-    from simulator.server import start_simulator
+    from provider_canary.simulator.fleet import parse_fleet
+    from provider_canary.simulator.server import start_simulator
 
     models = [f"acme/api-{i}" for i in range(max(counts))]
     tags = [f"ep{i}" for i in range(args.endpoints)]

@@ -258,8 +258,8 @@ ROUTES_TIME_SCALE_BUDGET_S = 1.0  # the router's first-chunk budget at the histo
 
 
 def _routes(sim: Any, tags: Sequence[str], tmp: Path, db: str, publish_dir: str) -> Any:
-    from demo.settings import DEMO_MODEL
-    from router.routes_loading import parse_routes
+    from provider_canary.demo.settings import DEMO_MODEL
+    from provider_canary.router.routes_loading import parse_routes
 
     return parse_routes({
         "router": {"events_db": db, "events_path": str(tmp / "route_events.jsonl"),
@@ -329,14 +329,14 @@ def run_variant(variant: str, span: Span, db: str, fleet: str, rpm: int, tick_s:
     import asyncio
     import contextlib
 
-    from demo.history import HISTORY_START, ROUND_INTERVAL
-    from demo.scenario import history_overrides
-    from demo.settings import DEMO_MODEL, quiet_logs
-    from demo.simulator_process import SharedStepClock, history_prefect, simulator_process
     from flows.round import canary_round
     from flows.watch import watch_once
-    from router.route_events import flush_all
-    from router.server import start_router
+    from provider_canary.demo.history import HISTORY_START, ROUND_INTERVAL
+    from provider_canary.demo.scenario import history_overrides
+    from provider_canary.demo.settings import DEMO_MODEL, quiet_logs
+    from provider_canary.demo.simulator_process import SharedStepClock, history_prefect, simulator_process
+    from provider_canary.router.route_events import flush_all
+    from provider_canary.router.server import start_router
     from tasks import store
     from tasks.config import CanaryConfig
     from tasks.config.loading import apply_overrides
@@ -659,8 +659,8 @@ def main() -> None:
         result = run_variant(args.child, Span(begin, until, counts_from), args.db, args.fleet, args.rpm, args.tick)
         print("RESULT " + json.dumps(result), flush=True)
         return
-    from demo.history import HISTORY_START
-    from demo.settings import DEMO_MODEL
+    from provider_canary.demo.history import HISTORY_START
+    from provider_canary.demo.settings import DEMO_MODEL
 
     windows = fault_windows(HISTORY_START, args.days, args.seed)
     if args.merge:

@@ -6,8 +6,9 @@ Each variant runs in its own process (a temporary Prefect server is per process 
 start) over the same simulated days, fleet and clock:
 
 * pipeline      build_history() as shipped: the round's steps in order, the next rounds' probes in flight
-                (demo/pipeline.py), no Prefect API;
-* flow          build_history(engine="flow"): a real `canary-round` flow run per round, demo/history.py's
+                (provider_canary/demo/pipeline.py), no Prefect API;
+* flow          build_history(engine="flow"): a real `canary-round` flow run per round,
+provider_canary/demo/history.py's
                 lean settings (no flow heartbeats, idle server services off, a one-certificate CA bundle);
 * flow-default  the same flow runs with Prefect's and httpx's defaults (lean=False);
 * plain         baseline without orchestration or pipelining: the round's task functions (`.fn`) called in
@@ -54,12 +55,12 @@ def probe_phase_s(db: str) -> float:
 def run_plain(days: float, db: str) -> dict[str, Any]:
     """The round's steps without Prefect (baseline)."""
     os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "false"  # Variable reads fail fast: "unreachable"
-    from demo.simulator_process import _one_cert_bundle
+    from provider_canary.demo.simulator_process import _one_cert_bundle
 
     os.environ["SSL_CERT_FILE"] = str(_one_cert_bundle())  # the same httpx.Client cost as the lean variant
 
-    from demo import history as h
-    from demo import scenario
+    from provider_canary.demo import history as h
+    from provider_canary.demo import scenario
     from tasks.config.loading import resolve_config
     from tasks.core.plan import by_endpoint, make_round_id, plan_probes
     from tasks.ignore_list.publish import publish_ignore_list
@@ -123,7 +124,7 @@ def run_variant(variant: str, days: float, db: str) -> dict[str, Any]:
         if variant == "plain":
             res = run_plain(days, db)
         else:
-            from demo.history import build_history
+            from provider_canary.demo.history import build_history
 
             engine = "pipeline" if variant == "pipeline" else "flow"
             r = build_history(days=days, db_path=db, engine=engine, lean=(variant != "flow-default"),

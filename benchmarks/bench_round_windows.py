@@ -39,7 +39,7 @@ def main() -> None:
     from prefect.testing.utilities import prefect_test_harness
 
     from flows.round import canary_round
-    from simulator.server import start_simulator
+    from provider_canary.simulator.server import start_simulator
     from tasks import store
     from tasks.store.connection import HELD_S
 

@@ -60,12 +60,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from router.answer import check, expectations, read_stream  # noqa: E402
-from router.routes_loading import parse_routes  # noqa: E402
-from router.server import start_router  # noqa: E402
-from router.tokens import TOKENIZER  # noqa: E402
-from simulator.fleet import parse_fleet  # noqa: E402
-from simulator.server import start_simulator  # noqa: E402
+from provider_canary.router.answer import check, expectations, read_stream  # noqa: E402
+from provider_canary.router.routes_loading import parse_routes  # noqa: E402
+from provider_canary.router.server import start_router  # noqa: E402
+from provider_canary.router.tokens import TOKENIZER  # noqa: E402
+from provider_canary.simulator.fleet import parse_fleet  # noqa: E402
+from provider_canary.simulator.server import start_simulator  # noqa: E402
 
 MODEL = "acme/bench-1"
 MESSAGES = [{"role": "user", "content": "Tell me about the harbour town, in detail."}]
@@ -221,7 +221,7 @@ def running_router(sim: Any, tmp: str, judge: bool, name: str, tree: Path = ROOT
         f'[[route]]\nmodel = "chat"\n[[route.tier]]\nbase_url = "{sim.base_url}"\nmodel = "{MODEL}"\n'
         'api_key_env = "SIM_KEY"\n' + extra
     )
-    code = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
+    code = "import typer; from provider_canary.cli.router_cmd import router_command; typer.run(router_command)"
     python = sys.executable if tree == ROOT else str(tree / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
         [python, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "error"],

@@ -1,4 +1,5 @@
-"""What the router's door costs per request (router/access.py, router/clients.py): not a timed test; run it by hand.
+"""What the router's door costs per request (provider_canary/router/access.py, provider_canary/router/clients.py): not a
+timed test; run it by hand.
 
     python benchmarks/bench_router_access.py [--requests 20000] [--clients 1,10,100]
 
@@ -23,10 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from router.access import Door  # noqa: E402
-from router.clients import identify, key_sha256, take  # noqa: E402
-from router.metrics import RouterMetrics  # noqa: E402
-from router.routes import Client  # noqa: E402
+from provider_canary.router.access import Door  # noqa: E402
+from provider_canary.router.clients import identify, key_sha256, take  # noqa: E402
+from provider_canary.router.metrics import RouterMetrics  # noqa: E402
+from provider_canary.router.routes import Client  # noqa: E402
 from tasks.runtime.clock import SystemClock  # noqa: E402
 
 

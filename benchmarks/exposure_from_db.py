@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_exposure as bench  # noqa: E402
 import duckdb  # noqa: E402
 
-from demo.history import HISTORY_START  # noqa: E402
-from demo.settings import DEMO_MODEL  # noqa: E402
+from provider_canary.demo.history import HISTORY_START  # noqa: E402
+from provider_canary.demo.settings import DEMO_MODEL  # noqa: E402
 
 
 def exposure(windows: list[tuple[str, datetime, datetime]], suspends: list[tuple[str, datetime]]

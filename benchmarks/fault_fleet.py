@@ -6,8 +6,8 @@ healthy endpoints only, then a quarter of the models carry each of four faults o
     models 2, 6, 10...  invalid JSON (`invalid_json`, every structured reply)
     models 3, 7, 11...  a 429 with `Retry-After: 5` before the stream (`http_error_before_stream`)
 
-Written as a `[[models]]` fleet file (simulator/FLEET.md), so the simulator and the figures (`endpoint_role`) read it
-as any other. Which endpoints of a model carry its fault: the first `per_model` of its list.
+Written as a `[[models]]` fleet file (provider_canary/simulator/FLEET.md), so the simulator and the figures
+(`endpoint_role`) read it as any other. Which endpoints of a model carry its fault: the first `per_model` of its list.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from simulator.catalog import CatalogSpec, catalog_models
+from provider_canary.simulator.catalog import CatalogSpec, catalog_models
 
 QUARTER_FAULTS: tuple[Mapping[str, Any], ...] = (
     {"kind": "slow_first_token", "delay_s": 12.0, "keepalive_s": 2.0},
@@ -62,7 +62,7 @@ def _table(header: str, table: Mapping[str, Any], arrays: Sequence[str] = ()) ->
 
 def fleet_toml(models: Sequence[Mapping[str, Any]]) -> str:
     """A `[[models]]` fleet file of `models` (catalog_models' shape; None values left out)."""
-    lines = ["# Issue 45's fleet (benchmarks/fault_fleet.py); format: simulator/FLEET.md"]
+    lines = ["# Issue 45's fleet (benchmarks/fault_fleet.py); format: provider_canary/simulator/FLEET.md"]
     for model in models:
         lines += _table("[[models]]", model, ("endpoints",))
         for endpoint in model["endpoints"]:

@@ -272,12 +272,12 @@ def main() -> None:
     args = ap.parse_args()
     from bench_catalog import simulator_process
 
-    from simulator.catalog import CatalogSpec, catalog_toml
+    from provider_canary.simulator.catalog import CatalogSpec, catalog_toml
 
     work = Path(tempfile.mkdtemp(prefix="profile-round-start-"))
     fleet = work / "fleet.toml"
     fleet.write_text(catalog_toml(CatalogSpec(models=args.models, endpoints=args.endpoints, seed=7)))
-    from simulator.fleet_file import load_fleet
+    from provider_canary.simulator.fleet_file import load_fleet
 
     models = [m.id for m in load_fleet(fleet).models]
     with simulator_process(fleet, work / "simulator.log") as (_, base_url, key):
@@ -293,7 +293,7 @@ def main() -> None:
         for name in ("CANARY_DB", "CANARY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_WEBHOOK_URL", "OPENROUTER_BASE_URL"):
             os.environ.pop(name, None)
         patch_httpx()
-        from cli.main import app
+        from provider_canary.cli.main import app
 
         instrument()
         t0 = time.monotonic()

@@ -21,7 +21,7 @@ ALLOWANCE = 1.05
 
 def masking_us_per_event(sim: Any, n: int = 20000) -> float:
     """Microseconds of CPU the tier-key mask takes per streamed event the simulator sends (this process)."""
-    from router.masking import RelayMask
+    from provider_canary.router.masking import RelayMask
 
     body = {"model": bench.MODEL, "messages": bench.ASK_TOOL, "tools": bench.TOOLS, "stream": True}
     raw = httpx.post(sim.base_url + "/chat/completions", json=body, timeout=30,

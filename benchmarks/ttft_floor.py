@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalog_figures import cpu_seconds, percentile  # noqa: E402
 
-from simulator.catalog import endpoint_role, planned_first_token_s  # noqa: E402
-from simulator.fleet import EndpointSpec  # noqa: E402
-from simulator.fleet_file import load_fleet  # noqa: E402
+from provider_canary.simulator.catalog import endpoint_role, planned_first_token_s  # noqa: E402
+from provider_canary.simulator.fleet import EndpointSpec  # noqa: E402
+from provider_canary.simulator.fleet_file import load_fleet  # noqa: E402
 
 Job = tuple[str, EndpointSpec]
 
@@ -130,7 +130,7 @@ def canary_worker(base_url: str, key: str, jobs: list[Job], in_flight: int) -> d
 @contextmanager
 def own_simulator(fleet: Path) -> Any:
     """A simulator in a child process (in this one it would share the GIL with the threaded client)."""
-    from demo.simulator_process import simulator_process
+    from provider_canary.demo.simulator_process import simulator_process
 
     with simulator_process(fleet, time_scale=1.0) as sim:
         yield sim.base_url, sim.api_key

@@ -17,8 +17,8 @@ Two engines run these steps (tasks/round/engine.py `Engine` says only what diffe
 whether publishing makes artifacts, what guards the round and what follows it): this flow, each step a plain call
 inside its flow run (no task run per step or per probe: each cost the round process ~5 ms of CPU and the API server
 a request or more, and Prefect kept every result until the cycle ended), and the history pipeline
-(demo/pipeline.py), its probes taken from its pipeline. What a probe task run showed is the round's log: one line
-per endpoint (tasks/round/probe_task.py).
+(provider_canary/demo/pipeline.py), its probes taken from its pipeline. What a probe task run showed is the round's log:
+one line per endpoint (tasks/round/probe_task.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ JOIN = " / "
 
 @dataclass(frozen=True, slots=True)
 class Mutant:
-    file: str  # the module's path in the repository, e.g. router/answer.py
+    file: str  # the module's path in the repository, e.g. provider_canary/router/answer.py
     key: str  # mutmut's name for it (router.answer.x_check__mutmut_3): to `mutmut show` it
     function: str  # Class.method or function
     line: int  # in the original file
@@ -92,7 +92,8 @@ def digest(data: bytes) -> str:
 
 
 def function_name(mutant_key: str) -> str:
-    """`router.answer.xǁAnswerReaderǁchunk__mutmut_3` -> `AnswerReader.chunk`; `...x_check__mutmut_1` -> check."""
+    """`provider_canary.router.answer.xǁAnswerReaderǁchunk__mutmut_3` -> `AnswerReader.chunk`; `...x_check__mutmut_1` ->
+    check."""
     name = mutant_key.rpartition(".")[2].rpartition("__mutmut_")[0]
     if name.startswith("xǁ"):
         cls, _, method = name[2:].partition("ǁ")

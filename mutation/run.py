@@ -121,9 +121,9 @@ def scratch(files: list[str], tests: list[str], patterns: list[str]) -> Path:
     for f in copied:
         (work / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, work / f)
-    top = sorted({f.split("/", 1)[0] for f in copied} - {"tasks", "router", "tests", "pyproject.toml"})
+    top = sorted({f.split("/", 1)[0] for f in copied} - {"tasks", "provider_canary", "tests", "pyproject.toml"})
     pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]
-    config = {"source_paths": ["tasks", "router"], "only_mutate": files,
+    config = {"source_paths": ["tasks", "provider_canary"], "only_mutate": files,
               "also_copy": top,
               "pytest_add_cli_args_test_selection": tests,
               "pytest_add_cli_args": ["-p", "no:cacheprovider", "--hypothesis-seed=0", "-q"],

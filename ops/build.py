@@ -46,7 +46,7 @@ def exporter_rows() -> list[tuple[str, str, tuple[str, ...], str]]:
 
 def router_rows() -> list[tuple[str, str, tuple[str, ...], str]]:
     """(name, type, labels, help) of the router's `GET /metrics`, read from a fresh `RouterMetrics` registry."""
-    from router.metrics import RouterMetrics
+    from provider_canary.router.metrics import RouterMetrics
 
     registry = RouterMetrics().registry
     rows = []

@@ -1,9 +1,10 @@
 """The adapter from a pydantic `ValidationError` to the one line an operator reads (`config: <key> <why>`).
 
-The files' schemas (tasks/config/schema.py, router/routes_schema.py, simulator/fleet_schema.py) check types,
-bounds, enums, unknown keys and the rules between keys with pydantic; this module turns the first error into the
-line the project has always printed, so a schema can change its engine without changing a word a user sees.
-A key is named where it sits (`where`: `ttft_s`, `route[0].tier[1].base_url`):
+The files' schemas (tasks/config/schema.py, provider_canary/router/routes_schema.py,
+provider_canary/simulator/fleet_schema.py) check types, bounds, enums, unknown keys and the rules between keys with
+pydantic; this module turns the first error into the line the project has always printed, so a schema can change its
+engine without changing a word a user sees. A key is named where it sits (`where`: `ttft_s`,
+`route[0].tier[1].base_url`):
 
 * a value of the wrong type (or a wrong item in a list) is `<key> must be <what> (got <value>)`;
 * a value out of its bounds (or not among an enum's values, or missing) is `<key> <why>`, `why` formatted with

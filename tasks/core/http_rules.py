@@ -3,8 +3,8 @@
 * `TRY_AGAIN_STATUSES` / `is_try_again_status(code)`: 408, 429 and every 5xx (524 and 529 included): the
   server could not or would not serve this request now, so the same request may succeed later or elsewhere.
   The probe judges such an answer (or a mid-stream `error.code`) `transport` (tasks/core/classify.py), the
-  router fails over to the next tier (router/tiers.py), Slack's client keeps the alert for the next flush
-  (tasks/alerts/slack_client.py). Every other code is about the request itself.
+  router fails over to the next tier (provider_canary/router/tiers.py), Slack's client keeps the alert for the next
+  flush (tasks/alerts/slack_client.py). Every other code is about the request itself.
 * `REDIRECT_STATUSES` / `is_redirect_status(code)`: an HTTP 3xx, never followed on a pinned API call.
 * `parse_retry_after(value, now)`: a `Retry-After` header as seconds to wait (RFC 9110 10.2.3).
 

@@ -1,7 +1,7 @@
 """Live evidence through Prometheus (pure): the routers' per-endpoint counters, summed over every replica, read
 back as the same `LiveCount` records the `live_requests` table gives (docs/design.md "Suspicion").
 
-Every router replica exports (router/live_metrics.py), per canary model, endpoint tag and provider:
+Every router replica exports (provider_canary/router/live_metrics.py), per canary model, endpoint tag and provider:
 
     canary_router_live_attempts_total{model, tag, provider, outcome}           what live_requests counts
     canary_router_live_judged_total{model, tag, provider, quality, outcome}    judged answers: ok | quality_fail

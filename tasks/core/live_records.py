@@ -1,6 +1,6 @@
 """What the router saw of live traffic, per endpoint: the record it counts and the outcome vocabulary.
 
-The router (router/live.py) counts every attempt it made on an upstream tier, per minute, endpoint and
+The router (provider_canary/router/live.py) counts every attempt it made on an upstream tier, per minute, endpoint and
 `LiveOutcome`, and the watcher (tasks/core/suspicion.py) turns the counts into a failure rate per endpoint.
 A live count is a *suspicion*, never a verdict (docs/design.md "Suspicion").
 

@@ -1,7 +1,7 @@
 """The one base-URL rule (pure): what every configured URL the project sends requests to must be.
 
 canary.toml's `base_url`, `prometheus_url`, `runbook_base_url` and `grafana_url` (tasks/config/schema.py), a
-routes file's tier `base_url` and `[router] lists_url` (router/routes_schema.py) all ask `url_fault`: an
+routes file's tier `base_url` and `[router] lists_url` (provider_canary/router/routes_schema.py) all ask `url_fault`: an
 http(s) URL with a host, never `user:password@` (httpx would send it as HTTP Basic in place of the API key, and
 an upstream echoing that header would carry a derived form of the password into replies), and, where the
 caller appends a path to it, no query or fragment (a key there would land in events, metrics and logs). Each

@@ -1,5 +1,5 @@
 """The canary's ignore lists over HTTP: `GET /lists/<model-slug>.json` on the exporter (`canary metrics`,
-`canary serve --metrics-port`), for routers on other hosts (`[router] lists_url`, router/lists_poll.py).
+`canary serve --metrics-port`), for routers on other hosts (`[router] lists_url`, provider_canary/router/lists_poll.py).
 
     200  the published file's bytes (tasks/ignore_list/publish.py writes them atomically), with `ETag` (from the bytes:
          tasks/core/etag.py), `Last-Modified` (when the canary wrote it) and `Cache-Control: no-cache`

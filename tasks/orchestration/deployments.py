@@ -1,6 +1,6 @@
 """What the canary's deployments need from Prefect beyond their flows: the crashed-cycle trigger and the
 concurrency limits. One definition for both ways of deploying: `canary serve` passes these objects to
-`to_deployment` (cli/serve_cmd.py), and prefect.yaml spells the same in YAML for `prefect deploy`
+`to_deployment` (provider_canary/cli/serve_cmd.py), and prefect.yaml spells the same in YAML for `prefect deploy`
 (tests/e2e/test_serve.py keeps the two equal).
 
     crash_trigger("canary-cycle")      # DeploymentEventTrigger: a crashed run of the deployment runs it again

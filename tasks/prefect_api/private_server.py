@@ -8,8 +8,8 @@
   Prefect's default database, so flow runs and slots persist as before), served on a socket the owner bound
   to a free port first (no port race; early connections wait in the backlog). `prefect server start` also
   spawns no process, but imports Prefect's CLI and runs every service (scheduler, foreman, event
-  persister...) whose SQLite writes slow the rounds' API calls (demo/simulator_process.py); it was slower to
-  answer /health (4.7-6.5 s against 3.1-4.0 s, measured side by side);
+  persister...) whose SQLite writes slow the rounds' API calls (provider_canary/demo/simulator_process.py); it was
+  slower to answer /health (4.7-6.5 s against 3.1-4.0 s, measured side by side);
 * its database is a fresh SQLite file, a copy of one this Prefect version already migrated when there is one
   (tasks/prefect_api/db_template.py: ready in ~3 s instead of ~11); it is spawned at once and waited for only
   before the first flow, so its start-up overlaps the owner's imports and preflight;

@@ -3,8 +3,8 @@
 * `EXCEPTION_CLASSES` / `classify_exception(exc)`: an httpx exception → the `ErrorClass` of the wire fault,
   walking the MRO so the most specific entry wins (httpx style). The probe records it on the attempt
   (tasks/probe/attempt.py; tasks/core/classify.py judges it); the router names its failover reason after it
-  (router/upstream.py: `connect`, `timeout`, else `transport_error`). tests/unit/test_wire_rules.py fails when
-  httpx grows a TransportError this table does not list.
+  (provider_canary/router/upstream.py: `connect`, `timeout`, else `transport_error`). tests/unit/test_wire_rules.py
+  fails when httpx grows a TransportError this table does not list.
 * `is_retryable_exception(exc)`: the retry predicate of the round's I/O tasks (discovery, store windows).
 * `is_orchestrator_blip(exc)`: the retry predicate of a model's round in a cycle.
 """

@@ -1,6 +1,6 @@
 """What an engine that runs rounds gives the round's steps, and what a round gives back (the steps themselves, in
 order, are flows/round.py's `run_round`: the `canary-round` flow runs them, and so does the history pipeline,
-demo/pipeline.py, with its probes taken from its pipeline).
+provider_canary/demo/pipeline.py, with its probes taken from its pipeline).
 
 * `Engine`        what differs between the engines: where the probes come from, whether publishing makes
                   artifacts, what guards the round and what follows it

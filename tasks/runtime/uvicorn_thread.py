@@ -1,7 +1,7 @@
 """An ASGI app served by uvicorn in a daemon thread: started, waited for until it accepts connections, stopped.
 
-The one start-and-wait loop of the servers run in-process: the router (router/server.py `start_router`: tests,
-the benchmark, the demo) and the simulator (simulator/server.py `start_simulator`).
+The one start-and-wait loop of the servers run in-process: the router (provider_canary/router/server.py `start_router`:
+tests, the benchmark, the demo) and the simulator (provider_canary/simulator/server.py `start_simulator`).
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ def held_open(db_path: str | os.PathLike[str]) -> Iterator[None]:
 
     Windows, transactions and checkpoints are unchanged; what changes is that no other process can open the
     file until the block ends (DuckDB's one-writer lock). So this is only for a file that nothing else uses
-    meanwhile: a history being built into a fresh file (demo/pipeline.py). A round of the real
+    meanwhile: a history being built into a fresh file (provider_canary/demo/pipeline.py). A round of the real
     canary never holds the file between its windows."""
     path = Path(db_path).expanduser().resolve()
     key = str(path)

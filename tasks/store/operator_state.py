@@ -1,7 +1,7 @@
 """What people did to a database by hand: operational exclusions, lifts and mode switches, and who did them.
 
-`canary demo` reads it before it replaces a file (demo/replace_guard.py): the operator's state is not the
-demo's to throw away. Rows written by the demo itself are left out by naming its actors (`except_who`).
+`canary demo` reads it before it replaces a file (provider_canary/demo/replace_guard.py): the operator's state is not
+the demo's to throw away. Rows written by the demo itself are left out by naming its actors (`except_who`).
 """
 
 from __future__ import annotations

@@ -237,7 +237,8 @@ ALTER TABLE alerts_v8 RENAME TO alerts
 #: Migration 9 (docs/schema.md "Suspicion"). ``round_endpoints``: OpenRouter's own figures for the endpoint as
 #: the round's discovery listed them (percent uptimes, TTFT percentiles in ms, throughput percentiles in
 #: tokens/s; NULL when the listing gave none). ``live_requests``: the router's served requests counted per
-#: minute, endpoint and what happened (router/live.py). ``suspicions``: every trigger of a confirmation round
+#: minute, endpoint and what happened (provider_canary/router/live.py). ``suspicions``: every trigger of a confirmation
+#: round
 #: by a signal (tasks/core/suspicion.py), with its evidence and what the pinned probes then said.
 SUSPICION_SQL = """
 ALTER TABLE round_endpoints ADD COLUMN uptime_last_5m DOUBLE;

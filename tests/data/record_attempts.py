@@ -24,7 +24,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from simulator.server import start_simulator  # noqa: E402
+from provider_canary.simulator.server import start_simulator  # noqa: E402
 from tasks.config import CanaryConfig  # noqa: E402
 from tasks.core.types import Contract, Endpoint  # noqa: E402
 from tasks.probe.attempt import probe_once  # noqa: E402

@@ -20,7 +20,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator.server import start_simulator  # noqa: E402
+from provider_canary.simulator.server import start_simulator  # noqa: E402
 from tasks.core.types import Contract, Endpoint  # noqa: E402
 from tasks.probe.attempt import probe_once  # noqa: E402
 from tasks.runtime.clock import SystemClock  # noqa: E402

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from demo.simulator_process import SimulatorChild
+from provider_canary.cli.main import app
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.runtime.clock import StepClock
 from tests.support import NO_EXCLUSIONS

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.orchestration.round_slots import WAIT_S, RoundSkipped, limit_name, wait_seconds
 from tasks.runtime.failpoints import ENV as FAILPOINTS_ENV

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.core.plan import make_round_id
 from tasks.round.confirmations import run_confirmations
@@ -118,7 +118,7 @@ def test_ttft_waits_for_the_full_round_and_healthy_endpoints_are_never_touched(h
 
 
 def test_export_then_replay_gives_the_live_decisions(history: dict[str, Any], tmp_path: Path) -> None:
-    from cli.admin_read import export_history_command
+    from provider_canary.cli.admin_read import export_history_command
     from tasks.config.loading import config_from_mapping
     from tasks.core.replay import decision_line, replay
     from tasks.core.replay_input import iso

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.core.confirm import ConfirmationRequest
 from tasks.core.plan import model_slug
 from tasks.core.types import Contract

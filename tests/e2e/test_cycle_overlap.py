@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.orchestration.cycle_lock import lock_path
 from tasks.runtime.failpoints import ENV

@@ -40,8 +40,8 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
 from tests.support.deploy_files import STATE, Host, Service, compose_services, dockerfile_env, read_env_file

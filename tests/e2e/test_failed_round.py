@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
 from tasks.spool.journal import spool_dirs

@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import Fleet, parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import Fleet, parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.runtime.failpoints import ENV, FAILPOINTS
 from tests.support.rounds import GENEROUS_TTFT_S, round_overrides

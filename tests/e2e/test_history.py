@@ -4,7 +4,7 @@
 second round and expire an hour later (then suspended one rung longer); nebius/fp8's replies are cut from
 02:00 to 04:00, so it is suspended and restored by two clean rounds after 04:00.
 
-The history is built by the default engine (the round's steps, probes pipelined: demo/pipeline.py)
+The history is built by the default engine (the round's steps, probes pipelined: provider_canary/demo/pipeline.py)
 and once more by a `canary-round` flow run per round; both must store the same history.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from demo.history import HISTORY_START, HistoryResult, build_history
-from demo.scenario import admin_schedule, config_file_text, history_overrides
+from provider_canary.demo.history import HISTORY_START, HistoryResult, build_history
+from provider_canary.demo.scenario import admin_schedule, config_file_text, history_overrides
 from tasks import store
 from tasks.config.loading import load_config
 

@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 import pytest
 
-from demo.simulator_process import SharedStepClock, SimulatorChild, simulator_process
 from flows.watch import watch_once
-from router.route_events import flush_all
-from router.routes_loading import parse_routes
-from router.server import start_router
+from provider_canary.demo.simulator_process import SharedStepClock, SimulatorChild, simulator_process
+from provider_canary.router.route_events import flush_all
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
 from tasks import store
 from tasks.config.loading import apply_overrides
 from tasks.core.plan import make_round_id
@@ -180,7 +180,7 @@ def test_canary_status_shows_openrouters_figures_beside_the_state(story: dict[st
 
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from provider_canary.cli.main import app
 
     db = story["db"]
     config = Path(db).with_name("canary.toml")

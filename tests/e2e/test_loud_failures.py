@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.fleet import Fleet, parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import Fleet, parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.spool.journal import fallback_spool_dir, spool_dir
 from tests.support.admin_db import build_db

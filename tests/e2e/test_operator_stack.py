@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.server import start_simulator
+from provider_canary.simulator.server import start_simulator
 from tasks import store
 from tasks.core.types import Decision
 from tests.support import NO_EXCLUSIONS

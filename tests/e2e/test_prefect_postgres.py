@@ -31,8 +31,8 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import start_simulator
 from tasks import store
 from tasks.orchestration.deployments import SCHEDULE_ANCHOR
 from tests.support.postgres import PostgresCluster

@@ -29,8 +29,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.router_proc import free_port
 from tests.support.slack_server import CHANNEL_ID, SlackServer

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.server import start_simulator
+from provider_canary.simulator.server import start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
 from tests.e2e.test_round import EXPECTED_STATUS, HEALTHY, MODEL

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.core.plan import make_round_id
 from tests.support.rounds import SLOW_START_TTFT_S, child_simulator, default_fleet_slow_start, round_overrides

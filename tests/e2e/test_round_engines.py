@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.runtime import failpoints
 from tasks.spool.journal import Journal
 from tests.support.rounds import GENEROUS_TTFT_S, round_overrides
@@ -72,8 +72,8 @@ def test_the_flow_and_the_pipelined_history_run_the_same_steps(
 def one_round_each(sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: list[str]
                    ) -> dict[str, tuple[list[str], dict[str, Any]]]:
     """Engine -> (the trace of its round, its summary)."""
-    from demo.pipeline import no_prefect_api, pipelined_rounds
     from flows.round import canary_round
+    from provider_canary.demo.pipeline import no_prefect_api, pipelined_rounds
 
     monkeypatch.setenv("OPENROUTER_API_KEY", sim.api_key)
     runs: dict[str, tuple[list[str], dict[str, Any]]] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.rounds import GENEROUS_TTFT_S, hard_fault_fleet, round_overrides
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import start_simulator
 from tasks import store
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,4 @@
-"""Real `canary-round` flow runs against the simulator's tools fleet (simulator/fleets/tools.toml).
+"""Real `canary-round` flow runs against the simulator's tools fleet (provider_canary/simulator/fleets/tools.toml).
 
 An endpoint whose tool-call arguments break the schema is suspended after two rounds; the healthy ones
 never are; one rate-limited on tool requests stays transport; one that does not list `tools` is never
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tests.support.rounds import child_simulator, round_overrides
 
 pytestmark = pytest.mark.e2e
 
-FLEET = Path(__file__).parents[2] / "simulator" / "fleets" / "tools.toml"
+FLEET = Path(__file__).parents[2] / "provider_canary" / "simulator" / "fleets" / "tools.toml"
 MODEL = "qwen/qwen3-235b-a22b-instruct"
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
 HEALTHY = ["deepinfra/fp8", "fireworks", "together"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tests.support.rounds import child_simulator, round_overrides
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.prefect_api.private_server import OWNER_ENV
 from tests.support import NO_EXCLUSIONS
 

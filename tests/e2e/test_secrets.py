@@ -34,8 +34,8 @@ from urllib.parse import quote
 import duckdb
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.echo_upstream import ECHO_TAGS, EchoUpstream, cut
 from tests.support.rounds import round_overrides
@@ -171,7 +171,8 @@ def cli_run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env["PREFECT_API_URL"] = "http://127.0.0.1:9/api"  # discovery fails before anything reaches Prefect
     env.pop("OPENROUTER_BASE_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", "run", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "provider_canary.cli.main", "run", *args], cwd=cwd, env=env, capture_output=True,
+        text=True,
         timeout=120,
     )
 
@@ -300,7 +301,7 @@ def _rounds_with_a_wrong_slack_token(ov: dict[str, Any], sim: SimulatorHandle, e
 def _canary_run(ov: dict[str, Any], echo: EchoUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """`canary run` (its own code path); a base URL with userinfo is refused by config validation (the caller).
     Returns the config file it ran with."""
-    from cli.runs import run_once
+    from provider_canary.cli.runs import run_once
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
     config = tmp_path / "canary.toml"

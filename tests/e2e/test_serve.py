@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.alerts.route import NO_SLACK
 from tests.support import NO_EXCLUSIONS
@@ -242,7 +242,7 @@ def test_prefect_yaml_matches_the_flows_and_the_config() -> None:
     assert [s["interval"] for s in cycles] == [cfg.interval_min * 60]
     assert deployments["canary-cycle"]["parameters"]["models"] is None  # every model of canary.toml
     assert deployments["canary-deadman"]["schedules"][0]["interval"] == 900
-    from cli.serve_cmd import CYCLE_DEPLOYMENT
+    from provider_canary.cli.serve_cmd import CYCLE_DEPLOYMENT
 
     assert CYCLE_DEPLOYMENT == "canary-cycle/canary-cycle"  # where the watcher's confirmation rounds run
 
@@ -276,7 +276,7 @@ def test_prefect_yaml_has_the_trigger_and_the_limits_canary_serve_creates() -> N
 def test_interval_override_is_checked() -> None:
     from datetime import timedelta
 
-    from cli.serve_cmd import interval_override
+    from provider_canary.cli.serve_cmd import interval_override
     from tasks.errors import ConfigError
 
     assert interval_override({}) is None

@@ -23,8 +23,8 @@ import httpx
 import pytest
 import yaml
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
 from tasks.store.catalog import open_catalog

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import Fleet, parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import Fleet, parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.rounds import round_overrides
 from tests.support.slack_server import CHANNEL_ID, SlackServer
@@ -257,7 +257,7 @@ def test_observe_mode_says_would_suspend_once(
 def test_admin_lift_is_announced_once(
     prefect_harness: None, slack: SlackServer, overrides: dict[str, Any], tmp_path: Path
 ) -> None:
-    from cli.admin import lift_command
+    from provider_canary.cli.admin import lift_command
 
     cfg = {**overrides, "min_hosts": 3}  # one suspension only: slowco is held back by the floor
     config = tmp_path / "canary.toml"

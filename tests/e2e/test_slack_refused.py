@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.cli.main import app
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tests.support.rounds import round_overrides
 from tests.support.slack_server import SlackServer

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild
+from provider_canary.demo.simulator_process import SimulatorChild
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.contracts import ContractSpec, PeerRound, names, registered

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.config.loading import apply_overrides

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.admin_read import failed_alerts_line
+from provider_canary.cli.admin_read import failed_alerts_line
 from tasks import store
 from tasks.alerts.delivery import deliver_outbox
 from tasks.alerts.slack_settings import SlackSettings

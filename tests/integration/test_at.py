@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from provider_canary.cli.main import app
 from tests.integration.test_notebooks import MODEL, SharedHistory, shared_history
 
 # A pipelined history takes both cores while it is built, and its verdicts rest on TTFT margins that a busy

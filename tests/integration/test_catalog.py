@@ -97,7 +97,7 @@ def test_shard_names_and_the_union_sql() -> None:
 
 
 def test_canary_catalog_prints_a_line_per_shard_and_runs_a_query(shards: list[Path]) -> None:
-    canary = [sys.executable, "-m", "cli.main", "catalog", *map(str, shards)]
+    canary = [sys.executable, "-m", "provider_canary.cli.main", "catalog", *map(str, shards)]
     out = subprocess.run(canary, capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from demo.replace_guard import refuse_to_replace
-from demo.scenario import ONCALL
-from demo.settings import DEMO_MODEL, DEMO_WHO
+from provider_canary.demo.replace_guard import refuse_to_replace
+from provider_canary.demo.scenario import ONCALL
+from provider_canary.demo.settings import DEMO_MODEL, DEMO_WHO
 from tasks import store
 from tasks.core.types import OperationalExclusion
 from tasks.errors import CanaryError

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.core.types import Endpoint
 from tasks.errors import CanaryError, ConfigError
 from tasks.probe.discover import DiscoveryUnreachable, endpoints_path, fetch_endpoints, parse_endpoints

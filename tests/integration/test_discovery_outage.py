@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from cli.runs import preflight
+from provider_canary.cli.runs import preflight
 from tasks.config import CanaryConfig
 from tasks.errors import ConfigError
 from tasks.probe.discover import DiscoveryUnreachable, fetch_endpoints

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simulator.server import start_simulator
+from provider_canary.simulator.server import start_simulator
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -32,7 +32,7 @@ def _free_port() -> int:
 def test_the_example_names_the_simulators_default_port_and_key() -> None:
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from provider_canary.cli.main import app
 
     text = EXAMPLE.read_text(encoding="utf-8")
     assert f"http://{SIMULATOR_DEFAULT}/api/v1" in text

@@ -1,6 +1,7 @@
 """The history's probe pipeline against the simulator: rounds probed ahead at their own simulated time, and a
-round whose predicted languages turn out wrong gets the probes its real plan asks for (demo/pipeline.py).
-tests/e2e/test_history.py shows the whole history it builds equals the one flow runs build."""
+round whose predicted languages turn out wrong gets the probes its real plan asks for
+(provider_canary/demo/pipeline.py). tests/e2e/test_history.py shows the whole history it builds equals the one flow runs
+build."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from demo.pipeline import ProbePipeline, language_outcomes
-from simulator.fleet import parse_fleet
-from simulator.server import start_simulator
+from provider_canary.demo.pipeline import ProbePipeline, language_outcomes
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import start_simulator
 from tasks.config import CanaryConfig
 from tasks.core.plan import make_round_id, plan_probes
 from tasks.core.types import Contract, Outcome

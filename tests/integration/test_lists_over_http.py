@@ -1,8 +1,8 @@
 """The canary's lists over HTTP, for real: the exporter (`serve_metrics`: `canary metrics`, `canary serve
---metrics-port`) serves `GET /lists/<slug>.json`, and a router with `lists_url` polls it (router/lists_poll.py):
-a new exclusion reaches it within `lists_poll_s`, its copy's age is the canary's write, a list of another model
-is refused and the last good copy kept, the canary down leaves the copy in force (a restart too) and said once,
-and when the canary is back the restarted router asks with its copy's tag and gets a 304."""
+--metrics-port`) serves `GET /lists/<slug>.json`, and a router with `lists_url` polls it
+(provider_canary/router/lists_poll.py): a new exclusion reaches it within `lists_poll_s`, its copy's age is the canary's
+write, a list of another model is refused and the last good copy kept, the canary down leaves the copy in force (a
+restart too) and said once, and when the canary is back the restarted router asks with its copy's tag and gets a 304."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
-from router.shell import build_shell
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
+from provider_canary.router.shell import build_shell
 from tasks.config import CanaryConfig
 from tasks.core.etag import strong_etag
 from tasks.errors import RoutesError

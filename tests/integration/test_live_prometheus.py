@@ -1,6 +1,6 @@
 """Live evidence from a fleet, for real: two routers in front of the simulator, each exporting its counters
-(router/live_metrics.py) and writing `live_requests` into its own database, a real Prometheus (Debian's package)
-scraping both, and the watcher's reader (tasks/watch/live_prometheus.py) asking it.
+(provider_canary/router/live_metrics.py) and writing `live_requests` into its own database, a real Prometheus (Debian's
+package) scraping both, and the watcher's reader (tasks/watch/live_prometheus.py) asking it.
 
 * the records Prometheus gives, summed over both replicas, are the ones the two databases hold for the same
   requests (the same tags, providers, outcomes, classes, reasons and counts), so `suspect` cannot tell them apart;
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from router.server import RunningRouter
+from provider_canary.router.server import RunningRouter
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.core.live_records import LiveCount

@@ -1,6 +1,6 @@
 """Every notebook runs top to bottom on a real simulated history, and every plot cell draws a real image.
 
-The history (`shared_history`) is built once per session by the real round flow (demo/history.py) and is
+The history (`shared_history`) is built once per session by the real round flow (provider_canary/demo/history.py) and is
 shared with tests/integration/test_at.py. Half a day (24 rounds) covers what the notebooks and `canary at`
 need: nebius/fp8's first flapping spell (02-04 UTC), the default incidents, suspensions that expire on the
 short ladder, and the operational exclusions added, expired and removed.
@@ -42,7 +42,7 @@ def shared_history(tmp_path_factory: pytest.TempPathFactory) -> SharedHistory:
     marker = base / "built.json"
     if marker.exists():
         return SharedHistory(**json.loads(marker.read_text()))
-    from demo.history import build_history
+    from provider_canary.demo.history import build_history
 
     base.mkdir(exist_ok=True)
     result = build_history(days=HISTORY_DAYS, db_path=str(base / "history.duckdb"), progress=False)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
 from tasks.probe import worker as probe_worker

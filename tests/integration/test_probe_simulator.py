@@ -1,4 +1,4 @@
-"""probe_once against every fault of the loopback OpenRouter simulator (simulator/FLEET.md).
+"""probe_once against every fault of the loopback OpenRouter simulator (provider_canary/simulator/FLEET.md).
 
 One endpoint per fault, all rates 1, time_scale 0.1: a simulated 15 s slow start takes 1.5 s against a 1 s
 ttft threshold. Each test asserts the fields the probe recorded, not a judgement (the contracts judge).
@@ -17,8 +17,8 @@ import httpx
 import jsonschema
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.config import CanaryConfig
 from tasks.core.classify import is_transport
 from tasks.core.contracts import spec_of, ttft
@@ -85,7 +85,7 @@ def sim() -> Iterator[SimulatorHandle]:
 
 @pytest.fixture(scope="module")
 def corpus() -> dict[str, Any]:
-    from simulator.text import corpus as load
+    from provider_canary.simulator.text import corpus as load
 
     return load()  # type: ignore[no-any-return]
 

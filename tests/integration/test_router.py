@@ -18,11 +18,11 @@ import httpx
 import openai
 import pytest
 
-import simulator.fleet as simulator_fleet
-import simulator.server as simulator_server
-from router.route_events import read_route_events
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
+import provider_canary.simulator.fleet as simulator_fleet
+import provider_canary.simulator.server as simulator_server
+from provider_canary.router.route_events import read_route_events
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
 from tasks.core.plan import model_slug
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

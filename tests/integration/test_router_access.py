@@ -1,8 +1,8 @@
-"""Client keys through the real router and the official `openai` client (router/access.py, router/clients.py): no key
-or a wrong one is `AuthenticationError` (401 `invalid_api_key`, OpenAI's error shape) and no upstream is asked; a
-client over its `requests_per_minute` is `RateLimitError` (429 `rate_limit_exceeded`, `Retry-After`) and no endpoint
-is blamed; a key route's key is a client too; the client's name reaches route events, logs and metrics, the key
-nothing."""
+"""Client keys through the real router and the official `openai` client (provider_canary/router/access.py,
+provider_canary/router/clients.py): no key or a wrong one is `AuthenticationError` (401 `invalid_api_key`, OpenAI's
+error shape) and no upstream is asked; a client over its `requests_per_minute` is `RateLimitError` (429
+`rate_limit_exceeded`, `Retry-After`) and no endpoint is blamed; a key route's key is a client too; the client's name
+reaches route events, logs and metrics, the key nothing."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import httpx
 import openai
 import pytest
 
-from router.route_events import read_route_events
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
+from provider_canary.router.route_events import read_route_events
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
 from tests.integration.test_router_metrics import scrape, total
 from tests.support.fake_upstream import FakeUpstream, Script
 

@@ -18,9 +18,9 @@ import httpx
 import openai
 import pytest
 
-from router.route_events import read_route_events
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
+from provider_canary.router.route_events import read_route_events
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

@@ -15,7 +15,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
+RUN = "import typer; from provider_canary.cli.router_cmd import router_command; typer.run(router_command)"
 
 
 def run_router(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 import tasks.store as store
-from router.routes_loading import parse_routes
-from router.server import start_router
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -63,7 +63,7 @@ def test_live_counts_keep_their_class_and_reason_through_the_store(tmp_path: Pat
     """Migration 12: attempt rows and judged-answer rows land side by side and read back apart."""
     from datetime import UTC, datetime
 
-    from router.live import aggregate
+    from provider_canary.router.live import aggregate
     from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
     from tasks.store.live import append_live_counts, live_counts
 

@@ -16,12 +16,12 @@ import httpx
 import openai
 import pytest
 
-from router import savings
-from router.route_events import read_route_events
-from router.routes import key_id
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
-from router.tokens import count_body
+from provider_canary.router import savings
+from provider_canary.router.route_events import read_route_events
+from provider_canary.router.routes import key_id
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
+from provider_canary.router.tokens import count_body
 from tasks.core.plan import model_slug
 from tests.support.fake_upstream import FakeUpstream, Script
 

@@ -1,7 +1,7 @@
-"""The router's `GET /metrics` as a gateway operator reads it (router/metrics.py): prometheus_client's own ASGI app
-(gzip on request, OpenMetrics when asked), process metrics, requests in flight, the whole request's duration and the
-upstream's token usage under OpenTelemetry GenAI names, per client requests and refusals; the older series
-unchanged. Through the real router and the official `openai` client."""
+"""The router's `GET /metrics` as a gateway operator reads it (provider_canary/router/metrics.py): prometheus_client's
+own ASGI app (gzip on request, OpenMetrics when asked), process metrics, requests in flight, the whole request's
+duration and the upstream's token usage under OpenTelemetry GenAI names, per client requests and refusals; the older
+series unchanged. Through the real router and the official `openai` client."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import openai
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
 from tests.integration.test_router_metrics import scrape, total
 from tests.support.fake_upstream import FakeUpstream, Script
 

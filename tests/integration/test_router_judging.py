@@ -1,6 +1,6 @@
 """The router judges every answer it passes (issue 29 item 2), end to end: the OpenRouter simulator's quality
-faults (simulator/faults.py), through the real router and the official `openai` client, streaming and not,
-counted per endpoint and class in `live_requests` with the canary's Reason values. And the router never stores
+faults (provider_canary/simulator/faults.py), through the real router and the official `openai` client, streaming and
+not, counted per endpoint and class in `live_requests` with the canary's Reason values. And the router never stores
 or logs prompt or answer text: a marker planted in prompts, tools, schemas and answers is in no sink.
 """
 
@@ -20,10 +20,10 @@ import httpx
 import openai
 import pytest
 
-import simulator.fleet as simulator_fleet
-import simulator.server as simulator_server
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
+import provider_canary.simulator.fleet as simulator_fleet
+import provider_canary.simulator.server as simulator_server
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.read_db import query
 

@@ -15,8 +15,8 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from router.clients import key_sha256, new_key
+from provider_canary.cli.main import app
+from provider_canary.router.clients import key_sha256, new_key
 from tests.support.fake_upstream import FakeUpstream, Script
 from tests.support.router_proc import router_process
 

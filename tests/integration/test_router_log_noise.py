@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.routes_loading import parse_routes
-from router.server import start_router
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -1,5 +1,5 @@
-"""The router's `GET /metrics` (router/metrics.py) against scripted loopback upstreams and the `openai` client:
-requests per upstream, failovers by tier and reason, the first-content-chunk histogram, streams that failed
+"""The router's `GET /metrics` (provider_canary/router/metrics.py) against scripted loopback upstreams and the `openai`
+client: requests per upstream, failovers by tier and reason, the first-content-chunk histogram, streams that failed
 after the commit, ignore-list reloads. Parsed with prometheus_client's own parser."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from router.server import RunningRouter
+from provider_canary.router.server import RunningRouter
 from tasks.core.plan import model_slug
 from tests.integration.test_router_failover import MESSAGES, client, router_for
 from tests.support.fake_upstream import FakeUpstream, Script
@@ -80,6 +80,6 @@ def test_all_tiers_failing_and_ignore_list_reloads_are_counted(tmp_path: Path) -
     ("https://user:secret@proxy.example:8443/openrouter/api/v1?x=1", "proxy.example:8443"),
 ])
 def test_server_is_host_and_port_only(base_url: str, server: str) -> None:
-    from router.metrics import server_of
+    from provider_canary.router.metrics import server_of
 
     assert server_of(base_url) == server  # never a credential, a path or a query in a label

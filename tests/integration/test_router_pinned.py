@@ -56,7 +56,8 @@ def test_a_non_streamed_200_with_a_5xx_error_object_and_partial_text_is_answered
 
 
 def test_a_non_streamed_200_with_a_client_error_object_and_text_is_the_answer(tmp_path: Path) -> None:
-    """An error code that is not one to try again, beside content: the content is the answer (router/ROUTES.md)."""
+    """An error code that is not one to try again, beside content: the content is the answer
+    (provider_canary/router/ROUTES.md)."""
     doc = {"id": "gen-1", "object": "chat.completion", "provider": "Alpha", "error": {"code": 400, "message": "x"},
            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hello."}}]}
     scripts = {"t1": Script("raw", status=200, body=json.dumps(doc).encode(), content_type="application/json"),

@@ -1,7 +1,7 @@
-"""The pool watch (router/upstream.py `PoolWatch`): httpx's `trace` extension that tells the router's own saturation
-from a tier's slowness needs only httpcore's first event, and leaves the request then, so the events after it
-(headers, body, every read, the close) are not traced on the request path. A real httpx client against a loopback
-HTTP/1.1 server."""
+"""The pool watch (provider_canary/router/upstream.py `PoolWatch`): httpx's `trace` extension that tells the router's
+own saturation from a tier's slowness needs only httpcore's first event, and leaves the request then, so the events
+after it (headers, body, every read, the close) are not traced on the request path. A real httpx client against a
+loopback HTTP/1.1 server."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import httpx
 import pytest
 
-from router.upstream import PoolWatch
+from provider_canary.router.upstream import PoolWatch
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 

@@ -16,9 +16,9 @@ import httpx
 import openai
 import pytest
 
-from router.route_events import Batcher
-from router.routes_loading import parse_routes
-from router.server import start_router
+from provider_canary.router.route_events import Batcher
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
 from tasks.core.plan import model_slug
 from tasks.core.types import RouteEvent
 from tests.integration.test_router_metrics import scrape, total

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from router.routes_loading import parse_routes
-from router.server import start_router
-from router.tokens import count_body
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
+from provider_canary.router.tokens import count_body
 from tests.support.fake_upstream import FakeUpstream, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

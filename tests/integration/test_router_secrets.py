@@ -12,8 +12,8 @@ import httpx
 import openai
 import pytest
 
-from router.routes_loading import parse_routes
-from router.server import start_router
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import start_router
 from tests.support.wire_upstream import Script, WireUpstream
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from provider_canary.cli.main import app
 from tasks import store
 from tasks.core.types import Mode, RoundInfo
 from tests.support.admin_db import MODEL, build_db, write_config

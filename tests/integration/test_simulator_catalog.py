@@ -1,4 +1,4 @@
-"""A generated catalog (simulator/catalog.py), served over a real loopback connection: an exact mix,
+"""A generated catalog (provider_canary/simulator/catalog.py), served over a real loopback connection: an exact mix,
 deterministic by seed, and every endpoint doing over the wire what its role says."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.catalog import (
+from provider_canary.simulator.catalog import (
     CatalogSpec,
     catalog_fleet,
     catalog_toml,
@@ -22,10 +22,10 @@ from simulator.catalog import (
     role_counts,
     roles,
 )
-from simulator.fleet import Fleet
-from simulator.fleet_file import load_fleet
-from simulator.language import detect_language
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import Fleet
+from provider_canary.simulator.fleet_file import load_fleet
+from provider_canary.simulator.language import detect_language
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.errors import FleetError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

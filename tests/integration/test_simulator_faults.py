@@ -11,11 +11,11 @@ import httpx
 import jsonschema
 import pytest
 
-from simulator.app import base_url_at
-from simulator.fleet import parse_fleet
-from simulator.language import detect_language
-from simulator.server import SimulatorHandle, start_simulator
-from simulator.text import corpus
+from provider_canary.simulator.app import base_url_at
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.language import detect_language
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.text import corpus
 from tasks.runtime.clock import StepClock
 from tests.support.simulator_faults import (
     EN,
@@ -179,7 +179,7 @@ def test_set_fleet_and_windows_follow_the_injected_clock() -> None:
 
 
 def test_a_request_under_at_is_served_at_that_simulated_time() -> None:
-    """`/at/<unix>/api/v1/...` (demo/pipeline.py): the path's time, not the clock's, picks the faults,
+    """`/at/<unix>/api/v1/...` (provider_canary/demo/pipeline.py): the path's time, not the clock's, picks the faults,
     and the ids' `created`; the clock itself does not move."""
     clock = StepClock(datetime(2026, 11, 1, 10, tzinfo=UTC))
     window = {"start": "2026-11-01T12:00:00Z", "end": "2026-11-01T13:00:00Z"}

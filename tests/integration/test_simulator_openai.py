@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
-from simulator.language import detect_language
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
+from provider_canary.simulator.language import detect_language
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.server import SimulatorHandle
+from provider_canary.simulator.server import SimulatorHandle
 from tests.support.simulator_faults import (
     _CLIENT,
     MODEL,
@@ -87,7 +87,8 @@ def test_huge_line_is_one_line_of_the_configured_size(sim: SimulatorHandle, stre
 def test_huge_line_default_is_twenty_megabytes_and_stops_when_the_client_hangs_up(
     sim: SimulatorHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import simulator.protocol
+    import provider_canary.simulator.protocol  # noqa: F401 (loads the submodule)
+    from provider_canary import simulator
 
     sent: list[int] = []
     generate = simulator.protocol._huge
@@ -110,7 +111,7 @@ def test_huge_line_default_is_twenty_megabytes_and_stops_when_the_client_hangs_u
 
 
 def test_protocol_fault_parameters_are_validated() -> None:
-    from simulator.fleet import parse_fleet as parse
+    from provider_canary.simulator.fleet import parse_fleet as parse
     from tasks.errors import FleetError
 
     def fleet(fault: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The simulator plays OpenRouter's masked upstream failure and relayed error bodies (simulator/FLEET.md), and the
-probe and every judge read them as the real captures (tests/fixtures/openrouter/) are read."""
+"""The simulator plays OpenRouter's masked upstream failure and relayed error bodies
+(provider_canary/simulator/FLEET.md), and the probe and every judge read them as the real captures
+(tests/fixtures/openrouter/) are read."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.config import CanaryConfig
 from tasks.core.contracts import probed, spec_of
 from tasks.core.types import Attempt, Contract, Endpoint, ErrorClass, Outcome, Reason

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from provider_canary.cli.main import app
 from tasks import store
 from tasks.core.types import EndpointState, Mode, OperationalExclusion
 from tests.support.admin_db import MODEL, SUSPENDED, TAGS, build_db, write_config

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks.config import CanaryConfig
 from tasks.core.contracts import tools
 from tasks.core.probe_request import build_request

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.config import CanaryConfig
 from tasks.config.loading import apply_overrides

@@ -18,17 +18,18 @@ import pytest
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("tasks", "flows", "cli", "simulator", "router", "demo")
+PACKAGES = ("tasks", "flows", "provider_canary")
 #: The data files the code reads at run time (besides the modules): each must be in the wheel.
-DATA = ("tasks/exclusions.toml", "simulator/fleets/default.toml", "simulator/fleets/history.toml",
-        "simulator/fleets/tools.toml", "simulator/corpus/roleplay.json")
+DATA = ("tasks/exclusions.toml", "provider_canary/simulator/fleets/default.toml",
+        "provider_canary/simulator/fleets/history.toml",
+        "provider_canary/simulator/fleets/tools.toml", "provider_canary/simulator/corpus/roleplay.json")
 #: Read from the installed copy, in a directory that is no checkout.
 PROBE = """
 import json
 import tasks
-from simulator.fleet_file import load_fleet
-from simulator.fleet_records import DEFAULT_FLEET_PATH
-from simulator.text import CORPUS_PATH
+from provider_canary.simulator.fleet_file import load_fleet
+from provider_canary.simulator.fleet_records import DEFAULT_FLEET_PATH
+from provider_canary.simulator.text import CORPUS_PATH
 from tasks.config.loading import load_config
 from tasks.core.exclusions import load_builtin
 cfg = load_config(env={})

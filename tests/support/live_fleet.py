@@ -16,11 +16,11 @@ from typing import Any
 
 import httpx
 
-from router.route_events import flush_all
-from router.routes_loading import parse_routes
-from router.server import RunningRouter, start_router
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.router.route_events import flush_all
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.server import RunningRouter, start_router
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 
 MODEL = "acme/live-fleet-3.3"  # the dot: the model filter is a regular expression, escaped
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.fleet import parse_fleet
+from provider_canary.simulator.fleet import parse_fleet
 from tests.support.processes import start_logged, stop_group
 from tests.support.prometheus import Prometheus, free_port
 from tests.support.slack_server import SlackServer

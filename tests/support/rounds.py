@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from demo.simulator_process import SimulatorChild, simulator_process
-from simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
-from simulator.server import SimulatorHandle
+from provider_canary.demo.simulator_process import SimulatorChild, simulator_process
+from provider_canary.simulator.fleet import DEFAULT_FLEET_PATH, Fleet, parse_fleet
+from provider_canary.simulator.server import SimulatorHandle
 from tests.support import NO_EXCLUSIONS
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = "import typer; from cli.router_cmd import router_command; typer.run(router_command)"
+RUN = "import typer; from provider_canary.cli.router_cmd import router_command; typer.run(router_command)"
 
 
 def free_port() -> int:

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from simulator.fleet import parse_fleet
-from simulator.server import SimulatorHandle, start_simulator
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.server import SimulatorHandle, start_simulator
 
 MODEL = "meta-llama/llama-3.3-70b-instruct"
 SCALE = 0.02

@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from fault_fleet import QUARTER_FAULTS, fleet_toml, quarter_models  # noqa: E402
 from round_starts import admissions, budget_figures, counted_s, overlap  # noqa: E402
 
-from simulator.catalog import CatalogSpec, endpoint_role, planned_first_token_s  # noqa: E402
-from simulator.fleet_file import load_fleet  # noqa: E402
+from provider_canary.simulator.catalog import CatalogSpec, endpoint_role, planned_first_token_s  # noqa: E402
+from provider_canary.simulator.fleet_file import load_fleet  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

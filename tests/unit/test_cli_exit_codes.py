@@ -29,7 +29,7 @@ ES = (
 def cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != "CANARY_DEBUG"}
     return subprocess.run(
-        [sys.executable, "-c", "from cli.main import main; main()", *args],
+        [sys.executable, "-c", "from provider_canary.cli.main import main; main()", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -92,7 +92,7 @@ def test_canary_run_exits_1_for_every_round_that_did_not_complete(
     cycle: dict[str, object], problems: list[str]
 ) -> None:
     """`canary run`'s exit code (README "Exit codes"): one line per round that did not do its job, exit 1."""
-    from cli.runs import CYCLE_INCOMPLETE_EXIT, cycle_problems
+    from provider_canary.cli.runs import CYCLE_INCOMPLETE_EXIT, cycle_problems
 
     assert cycle_problems(cycle) == problems
     assert CYCLE_INCOMPLETE_EXIT == 1
@@ -127,7 +127,7 @@ def test_a_refusal_comes_before_the_slow_imports(argv: list[str], env: dict[str,
     refusal is one line, printed before Prefect (seconds to import) or the exporter's stack is loaded."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CANARY_", "PREFECT_"))}
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "from cli.main import main; main()",
+        [sys.executable, "-X", "importtime", "-c", "from provider_canary.cli.main import main; main()",
          *[a.format(tmp=tmp_path) for a in argv]],
         capture_output=True, text=True, cwd=ROOT, env={**base, **env}, timeout=120,
     )

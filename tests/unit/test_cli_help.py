@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from provider_canary.cli.main import app
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_flow_runs_speed_is_the_readmes_figure() -> None:
 
 def run(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CANARY_DEBUG"}
-    return subprocess.run([sys.executable, "-c", "from cli.main import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from provider_canary.cli.main import main; main()", *args],
                           capture_output=True, text=True, cwd=tmp, env=env, timeout=60)
 
 

@@ -176,7 +176,7 @@ def test_the_cli_says_one_line_and_exits_2_before_anything_starts(tmp_path: Path
         "PREFECT_API_URL": "http://127.0.0.1:9/api",  # nothing may reach Prefect
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", *command],
+        [sys.executable, "-m", "provider_canary.cli.main", *command],
         cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2, proc.stderr

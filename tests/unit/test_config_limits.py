@@ -64,7 +64,7 @@ def test_canary_run_says_one_line_and_exits_2(tmp_path: Path, line: str, key: st
     env = {**os.environ, "CANARY_CONFIG": str(config), "OPENROUTER_API_KEY": "sk-or-v1-unused",
            "PREFECT_API_URL": "http://127.0.0.1:9/api", "PYTHONPATH": str(ROOT)}
     env.pop("OPENROUTER_BASE_URL", None)
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "run"], cwd=tmp_path, env=env,
+    proc = subprocess.run([sys.executable, "-m", "provider_canary.cli.main", "run"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -73,7 +73,7 @@ def test_a_named_exclusions_file_that_is_missing_is_one_line(tmp_path: Path) -> 
 
 def test_the_cli_refuses_a_missing_exclusions_file_with_exit_2(tmp_path: Path) -> None:
     path = _file(tmp_path / "etc", 'exclusions_file = "gone.toml"\n')
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "ignore-list", "--config", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "provider_canary.cli.main", "ignore-list", "--config", str(path)],
                           cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

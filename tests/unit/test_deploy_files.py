@@ -122,7 +122,7 @@ def test_the_example_environment_file_holds_no_secret() -> None:
 
 
 def test_config_routes_and_state_directory_agree() -> None:
-    from router.routes_loading import load_routes
+    from provider_canary.router.routes_loading import load_routes
 
     cfg = load_config(DEPLOY / "canary.toml")
     routes = load_routes(DEPLOY / "routes.toml")
@@ -140,8 +140,8 @@ def test_config_routes_and_state_directory_agree() -> None:
 def test_the_shipped_router_starts_where_both_files_bind_it(tmp_path: Path) -> None:
     """Compose binds 0.0.0.0 inside its container: the shipped routes file names a client (a placeholder digest no
     key matches, until the operator replaces it), so the router starts there and asks every request for a key."""
-    from router.clients import PLACEHOLDER_SHA256, anonymous_refusal
-    from router.routes_loading import load_routes
+    from provider_canary.router.clients import PLACEHOLDER_SHA256, anonymous_refusal
+    from provider_canary.router.routes_loading import load_routes
 
     shutil.copy(DEPLOY / "canary.env.example", tmp_path / "canary.env")
     routes = load_routes(DEPLOY / "routes.toml")

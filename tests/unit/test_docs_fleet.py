@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from router.routes_loading import parse_routes
+from provider_canary.router.routes_loading import parse_routes
 from tasks.config.loading import config_from_mapping
 from tests.support.fleet_docs import fleet_snippet
 

@@ -68,7 +68,7 @@ def test_crashed_rounds_come_from_the_landing_lines() -> None:
 
 
 def test_a_mode_switch_is_one_event_with_who_and_what_it_released() -> None:
-    from cli.mode_switch import mode_switch_alert
+    from provider_canary.cli.mode_switch import mode_switch_alert
 
     released = [Decision(T, "m", "x", Action.LIFT, Mode.OBSERVE, until=T + timedelta(days=1))]
     alert = mode_switch_alert(Mode.OBSERVE, "ops", ["mode is now observe", "released m x"], ["m", "n"], T)

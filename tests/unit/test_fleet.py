@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from simulator.faults import FAULT_KINDS, Fault, FaultCounters, Window, fires, select_fault
-from simulator.fleet import parse_fleet
-from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
+from provider_canary.simulator.faults import FAULT_KINDS, Fault, FaultCounters, Window, fires, select_fault
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from tasks.errors import FleetError
 
 pytestmark = pytest.mark.unit

@@ -8,11 +8,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from simulator import structured, text
-from simulator.faults import FAULT_KINDS, Fault
-from simulator.fleet_file import load_fleet
-from simulator.language import LANGUAGES, detect_language
-from simulator.plan import plan_reply
+from provider_canary.simulator import structured, text
+from provider_canary.simulator.faults import FAULT_KINDS, Fault
+from provider_canary.simulator.fleet_file import load_fleet
+from provider_canary.simulator.language import LANGUAGES, detect_language
+from provider_canary.simulator.plan import plan_reply
 
 pytestmark = pytest.mark.unit
 
@@ -92,7 +92,7 @@ def _fault(kind: str, **params: Any) -> Fault:
 
 
 def _plan(kind: str | None, content: str, **params: Any) -> Any:
-    fleet = load_fleet("simulator/fleets/default.toml")
+    fleet = load_fleet("provider_canary/simulator/fleets/default.toml")
     model = fleet.models[0]
     body = {"model": model.id, "messages": [{"role": "user", "content": content}]}
     return plan_reply(body, model, model.endpoints[0], _fault(kind, **params) if kind else None, 11)
@@ -117,7 +117,7 @@ def test_plans_follow_their_fault() -> None:
 
 
 def test_max_tokens_cuts_with_length() -> None:
-    fleet = load_fleet("simulator/fleets/default.toml")
+    fleet = load_fleet("provider_canary/simulator/fleets/default.toml")
     model = fleet.models[0]
     body = {
         "model": model.id,

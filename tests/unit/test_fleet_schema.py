@@ -1,5 +1,5 @@
-"""The fleet file's schema (simulator/fleet_schema.py): every table's keys, and a value of a kind the old parser
-never expected (a list where a word belongs) told in one line instead of a traceback."""
+"""The fleet file's schema (provider_canary/simulator/fleet_schema.py): every table's keys, and a value of a kind the
+old parser never expected (a list where a word belongs) told in one line instead of a traceback."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from simulator.fleet import EndpointSpec, parse_fleet
-from simulator.fleet_file import read_fleet
-from simulator.fleet_schema import EndpointTable
+from provider_canary.simulator.fleet import EndpointSpec, parse_fleet
+from provider_canary.simulator.fleet_file import read_fleet
+from provider_canary.simulator.fleet_schema import EndpointTable
 from tasks.errors import FleetError
 
 pytestmark = pytest.mark.unit

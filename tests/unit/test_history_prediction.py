@@ -1,4 +1,5 @@
-"""The pipelined history's pure parts: language prediction and the round-ordered pool (demo/pipeline.py)."""
+"""The pipelined history's pure parts: language prediction and the round-ordered pool
+(provider_canary/demo/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from demo.pipeline import RoundOrderPool, predict_languages
+from provider_canary.demo.pipeline import RoundOrderPool, predict_languages
 from tasks.core.rotation import plan_languages, start_offset
 from tasks.core.types import Outcome
 

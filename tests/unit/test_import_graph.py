@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("tasks", "flows", "cli", "router", "simulator", "demo")
+PACKAGES = ("tasks", "flows", "provider_canary")
 
 #: Layers, lowest first, folder by folder (docs/design.md "Architecture"): a module imports its own layer and the
 #: ones below, never one above. The longest matching prefix places a module, so `tasks.config` (the record) is pure
@@ -29,17 +29,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tasks.round", "tasks.orchestration"),  # one round, and what runs rounds (slots, locks, automations, events)
     ("tasks.watch",),  # the watcher: looks, and confirmation rounds
     ("tasks.metrics",),  # the exporter (it serves the ignore lists and the watcher's Prometheus health too)
-    ("router", "simulator"),
+    ("provider_canary.router", "provider_canary.simulator"),
     ("flows",),
-    ("demo",),  # the demo and its simulated history: flows on the simulator
-    ("cli",),
+    ("provider_canary.demo",),  # the demo and its simulated history: flows on the simulator
+    ("provider_canary.cli", "provider_canary"),
 )
-SIDE_BY_SIDE = next(i for i, layer in enumerate(LAYERS) if "router" in layer)
+SIDE_BY_SIDE = next(i for i, layer in enumerate(LAYERS) if "provider_canary.router" in layer)
 IO_LIBRARIES = {"prefect", "httpx", "duckdb", "slack_sdk", "starlette", "uvicorn", "typer"}
 #: The router's pure modules: its rules, kept apart from its Starlette shell (they reach the core only).
-ROUTER_PURE = ("router.tiers", "router.stream", "router.stream_events", "router.savings", "router.tokens",
-               "router.reasons", "router.answer", "router.request", "router.routes", "router.payload",
-               "router.records", "router.breaker", "router.masking")
+ROUTER_PURE = tuple(f"provider_canary.router.{m}" for m in (
+    "tiers", "stream", "stream_events", "savings", "tokens", "reasons", "answer", "request", "routes", "payload",
+    "records", "breaker", "masking"))
 
 
 def module_name(path: Path) -> str:
@@ -177,7 +177,8 @@ def test_the_walk_sees_what_it_must() -> None:
     """The checks above can fail: the walk sees function-level imports and a real circle in a toy graph."""
     assert "prefect" in imports("flows.round")[1]
     assert any(layer_of(m) > 0 for m in reach("flows.round"))
-    assert layer_of("cli.main") > layer_of("flows.round") > layer_of("tasks.store") > layer_of("tasks.core.plan")
+    assert layer_of("provider_canary.cli.main") > layer_of("flows.round") > layer_of("tasks.store") \
+        > layer_of("tasks.core.plan")
 
 
 #: Modules that run SQL on a database that is not the canary's store, and why.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.check_language import check_language_command
+from provider_canary.cli.check_language import check_language_command
 from tasks.errors import CanaryError
 
 pytestmark = pytest.mark.unit
@@ -61,7 +61,7 @@ def test_unknown_language_is_a_canary_error() -> None:
 
 
 def test_real_cli_reads_stdin_bytes_and_exits_2_on_unknown_language() -> None:
-    cmd = [sys.executable, "-c", "from cli.main import main; main()", "check-language"]
+    cmd = [sys.executable, "-c", "from provider_canary.cli.main import main; main()", "check-language"]
     ok = subprocess.run(
         [*cmd, "--expected", "PT", "--json"], input=PT.encode(), capture_output=True, cwd=ROOT, timeout=60
     )

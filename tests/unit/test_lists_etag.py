@@ -1,6 +1,6 @@
 """The canary's lists over HTTP, the pure parts: the entity tag (tasks/core/etag.py), the exporter's answer to
 `GET /lists/<slug>.json` (tasks/ignore_list/endpoint.py, over a temp publish directory), what a routes file may say
-(`lists_url`, `lists_poll_s`) and which lists a router polls (router/lists_poll.py)."""
+(`lists_url`, `lists_poll_s`) and which lists a router polls (provider_canary/router/lists_poll.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from router.lists_poll import wanted
-from router.routes_loading import parse_routes
+from provider_canary.router.lists_poll import wanted
+from provider_canary.router.routes_loading import parse_routes
 from tasks.core.etag import none_match, strong_etag
 from tasks.errors import RoutesError
 from tasks.ignore_list.endpoint import list_reply

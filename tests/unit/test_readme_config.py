@@ -65,7 +65,7 @@ def test_design_md_lists_every_config_key() -> None:
 def test_design_md_command_table_names_every_command() -> None:
     from typer.main import get_command
 
-    from cli.main import app
+    from provider_canary.cli.main import app
 
     text = (README.parent / "docs" / "design.md").read_text(encoding="utf-8")
     table = text.split("### Command line", 1)[1].split("**Exit codes**", 1)[0]

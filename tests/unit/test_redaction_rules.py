@@ -168,7 +168,7 @@ def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
 
 # --- the sinks call it ----------------------------------------------------------------------------
 def test_render_store_alerts_and_route_events_use_the_one_redactor() -> None:
-    from router.route_events import route_event_to_json
+    from provider_canary.router.route_events import route_event_to_json
     from tasks.alerts.slack_settings import SlackSettings
     from tasks.core.render.text import clean
     from tasks.core.types import RouteEvent

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from cli.replay_cmd import parse_set
+from provider_canary.cli.replay_cmd import parse_set
 from tasks.config import CanaryConfig
 from tasks.config.loading import variant
 from tasks.core.policy import PolicyConfig, RoundInput, decide

@@ -1,5 +1,5 @@
-"""`canary replay` (cli/replay_cmd.py) through Typer: JSON lines, text, `--set` variants and their summaries, one-line
-errors with exit 2, stdin."""
+"""`canary replay` (provider_canary/cli/replay_cmd.py) through Typer: JSON lines, text, `--set` variants and their
+summaries, one-line errors with exit 2, stdin."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli.replay_cmd import replay_command
+from provider_canary.cli.replay_cmd import replay_command
 from tests.support.replay_lines import DATA, line
 
 pytestmark = pytest.mark.unit
@@ -24,7 +24,7 @@ app.command("replay")(replay_command)
 
 
 @app.command("other")
-def _other() -> None:  # a second command keeps Typer in multi-command mode, as in cli/main.py
+def _other() -> None:  # a second command keeps Typer in multi-command mode, as in provider_canary/cli/main.py
     """Unused."""
 
 

@@ -1,5 +1,6 @@
 """The round's summary (tasks/round/engine.py `RoundSummary`): built once for both engines, its dict form is
-the flow's return value and what `canary run` prints from (cli/runs.py), so its keys are an interface."""
+the flow's return value and what `canary run` prints from (provider_canary/cli/runs.py), so its keys are an
+interface."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The router's judge of an answer (router/answer.py): golden cases per class, the real captures, what is no
-answer at all, and the retry decision. The judges are the canary's own (tools `call_problem`, structured
+"""The router's judge of an answer (provider_canary/router/answer.py): golden cases per class, the real captures, what
+is no answer at all, and the retry decision. The judges are the canary's own (tools `call_problem`, structured
 `judge_attempt`, textscan, opening): these tests pin what live traffic makes of them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import router.answer as a
+import provider_canary.router.answer as a
 from tasks.core.live_records import LiveQuality
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,5 @@
-"""How the router reads an answer and a request (router/answer.py), field by field: the `Attempt` an answer
-folds into (what the canary's judges then see), the `Expectations` a client's request makes (whatever shape
+"""How the router reads an answer and a request (provider_canary/router/answer.py), field by field: the `Attempt` an
+answer folds into (what the canary's judges then see), the `Expectations` a client's request makes (whatever shape
 its `tools` and `response_format` have), when a non-streamed 200 is no answer, and which check says what."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import router.answer as a
-from router.reasons import error_in_200
+import provider_canary.router.answer as a
+from provider_canary.router.reasons import error_in_200
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Attempt, ErrorClass, ToolCall
 from tasks.core.wire.sse import read_event, split_events

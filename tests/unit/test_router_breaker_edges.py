@@ -1,16 +1,16 @@
-"""Boundaries of the router's circuit breaker (router/breaker.py) that test_router_circuit_rules.py's walks stay
-clear of: the state names /healthz shows at the instant a circuit half-opens, a breaker turned off with a circuit
-still open, a trial's timeout to the second, the whole circuit after each failure (what a skip later reports as
+"""Boundaries of the router's circuit breaker (provider_canary/router/breaker.py) that test_router_circuit_rules.py's
+walks stay clear of: the state names /healthz shows at the instant a circuit half-opens, a breaker turned off with a
+circuit still open, a trial's timeout to the second, the whole circuit after each failure (what a skip later reports as
 the endpoint's reason and provider), the time left, the doubling's bound, and which words are status codes."""
 
 from __future__ import annotations
 
 import pytest
 
-from router import breaker as b
-from router import reasons as r
-from router.breaker import Change, Circuit, Policy, Score
-from router.reasons import Cause, FailoverReason
+from provider_canary.router import breaker as b
+from provider_canary.router import reasons as r
+from provider_canary.router.breaker import Change, Circuit, Policy, Score
+from provider_canary.router.reasons import Cause, FailoverReason
 
 pytestmark = pytest.mark.unit
 POLICY = Policy(allowed_fails=2, cooldown_s=30.0, max_cooldown_s=300.0, trial_timeout_s=120.0)

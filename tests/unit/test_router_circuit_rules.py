@@ -1,4 +1,5 @@
-"""The circuit breaker per upstream (router/breaker.py): what counts, the state machine, and its properties."""
+"""The circuit breaker per upstream (provider_canary/router/breaker.py): what counts, the state machine, and its
+properties."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import router.reasons as r
-from router import breaker as b
-from router.breaker import Admission, Change, Circuit, Policy, Score
-from router.reasons import Cause
+import provider_canary.router.reasons as r
+from provider_canary.router import breaker as b
+from provider_canary.router.breaker import Admission, Change, Circuit, Policy, Score
+from provider_canary.router.reasons import Cause
 
 pytestmark = pytest.mark.unit
 
@@ -156,8 +157,8 @@ def test_a_skip_of_an_open_circuit_counts_for_the_endpoint_as_the_failure_that_o
     """An open circuit must not hide a broken endpoint from the canary: each request that skips it is counted in
     `live_requests` as the circuit's last failure, with `reason` circuit_open; a skip of a tier whose providers the
     canary excluded counts for nothing."""
-    from router.attempts import Stage, TierAttempt
-    from router.routes import Route, Tier
+    from provider_canary.router.attempts import Stage, TierAttempt
+    from provider_canary.router.routes import Route, Tier
     from tasks.core.live_records import LiveOutcome
 
     route = Route("model:chat", (Tier("http://a/api/v1", "m"),), model="chat")

@@ -1,6 +1,6 @@
-"""Who may use the router (router/clients.py, the `[[client]]` blocks of router/routes_loading.py): keys compared
-by digest in constant time, the token bucket on a step clock, the block `canary router keys add` prints, and the
-refusal to listen beyond loopback without clients."""
+"""Who may use the router (provider_canary/router/clients.py, the `[[client]]` blocks of
+provider_canary/router/routes_loading.py): keys compared by digest in constant time, the token bucket on a step clock,
+the block `canary router keys add` prints, and the refusal to listen beyond loopback without clients."""
 
 from __future__ import annotations
 
@@ -10,10 +10,18 @@ from typing import Any
 
 import pytest
 
-import router.clients as clients
-from router.clients import Bucket, anonymous_refusal, client_block, identify, is_loopback, retry_after, take
-from router.routes import Client
-from router.routes_loading import parse_client, parse_routes
+import provider_canary.router.clients as clients
+from provider_canary.router.clients import (
+    Bucket,
+    anonymous_refusal,
+    client_block,
+    identify,
+    is_loopback,
+    retry_after,
+    take,
+)
+from provider_canary.router.routes import Client
+from provider_canary.router.routes_loading import parse_client, parse_routes
 from tasks.errors import RoutesError
 
 pytestmark = pytest.mark.unit

@@ -1,6 +1,6 @@
-"""What the router reads of an upstream's own error chunk (router/stream_events.py, tasks/core/wire/chunks.py): its
-numeric code (an integer or a digit string, as the probe reads it; a word, a boolean or a missing code is none)
-and the one line a failover's detail quotes."""
+"""What the router reads of an upstream's own error chunk (provider_canary/router/stream_events.py,
+tasks/core/wire/chunks.py): its numeric code (an integer or a digit string, as the probe reads it; a word, a boolean or
+a missing code is none) and the one line a failover's detail quotes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from router import stream as g
-from router.stream_events import error_code, error_summary
+from provider_canary.router import stream as g
+from provider_canary.router.stream_events import error_code, error_summary
 from tasks.core.wire.sse import SSEParser
 from tasks.probe.recorder import AttemptRecorder
 

@@ -1,5 +1,5 @@
-"""The router's own errors in OpenAI's shape (router/records.py `error_body`), and how a walk where every tier
-failed ends: 429 when every tier asked answered 429, else 503; Retry-After capped for clients."""
+"""The router's own errors in OpenAI's shape (provider_canary/router/records.py `error_body`), and how a walk where
+every tier failed ends: 429 when every tier asked answered 429, else 503; Retry-After capped for clients."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-import router.reasons as r
-from router import records
-from router.records import TierFailed, walk_failed
-from router.routes import Route, Tier
+import provider_canary.router.reasons as r
+from provider_canary.router import records
+from provider_canary.router.records import TierFailed, walk_failed
+from provider_canary.router.routes import Route, Tier
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from router.route_events import Batcher, JsonlRouteEventSink, read_route_events, route_event_batchers
+from provider_canary.router.route_events import Batcher, JsonlRouteEventSink, read_route_events, route_event_batchers
 from tasks.core.types import RouteEvent
 
 pytestmark = pytest.mark.unit

@@ -1,6 +1,6 @@
-"""The router's gate and tier rules at their edges (router/stream.py, router/tiers.py): what a read error, a
-timeout and a failover say, the error chunk's stamp, the upstream's own error before a read error, an ignore
-list that is no list, a provider slug with several parts, and a cooldown that ends exactly now."""
+"""The router's gate and tier rules at their edges (provider_canary/router/stream.py, provider_canary/router/tiers.py):
+what a read error, a timeout and a failover say, the error chunk's stamp, the upstream's own error before a read error,
+an ignore list that is no list, a provider slug with several parts, and a cooldown that ends exactly now."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import MappingProxyType
 
 import pytest
 
-from router import stream as g
-from router.tiers import pinned_all_excluded, prune
+from provider_canary.router import stream as g
+from provider_canary.router.tiers import pinned_all_excluded, prune
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
-"""What the router's gate (router/stream.py) keeps in its state as a stream goes by: the billed token counts of
-the upstream's usage chunk (both, and not lost to a later chunk without usage), no bytes held once the preamble
-is handed over at the commit, nothing pending once the upstream closed, and the escaped opening of a 200 that
+"""What the router's gate (provider_canary/router/stream.py) keeps in its state as a stream goes by: the billed token
+counts of the upstream's usage chunk (both, and not lost to a later chunk without usage), no bytes held once the
+preamble is handed over at the commit, nothing pending once the upstream closed, and the escaped opening of a 200 that
 is not an event stream, whatever bytes it holds; a choice that is no JSON object is no output."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from router import reasons
-from router import stream as g
-from router.reasons import Cause
-from router.stream_events import Kind, classify
+from provider_canary.router import reasons
+from provider_canary.router import stream as g
+from provider_canary.router.reasons import Cause
+from provider_canary.router.stream_events import Kind, classify
 
 pytestmark = pytest.mark.unit
 PREAMBLE = b": OPENROUTER PROCESSING\n\n" + b'data: {"choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'

@@ -1,5 +1,5 @@
-"""The router's judge (router/judging.py) on its own: schemas interned (bounded, least recently used dropped),
-an answer whose check raises counted and not judged, streamed answers judged off the client's path in slices
+"""The router's judge (provider_canary/router/judging.py) on its own: schemas interned (bounded, least recently used
+dropped), an answer whose check raises counted and not judged, streamed answers judged off the client's path in slices
 through a bounded queue (a full queue drops and counts), nothing queued lost silently at shutdown, and the CPU
 it spent per answer. The judge's checks go to the attempt observer, as the live counts read them."""
 
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from router import judging
-from router.answer import CheckResult, Expectations, read_stream
-from router.attempts import AttemptObserver, JudgedAnswer, TierAttempt
-from router.metrics import RouterMetrics
-from router.routes import Route, Tier
+from provider_canary.router import judging
+from provider_canary.router.answer import CheckResult, Expectations, read_stream
+from provider_canary.router.attempts import AttemptObserver, JudgedAnswer, TierAttempt
+from provider_canary.router.metrics import RouterMetrics
+from provider_canary.router.routes import Route, Tier
 from tasks.core.contracts import structured
 from tasks.core.contracts.structured import MAX_VALIDATORS
 from tasks.core.live_records import LiveQuality
@@ -124,7 +124,7 @@ def test_the_interned_schemas_are_bounded_and_the_least_recently_used_goes_first
 
 # -- judging ----------------------------------------------------------------------------------------------
 def test_a_check_that_raises_is_counted_and_gives_no_check_result() -> None:
-    from router.answer import expectations, read_json
+    from provider_canary.router.answer import expectations, read_json
 
     j, sink, metrics = judge()
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"$ref": "http://127.0.0.1:9/s.json"}}}]

@@ -1,4 +1,4 @@
-"""The router's judge (router/judging.py): what it counts over several answers (errors, drops, CPU per
+"""The router's judge (provider_canary/router/judging.py): what it counts over several answers (errors, drops, CPU per
 answer), that a streamed answer is judged on the request's response format and on its last event, and that
 judging a long answer yields to the event loop without waiting on it."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from router import judging
+from provider_canary.router import judging
 from tests.unit.test_router_judge import by_class, delta, judge, judged_all, sse, streamed, unjudged
 
 pytestmark = pytest.mark.unit
@@ -84,7 +84,7 @@ def test_judging_long_answers_never_waits_on_the_event_loop() -> None:
 
 
 def test_every_answer_whose_check_raises_is_counted() -> None:
-    from router.answer import expectations, read_json
+    from provider_canary.router.answer import expectations, read_json
 
     j, _, metrics = judge()
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"$ref": "http://127.0.0.1:9/s.json"}}}]

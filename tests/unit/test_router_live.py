@@ -1,5 +1,5 @@
-"""The router's live counts (router/live.py): outcome per failover/abort reason, the tier's endpoint, the
-provider an answer or error names, per-minute aggregation, and how a committed stream ended."""
+"""The router's live counts (provider_canary/router/live.py): outcome per failover/abort reason, the tier's endpoint,
+the provider an answer or error names, per-minute aggregation, and how a committed stream ended."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from router import stream as gate_fsm
-from router.live import aggregate, count_from_json, count_to_json, pinned_tag, provider_in, stream_end
-from router.reasons import FailoverReason
-from router.routes import Tier
-from router.stream import native_error
+from provider_canary.router import stream as gate_fsm
+from provider_canary.router.live import aggregate, count_from_json, count_to_json, pinned_tag, provider_in, stream_end
+from provider_canary.router.reasons import FailoverReason
+from provider_canary.router.routes import Tier
+from provider_canary.router.stream import native_error
 from tasks.core.classify import names_upstream_failure
 from tasks.core.live_records import LiveCount, LiveOutcome, LiveQuality
 
@@ -143,7 +143,8 @@ def test_the_router_and_the_probe_read_a_native_finish_reason_alike(native: str,
 
 
 def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
-    """What a busy database could not take at shutdown is kept as JSON lines (router/route_events.py Spill)."""
+    """What a busy database could not take at shutdown is kept as JSON lines (provider_canary/router/route_events.py
+    Spill)."""
     t = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     counts = [LiveCount(t, "m", "model:chat", 1, "a", "A", LiveOutcome.UPSTREAM_ERROR, 3, reason="network_error"),
               LiveCount(t, "m", "model:chat", 2, None, None, LiveOutcome.QUALITY_FAIL, quality=LiveQuality.TOOLS,
@@ -152,14 +153,14 @@ def test_live_counts_survive_a_trip_to_disk_and_back() -> None:
 
 
 def test_one_attempt_observer_feeds_the_live_counts_with_the_upstreams_word_and_the_judges_checks() -> None:
-    """router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
-    import router.reasons as r
-    from router.answer import CheckResult
-    from router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
-    from router.live import LiveRecorder
-    from router.reasons import Cause
-    from router.route_events import Batcher
-    from router.routes import Route
+    """provider_canary/router/attempts.py: each stage counts once (or not at all), judged answers one row per class."""
+    import provider_canary.router.reasons as r
+    from provider_canary.router.answer import CheckResult
+    from provider_canary.router.attempts import AttemptObserver, JudgedAnswer, Stage, TierAttempt
+    from provider_canary.router.live import LiveRecorder
+    from provider_canary.router.reasons import Cause
+    from provider_canary.router.route_events import Batcher
+    from provider_canary.router.routes import Route
     from tasks.runtime.clock import StepClock
 
     class Keep:

@@ -1,6 +1,7 @@
-"""The router's live counters for a fleet (router/live_metrics.py): every tier's series exist at 0 from the start
-(Prometheus sees a series born at 1 as no increase), attempts and judged answers are counted as `live_requests`
-counts them, a pinned tier's series never carry a provider, and they are in the router's own registry (/metrics)."""
+"""The router's live counters for a fleet (provider_canary/router/live_metrics.py): every tier's series exist at 0 from
+the start (Prometheus sees a series born at 1 as no increase), attempts and judged answers are counted as
+`live_requests` counts them, a pinned tier's series never carry a provider, and they are in the router's own registry
+(/metrics)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from router import reasons
-from router.answer import CheckResult
-from router.attempts import JudgedAnswer, Stage, TierAttempt
-from router.routes_loading import parse_routes
-from router.shell import build_shell
+from provider_canary.router import reasons
+from provider_canary.router.answer import CheckResult
+from provider_canary.router.attempts import JudgedAnswer, Stage, TierAttempt
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.shell import build_shell
 from tasks.core.live_records import LiveOutcome, LiveQuality
 
 pytestmark = pytest.mark.unit

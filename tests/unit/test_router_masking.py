@@ -1,4 +1,5 @@
-"""The tier keys masked out of every byte the router relays (router/masking.py), in every form the canary masks."""
+"""The tier keys masked out of every byte the router relays (provider_canary/router/masking.py), in every form the
+canary masks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router.masking import RelayMask
+from provider_canary.router.masking import RelayMask
 from tasks.core.redaction import derived_forms
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,5 @@
-"""The relay's key mask (router/masking.py) built inside each test, on what test_router_masking.py's shared mask
-does not reach: a key's pieces at every alignment, a key in the first or a middle one of several runs of its
+"""The relay's key mask (provider_canary/router/masking.py) built inside each test, on what test_router_masking.py's
+shared mask does not reach: a key's pieces at every alignment, a key in the first or a middle one of several runs of its
 characters, keys too short for the block pre-check, and bytes that are not UTF-8 around a key."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from router.masking import RelayMask
+from provider_canary.router.masking import RelayMask
 from tasks.core.redaction import derived_forms
 
 pytestmark = pytest.mark.unit

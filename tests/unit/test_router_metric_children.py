@@ -1,12 +1,13 @@
-"""The label children the router's request path keeps (router/metric_children.py): the very series prometheus_client's
-`labels()` gives, whatever form the values come in (an int tier, a StrEnum outcome), counted once each."""
+"""The label children the router's request path keeps (provider_canary/router/metric_children.py): the very series
+prometheus_client's `labels()` gives, whatever form the values come in (an int tier, a StrEnum outcome), counted once
+each."""
 
 from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from router.metric_children import Children
+from provider_canary.router.metric_children import Children
 from tasks.core.live_records import LiveOutcome
 
 pytestmark = pytest.mark.unit

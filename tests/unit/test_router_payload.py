@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from router.ignore import IgnoreLists, ignore_path
-from router.payload import build_body, merge_provider, parse_ignore_json
-from router.routes import Tier
+from provider_canary.router.ignore import IgnoreLists, ignore_path
+from provider_canary.router.payload import build_body, merge_provider, parse_ignore_json
+from provider_canary.router.routes import Tier
 from tasks.core.plan import model_slug
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,5 @@
-"""The bytes the router sends upstream (router/payload.py), exactly: compact UTF-8 JSON, the savers' messages in
-place of the client's, no `provider` key when nothing is left to say, and ignore lists of strings only."""
+"""The bytes the router sends upstream (provider_canary/router/payload.py), exactly: compact UTF-8 JSON, the savers'
+messages in place of the client's, no `provider` key when nothing is left to say, and ignore lists of strings only."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from router.payload import build_body, merge_ignore, merge_provider, serialize
-from router.routes import Tier
+from provider_canary.router.payload import build_body, merge_ignore, merge_provider, serialize
+from provider_canary.router.routes import Tier
 
 pytestmark = pytest.mark.unit
 

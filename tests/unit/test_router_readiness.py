@@ -1,5 +1,6 @@
-"""Ready or not (router/readiness.py), a tier model's variant suffix and its list (router/ignore.py), and the router's
-own saturation as a reason that blames no tier (router/reasons.py, router/upstream.py)."""
+"""Ready or not (provider_canary/router/readiness.py), a tier model's variant suffix and its list
+(provider_canary/router/ignore.py), and the router's own saturation as a reason that blames no tier
+(provider_canary/router/reasons.py, provider_canary/router/upstream.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router import reasons
-from router.ignore import ListStatus, base_model, ignore_path
-from router.readiness import SinkState, not_ready
-from router.reasons import Cause
-from router.routes import DEFAULT_MAX_CONNECTIONS, Tier
-from router.routes_loading import parse_routes
-from router.upstream import _request_failure
+from provider_canary.router import reasons
+from provider_canary.router.ignore import ListStatus, base_model, ignore_path
+from provider_canary.router.readiness import SinkState, not_ready
+from provider_canary.router.reasons import Cause
+from provider_canary.router.routes import DEFAULT_MAX_CONNECTIONS, Tier
+from provider_canary.router.routes_loading import parse_routes
+from provider_canary.router.upstream import _request_failure
 from tasks.errors import RoutesError
 
 pytestmark = pytest.mark.unit

@@ -1,12 +1,12 @@
-"""The `/readyz` 503 body (router/readiness.py) object by object, as an operator's monitor reads it: each reason
-with every field that says what it is about (docs/operations.md, "the router is not ready")."""
+"""The `/readyz` 503 body (provider_canary/router/readiness.py) object by object, as an operator's monitor reads it:
+each reason with every field that says what it is about (docs/operations.md, "the router is not ready")."""
 
 from __future__ import annotations
 
 import pytest
 
-from router.ignore import ListStatus
-from router.readiness import SinkState, not_ready
+from provider_canary.router.ignore import ListStatus
+from provider_canary.router.readiness import SinkState, not_ready
 
 pytestmark = pytest.mark.unit
 

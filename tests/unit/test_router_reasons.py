@@ -1,5 +1,6 @@
-"""The router's one vocabulary of failover reasons (router/reasons.py): the strings route events, the 503 body
-and metric labels show (router/ROUTES.md: an interface), and what each counts as in `live_requests`."""
+"""The router's one vocabulary of failover reasons (provider_canary/router/reasons.py): the strings route events, the
+503 body and metric labels show (provider_canary/router/ROUTES.md: an interface), and what each counts as in
+`live_requests`."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-import router.reasons as r
-from router.reasons import Cause
+import provider_canary.router.reasons as r
+from provider_canary.router.reasons import Cause
 from tasks.core.live_records import LiveOutcome
 
 pytestmark = pytest.mark.unit
 
-ROUTES_MD = (Path(__file__).resolve().parents[2] / "router" / "ROUTES.md").read_text(encoding="utf-8")
+ROUTES_MD = (Path(__file__).resolve().parents[2] / "provider_canary" / "router" / "ROUTES.md").read_text(
+    encoding="utf-8")
 
 
 @pytest.mark.parametrize(("reason", "text", "outcome", "word"), [
@@ -45,7 +47,7 @@ def test_each_reason_says_its_string_its_live_outcome_and_the_upstreams_word(
 
 def test_every_cause_has_a_live_outcome_and_every_reason_is_documented() -> None:
     """The families are data (a cause and a word), never prefixes parsed back; every cause and family is in
-    router/ROUTES.md's list of route-event reasons."""
+    provider_canary/router/ROUTES.md's list of route-event reasons."""
     for cause in Cause:
         reason = r.FailoverReason(cause, "7") if cause.is_family else r.fixed(cause)
         assert reason.live_outcome is None or isinstance(reason.live_outcome, LiveOutcome)

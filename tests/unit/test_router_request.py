@@ -1,4 +1,4 @@
-"""Reading a client's request (router/request.py): never a traceback for anything a client sends."""
+"""Reading a client's request (provider_canary/router/request.py): never a traceback for anything a client sends."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from router.request import Prepared, Refusal, prepare
-from router.routes_loading import parse_routes
+from provider_canary.router.request import Prepared, Refusal, prepare
+from provider_canary.router.routes_loading import parse_routes
 
 pytestmark = pytest.mark.unit
 

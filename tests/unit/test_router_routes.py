@@ -1,4 +1,4 @@
-"""The routes file (router/routes.py, router/ROUTES.md)."""
+"""The routes file (provider_canary/router/routes.py, provider_canary/router/ROUTES.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from router.routes import key_id
-from router.routes_loading import load_routes, parse_routes, resolve_api_keys
-from router.savings import SAVERS
+from provider_canary.router.routes import key_id
+from provider_canary.router.routes_loading import load_routes, parse_routes, resolve_api_keys
+from provider_canary.router.savings import SAVERS
 from tasks.errors import RoutesError
 
 pytestmark = pytest.mark.unit
@@ -178,7 +178,7 @@ def test_the_new_settings_have_their_defaults() -> None:
 
 
 def test_a_route_name_outside_ascii_is_escaped_in_its_header() -> None:
-    from router.records import header_value
+    from provider_canary.router.records import header_value
 
     assert header_value("model:chat") == "model:chat"
     assert header_value("model:модель") == "model:%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C"

@@ -1,4 +1,5 @@
-"""Token savers (router/savings.py) and the token count they are measured with (router/tokens.py)."""
+"""Token savers (provider_canary/router/savings.py) and the token count they are measured with
+(provider_canary/router/tokens.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from router import tokens
-from router.routes import RouterSettings
-from router.savings import (
+from provider_canary.router import tokens
+from provider_canary.router.routes import RouterSettings
+from provider_canary.router.savings import (
     SaverContext,
     collapse_whitespace,
     drop_duplicate_system,

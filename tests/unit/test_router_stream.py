@@ -1,4 +1,4 @@
-"""The first-chunk commit rule (router/stream.py): table of streams -> what the client sees."""
+"""The first-chunk commit rule (provider_canary/router/stream.py): table of streams -> what the client sees."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router import stream as g
-from router.stream import Abort, Commit, FailOver, Finish, Gate, Phase, Send
-from router.stream_events import Kind, classify
+from provider_canary.router import stream as g
+from provider_canary.router.stream import Abort, Commit, FailOver, Finish, Gate, Phase, Send
+from provider_canary.router.stream_events import Kind, classify
 from tasks.core.wire.sse import Chunk
 
 pytestmark = pytest.mark.unit

@@ -1,13 +1,13 @@
-"""The router's stream gate (router/stream.py) at its edges: an event past the probe's line cap but within the
-gate's pending cap is an event like any other, in every phase; a BOM opens the stream only; the frames the
+"""The router's stream gate (provider_canary/router/stream.py) at its edges: an event past the probe's line cap but
+within the gate's pending cap is an event like any other, in every phase; a BOM opens the stream only; the frames the
 judge reads (`read_all`) include a finish that commits; the held preamble is let go at the commit."""
 
 from __future__ import annotations
 
 import pytest
 
-from router import stream as g
-from router.stream import MAX_PENDING_BYTES, Abort, Commit, FailOver, Finish, Gate, Phase, Send
+from provider_canary.router import stream as g
+from provider_canary.router.stream import MAX_PENDING_BYTES, Abort, Commit, FailOver, Finish, Gate, Phase, Send
 from tasks.core.wire.sse import DEFAULT_MAX_LINE_BYTES, Chunk
 from tests.unit.test_router_stream import DONE, HELLO, KEEPALIVE, STOP, chunk, client_bytes, run
 

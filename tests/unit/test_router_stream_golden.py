@@ -1,7 +1,7 @@
-"""The router's gate (router/stream.py, router/stream_events.py, router/reasons.py) byte for byte and field by
-field: the error chunk a client gets after the commit, the stream's metadata it carries, what each failover
-says, the fast path after the commit (it must never skip what changes the state), the caps, and how one SSE
-event is read."""
+"""The router's gate (provider_canary/router/stream.py, provider_canary/router/stream_events.py,
+provider_canary/router/reasons.py) byte for byte and field by field: the error chunk a client gets after the commit, the
+stream's metadata it carries, what each failover says, the fast path after the commit (it must never skip what changes
+the state), the caps, and how one SSE event is read."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from router import reasons
-from router import stream as g
-from router.stream_events import Kind, classify, finish_reason, usage_tokens
+from provider_canary.router import reasons
+from provider_canary.router import stream as g
+from provider_canary.router.stream_events import Kind, classify, finish_reason, usage_tokens
 from tasks.core.wire.sse import BadFrame, Chunk, FrameProblem, last_boundary, read_event
 
 pytestmark = pytest.mark.unit

@@ -1,11 +1,11 @@
-"""Boundaries of the router's tier rules (router/tiers.py) that test_router_tiers.py's values stay clear of:
-short cooldowns, a cap of zero, a cooldown renewed to the same instant, and how much of a 404 body is read."""
+"""Boundaries of the router's tier rules (provider_canary/router/tiers.py) that test_router_tiers.py's values stay clear
+of: short cooldowns, a cap of zero, a cooldown renewed to the same instant, and how much of a 404 body is read."""
 
 from __future__ import annotations
 
 import pytest
 
-from router import tiers as t
+from provider_canary.router import tiers as t
 
 pytestmark = pytest.mark.unit
 

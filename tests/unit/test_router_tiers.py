@@ -1,4 +1,4 @@
-"""Pure tier ordering and cooldowns (router/tiers.py); its status classes and Retry-After parser are the
+"""Pure tier ordering and cooldowns (provider_canary/router/tiers.py); its status classes and Retry-After parser are the
 shared ones (tests/unit/test_wire_rules.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from router import tiers as t
+from provider_canary.router import tiers as t
 
 pytestmark = pytest.mark.unit
 

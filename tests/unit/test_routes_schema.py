@@ -1,5 +1,5 @@
-"""The routes file's schema (router/routes_schema.py), the one base-URL rule (tasks/core/urls.py) and the one-line
-adapter for a nested file (tasks/config/schema_lines.py)."""
+"""The routes file's schema (provider_canary/router/routes_schema.py), the one base-URL rule (tasks/core/urls.py) and
+the one-line adapter for a nested file (tasks/config/schema_lines.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from router.routes import RouterSettings, Tier
-from router.routes_loading import parse_client, parse_routes
-from router.routes_schema import RouterTable, TierTable
+from provider_canary.router.routes import RouterSettings, Tier
+from provider_canary.router.routes_loading import parse_client, parse_routes
+from provider_canary.router.routes_schema import RouterTable, TierTable
 from tasks.core.urls import UrlFault, url_fault
 from tasks.errors import RoutesError
 

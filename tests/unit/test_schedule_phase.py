@@ -33,7 +33,7 @@ def _next_runs(deployment: object, after: datetime, n: int = 3) -> list[datetime
 def test_canary_serve_rebuilt_later_schedules_the_same_times() -> None:
     """`canary serve` builds its deployment at every start: two builds a moment apart give the same next rounds,
     on :00 and :30 for the default 30-minute interval."""
-    from cli.serve_cmd import build_deployment
+    from provider_canary.cli.serve_cmd import build_deployment
 
     cfg = CanaryConfig(models=("acme/m",))
     first = build_deployment(cfg, "canary.toml")
@@ -47,7 +47,7 @@ def test_canary_serve_rebuilt_later_schedules_the_same_times() -> None:
 
 
 def test_an_interval_that_divides_no_hour_keeps_its_phase_too() -> None:
-    from cli.serve_cmd import build_deployment
+    from provider_canary.cli.serve_cmd import build_deployment
 
     cfg = CanaryConfig(models=("acme/m",), interval_min=7)
     after = datetime.now(UTC)

@@ -83,7 +83,7 @@ def test_prefect_yaml_applies_the_automation_for_the_cycle_deployment() -> None:
     config the deployment uses."""
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from provider_canary.cli.main import app
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     cycle = next(d for d in spec["deployments"] if d["name"] == "canary-cycle")
@@ -104,7 +104,8 @@ def test_the_command_without_a_prefect_api_is_one_line(tmp_path: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "CANARY_"))}
     env["PREFECT_HOME"] = str(tmp_path)  # no profile with an API URL
-    out = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "deadman-automation",
+    out = subprocess.run([sys.executable, "-c", "from provider_canary.cli.main import main; main()",
+                          "deadman-automation",
                           "--config", str(REPO / "canary.toml")], env=env, cwd=REPO, capture_output=True,
                          text=True, timeout=60)
     assert (out.returncode, out.stderr) == (2, "canary: deadman-automation needs the Prefect server's API: "

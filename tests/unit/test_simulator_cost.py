@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulator import wire
-from simulator.fleet import parse_fleet
-from simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
+from provider_canary.simulator import wire
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.fleet_file import DEFAULT_FLEET_PATH, load_fleet
 from tasks.errors import FleetError
 
 pytestmark = pytest.mark.unit

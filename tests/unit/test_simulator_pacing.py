@@ -1,5 +1,5 @@
-"""How the simulator plays a reply's timeline in wall time (simulator/player.py `ReplyPlayer._paced`): short
-waits are pooled, so frames that fall due close together go out as one send, and the first text is never
+"""How the simulator plays a reply's timeline in wall time (provider_canary/simulator/player.py `ReplyPlayer._paced`):
+short waits are pooled, so frames that fall due close together go out as one send, and the first text is never
 early (the client measures TTFT on it)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from simulator.fleet import parse_fleet
-from simulator.player import _MIN_SLEEP_S, Mark, ReplyPlayer, Timeline
+from provider_canary.simulator.fleet import parse_fleet
+from provider_canary.simulator.player import _MIN_SLEEP_S, Mark, ReplyPlayer, Timeline
 
 pytestmark = pytest.mark.unit
 

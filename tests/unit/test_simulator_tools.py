@@ -1,5 +1,5 @@
-"""The simulator's tool calling (simulator/tools.py, plan.py, wire.py), pure: which turn needs a call, what
-each tool fault does to it, and how calls are framed."""
+"""The simulator's tool calling (provider_canary/simulator/tools.py, plan.py, wire.py), pure: which turn needs a call,
+what each tool fault does to it, and how calls are framed."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from typing import Any
 import jsonschema
 import pytest
 
-from simulator import catalog_wire, wire
-from simulator import tools as sim_tools
-from simulator.faults import FAULT_KINDS, Fault
-from simulator.fleet_file import load_fleet
-from simulator.plan import has_tools, plan_reply
+from provider_canary.simulator import catalog_wire, wire
+from provider_canary.simulator import tools as sim_tools
+from provider_canary.simulator.faults import FAULT_KINDS, Fault
+from provider_canary.simulator.fleet_file import load_fleet
+from provider_canary.simulator.plan import has_tools, plan_reply
 from tasks.config import CanaryConfig
 from tasks.core.probe_request import build_request
 from tasks.core.tool_prompts import tool_schemas
 from tasks.core.types import Contract
 
 pytestmark = pytest.mark.unit
-FLEET = load_fleet("simulator/fleets/tools.toml")
+FLEET = load_fleet("provider_canary/simulator/fleets/tools.toml")
 MODEL = FLEET.models[0]
 
 

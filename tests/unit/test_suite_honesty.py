@@ -19,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 #: The project's own top-level packages (pyproject's setuptools `include`), and the tests' helpers.
-OWN = frozenset({"tasks", "flows", "cli", "simulator", "router", "demo", "tests"})
+OWN = frozenset({"tasks", "flows", "provider_canary", "tests"})
 
 
 def _distribution(requirement: str) -> str:
@@ -79,7 +79,7 @@ def test_no_test_skips_when_the_projects_code_or_a_required_dependency_does_not_
 
 @pytest.mark.parametrize(("source", "refused"), [
     ('store = pytest.importorskip("tasks.store")', True),
-    ('sim = pytest.importorskip("simulator.server")', True),
+    ('sim = pytest.importorskip("provider_canary.simulator.server")', True),
     ('duckdb = pytest.importorskip("duckdb")', True),  # a dependency
     ('from pytest import importorskip\nlingua = importorskip("lingua")', True),  # lingua-language-detector
     ('openai = pytest.importorskip("openai")', True),  # the dev extra

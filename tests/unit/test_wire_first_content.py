@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from router import stream as gate_fsm
-from router.stream import Commit, Gate
+from provider_canary.router import stream as gate_fsm
+from provider_canary.router.stream import Commit, Gate
 from tasks.core.wire.sse import SSEParser
 from tasks.probe.recorder import AttemptRecorder
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import router.answer as answer
+import provider_canary.router.answer as answer
 from tasks.core.live_records import LiveQuality
 from tasks.core.types import Endpoint, Reason
 from tasks.core.wire.sse import SSEParser

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from router.tiers import failover_reason
-from router.upstream import _request_failure
+from provider_canary.router.tiers import failover_reason
+from provider_canary.router.upstream import _request_failure
 from tasks.alerts.slack_client import _retry_after
 from tasks.core.classify import exchange_judgement
 from tasks.core.http_rules import is_redirect_status, is_try_again_status, parse_retry_after
@@ -75,7 +75,8 @@ def _http_attempt(code: int) -> Attempt:
 # --- Retry-After --------------------------------------------------------------------------------------------
 
 #: value -> seconds. Before the one parser, three read the header: the probe's (tasks/probe/attempt.py), the router's
-#: (router/tiers.py) and Slack's (tasks/alerts/slack_client.py, delta-seconds only). The comment says where one
+#: (provider_canary/router/tiers.py) and Slack's (tasks/alerts/slack_client.py, delta-seconds only). The comment says
+#: where one
 #: differed.
 RETRY_AFTER_GOLDEN: list[tuple[str | None, float | None, str]] = [
     ("7", 7.0, ""),

@@ -3,7 +3,7 @@
 The round reads these records from the registry (tasks/core/contracts/__init__.py) and nothing else: which
 endpoints a contract applies to (tasks/core/plan.py), the request it sends (tasks/core/probe_request.py), its
 attempts and confirmations (tasks/round/probe_task.py), its judges (tasks/core/judge.py), whether its failure asks
-for a confirmation round (tasks/core/confirm.py) and its column in the demo's table (demo/run.py).
+for a confirmation round (tasks/core/confirm.py) and its column in the demo's table (provider_canary/demo/run.py).
 
     SPEC = ContractSpec(
         name="ttft",                        # the `contract` column in DuckDB, Slack, JSON

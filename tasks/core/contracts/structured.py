@@ -51,7 +51,7 @@ def _one_line(s: str) -> str:
 
 
 #: Compiled validators kept (least recently used dropped first): the probe's few constant schemas, and the
-#: schemas of the router's live traffic (router/answer.py interns each distinct schema to one object).
+#: schemas of the router's live traffic (provider_canary/router/answer.py interns each distinct schema to one object).
 MAX_VALIDATORS = 256
 _VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
 #: `$ref`s resolve inside the schema (and jsonschema adds the metaschemas) only: never fetched from a URL or a

@@ -1,7 +1,7 @@
 """`canary status` as text: what traffic avoids first, then the mode, the spend, the rounds and the endpoints.
 
-Pure: it renders the report `canary status --json` prints (cli/admin_read.py builds it), so the text never says
-what the JSON does not. Order (issue 30: observe mode read like enforcement):
+Pure: it renders the report `canary status --json` prints (provider_canary/cli/admin_read.py builds it), so the text
+never says what the JSON does not. Order (issue 30: observe mode read like enforcement):
 
     mode: observe: ... (`canary mode enforce` to ...)        the header, with the command that changes it
     excluded now (what traffic avoids ...):                   per model, each tag and the layer that excludes it

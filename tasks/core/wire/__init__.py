@@ -8,7 +8,7 @@
     tools.py    `delta.tool_calls` fragments and their assembly by index; the capped text the fold keeps.
     fold.py     chunks -> what they add up to (`ChunkFold`): text, reasoning, tool calls, finish reasons, usage,
                 provider, each chunk's error; the probe's record (tasks/probe/recorder.py) and the router's judged
-                answer (router/answer.py) are both this fold plus their own rules about faults and time.
+                answer (provider_canary/router/answer.py) are both this fold plus their own rules about faults and time.
     provider_keys.py  the keys OpenRouter accepts in a request's `provider` object (the probe, the simulator, the
                 router).
 

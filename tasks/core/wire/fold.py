@@ -1,8 +1,8 @@
 """From the wire to a record: what a stream's chunks (or a whole non-streamed body) add up to (pure, no clock).
 
-One fold for the probe (tasks/probe/recorder.py `AttemptRecorder`) and the router's judge (router/answer.py
-`AnswerReader`): each keeps its own rules about faults and time around it. `ChunkFold.add(chunk)` reads a chunk
-once (tasks/core/wire/chunks.py, tools.py) and folds:
+One fold for the probe (tasks/probe/recorder.py `AttemptRecorder`) and the router's judge
+(provider_canary/router/answer.py `AnswerReader`): each keeps its own rules about faults and time around it.
+`ChunkFold.add(chunk)` reads a chunk once (tasks/core/wire/chunks.py, tools.py) and folds:
 
 * the chunk count, and the first `provider` named;
 * content and reasoning text, each capped at `cap_bytes` of UTF-8 and cut on a character boundary;

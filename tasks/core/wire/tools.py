@@ -1,9 +1,10 @@
 """Tool calls on the wire, sans I/O: the fragments one chunk carries (docs/openrouter-api.md 3c).
 
 The companion of tasks/core/wire/sse.py for ``delta.tool_calls``. `ToolCallAssembler` folds the fragments by index into
-`tasks.core.types.ToolCall` records (the probe's tasks/probe/recorder.py and the router's router/answer.py both use it):
-the first non-empty ``id`` and ``name`` of an index win, its ``arguments`` fragments are concatenated in arrival
-order, capped like the text (`CappedText`; a cut sets ``truncated``).
+`tasks.core.types.ToolCall` records (the probe's tasks/probe/recorder.py and the router's
+provider_canary/router/answer.py both use it): the first non-empty ``id`` and ``name`` of an index win, its
+``arguments`` fragments are concatenated in arrival order, capped like the text (`CappedText`; a cut sets
+``truncated``).
 """
 
 from __future__ import annotations
