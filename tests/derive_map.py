@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAP = ROOT / "tests" / "MAP.md"
-PACKAGES = ("tasks", "flows", "router", "cli", "simulator", "demo")
+PACKAGES = ("tasks", "flows", "provider_canary")
 VIA_AT_MOST = 4
 HEADER = """# Where each module's tests are
 

@@ -28,7 +28,7 @@ from provider_canary.router.routes import Routes, Tier
 from tasks.core.plan import model_slug
 from tasks.errors import RoutesError
 
-log = logging.getLogger("provider_canary.router.ignore")
+log = logging.getLogger("router.ignore")
 
 _Stamp = tuple[int, int, int]
 

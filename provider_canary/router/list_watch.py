@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from provider_canary.router.ignore import ListStatus, missing_error
 
-log = logging.getLogger("provider_canary.router.ignore")
+log = logging.getLogger("router.ignore")
 
 
 def missing_now(statuses: Sequence[ListStatus]) -> set[tuple[str, int]]:

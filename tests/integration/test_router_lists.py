@@ -62,8 +62,7 @@ def test_started_from_another_directory_the_router_obeys_the_list_beside_its_rou
     t1 = re.escape(str(home / "published" / "t1.json"))
     assert re.search(rf"route model:chat tier 1 reads the canary's ignore list {t1}: 1 entries, written \d+ s ago",
                      text)
-    assert re.search(r"WARNING provider_canary.router.ignore route model:chat tier 2: "
-                     r"waiting for the canary's first round: its "
+    assert re.search(r"WARNING router.ignore route model:chat tier 2: waiting for the canary's first round: its "
                      r"ignore list .*t2\.json does not exist yet", text)  # a fresh install: an ERROR an interval later
     assert "HTTP Request:" not in text and "savings " not in text  # nothing at INFO per request (issue 44)
     assert [e.reason for e in read_route_events(home / "events.jsonl")] == ["pinned_providers_excluded"]
