@@ -8,7 +8,7 @@ entry is carried over, with the new paths and digests and its old figures, only 
 2. from REV to the working tree, its source and each covering test file are the same program once the move is
    applied: the same syntax tree after every module REV names that git sees renamed (`git diff -M REV`) is
    spelled by its new dotted name or path, in imports, attribute chains and strings, with runs of imports sorted
-   (a formatter reorders them) and formatting ignored;
+   (a formatter reorders them), docstrings' line breaks (rewrapped around longer names) and formatting ignored;
 3. its equivalents entries are unchanged (the move rewrites their paths only).
 
 Anything else (a test that gained or lost a line, a name bound differently) leaves the module stale: run it.
@@ -44,7 +44,8 @@ class Move:
         self.paths: dict[str, str] = dict(renamed)
         names = {dotted(a): dotted(b) for a, b in renamed.items()}
         self.names = {a: b for a, b in names.items() if a and b and a != b}
-        words = sorted([*self.names, *self.paths], key=len, reverse=True)
+        # in text, a bare package name is a word like any other ("[router]"): only dotted names and paths
+        words = sorted([*(n for n in self.names if "." in n), *self.paths], key=len, reverse=True)
         self._in_text = re.compile("|".join(rf"(?<![\w./]){re.escape(w)}(?![\w/])" for w in words)) if words \
             else None
 
@@ -104,6 +105,11 @@ class _Spell(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]  # a docstring rewrapped by the longer names is the same docstring
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                first.value = ast.Constant(" ".join(first.value.value.split()))
         for field in ("body", "orelse", "finalbody"):
             stmts = getattr(node, field, None)
             if isinstance(stmts, list):
