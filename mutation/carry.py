@@ -8,7 +8,7 @@ entry is carried over, with the new paths and digests and its old figures, only 
 2. from REV to the working tree, its source and each covering test file are the same program once the move is
    applied: the same syntax tree after every module REV names that git sees renamed (`git diff -M REV`) is
    spelled by its new dotted name or path, in imports, attribute chains and strings, with runs of imports sorted
-   (a formatter reorders them) and formatting ignored;
+   (a formatter reorders them), docstrings' line breaks (rewrapped around longer names) and formatting ignored;
 3. its equivalents entries are unchanged (the move rewrites their paths only).
 
 Anything else (a test that gained or lost a line, a name bound differently) leaves the module stale: run it.
@@ -44,7 +44,8 @@ class Move:
         self.paths: dict[str, str] = dict(renamed)
         names = {dotted(a): dotted(b) for a, b in renamed.items()}
         self.names = {a: b for a, b in names.items() if a and b and a != b}
-        words = sorted([*self.names, *self.paths], key=len, reverse=True)
+        # in text, a bare package name is a word like any other ("[router]"): only dotted names and paths
+        words = sorted([*(n for n in self.names if "." in n), *self.paths], key=len, reverse=True)
         self._in_text = re.compile("|".join(rf"(?<![\w./]){re.escape(w)}(?![\w/])" for w in words)) if words \
             else None
 
@@ -79,8 +80,12 @@ class _Spell(ast.NodeTransformer):
     """Every import as one marker per bound name with its target's full (moved) dotted name; dotted attribute
     chains and strings spelled after the move; runs of imports sorted."""
 
-    def __init__(self, move: Move) -> None:
+    def __init__(self, move: Move, tree: ast.AST) -> None:
         self.move = move
+        # the names `import a.b` binds (`a`): only a chain starting with one of them spells a module; `router.x`
+        # on a local variable named `router` is left alone
+        self.module_heads = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                             for a in n.names if a.asname is None}
 
     def _marker(self, target: str, bound: str) -> ast.stmt:
         return ast.Expr(ast.Constant(f"import {self.move.name(target)} as {bound}"))
@@ -96,7 +101,8 @@ class _Spell(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         chain = _chain(node)
         if chain is not None:  # the same spelling on both sides, moved or not
-            return ast.Name(id=self.move.name(chain), ctx=node.ctx)
+            moved = self.move.name(chain) if chain.split(".")[0] in self.module_heads else chain
+            return ast.Name(id=moved, ctx=node.ctx)
         return self.generic_visit(node)  # type: ignore[return-value]
 
     def visit_Constant(self, node: ast.Constant) -> ast.Constant:
@@ -104,6 +110,11 @@ class _Spell(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]  # a docstring rewrapped by the longer names is the same docstring
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                first.value = ast.Constant(" ".join(first.value.value.split()))
         for field in ("body", "orelse", "finalbody"):
             stmts = getattr(node, field, None)
             if isinstance(stmts, list):
@@ -132,7 +143,8 @@ def _imports_sorted(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 def program(source: str, move: Move = NO_MOVE) -> str:
     """`source`'s syntax tree as text, spelled after `move` (module docstring, rule 2)."""
-    return ast.dump(_Spell(move).visit(ast.parse(source)), annotate_fields=False, include_attributes=False)
+    tree = ast.parse(source)
+    return ast.dump(_Spell(move, tree).visit(tree), annotate_fields=False, include_attributes=False)
 
 
 def same_program(before: str, after: str, move: Move) -> bool:

@@ -58,6 +58,11 @@ def test_a_name_takes_its_longest_moved_prefix() -> None:
     assert MOVE.name("tasks.probes") == "tasks.probes"
     assert MOVE.text("see tasks/probe.py and tasks.probe_worker, not tasks.probes") == \
         "see tasks/probe/attempt.py and tasks.probe.worker, not tasks.probes"
+    package = Move({"router/__init__.py": "provider_canary/router/__init__.py",
+                    "router/a.py": "provider_canary/router/a.py"})
+    assert package.name("router.a.f") == "provider_canary.router.a.f"
+    assert package.text("[router] in router/a.py, router.a") == \
+        "[router] in provider_canary/router/a.py, provider_canary.router.a"
 
 
 def test_imports_rewritten_reordered_and_rewrapped_are_the_same_program() -> None:
@@ -74,6 +79,24 @@ def test_imports_rewritten_reordered_and_rewrapped_are_the_same_program() -> Non
 def test_anything_beyond_the_move_is_a_different_program(change: tuple[str, str]) -> None:
     assert change[0] in AFTER
     assert not same_program(BEFORE, AFTER.replace(*change), MOVE)
+
+
+def test_a_docstring_rewrapped_around_the_longer_names_is_the_same_but_a_string_in_code_is_not() -> None:
+    before = 'def f():\n    """Reads tasks/probe.py and the\n    rest."""\n    return "a b"\n'
+    after = 'def f():\n    """Reads tasks/probe/attempt.py\n    and the rest."""\n    return "a b"\n'
+    assert same_program(before, after, MOVE)
+    assert not same_program(before, after.replace('"a b"', '"a  b"'), MOVE)
+
+
+def test_a_local_variable_named_like_a_moved_package_is_not_a_module() -> None:
+    package = Move({"router/__init__.py": "provider_canary/router/__init__.py",
+                    "router/a.py": "provider_canary/router/a.py"})
+    before = "from router import a\nrouter = a.Reader()\nx = router.count\n"
+    after = "from provider_canary.router import a\nrouter = a.Reader()\nx = router.count\n"
+    assert same_program(before, after, package)  # `router.count` is the local variable's, not a module's
+    assert not same_program(before, after.replace("x = router.count", "x = provider_canary.router.count"), package)
+    chained = "import router.a\nx = router.a.f\n", "import provider_canary.router.a\nx = provider_canary.router.a.f\n"
+    assert same_program(*chained, package)  # a chain from an imported package is the module's
 
 
 def test_a_file_that_does_not_parse_is_never_the_same() -> None:
