@@ -38,8 +38,7 @@ A finish chunk means the answer is whole: whatever the connection does afterward
 never terminated, silence past the idle budget, the usage chunk cut halfway), the client's stream ends cleanly
 with the `[DONE]` the upstream did not send, and the attempt counts `ok`.
 
-Events are cut and read as the probe reads them (tasks/core/wire/sse.py); their `Kind`:
-provider_canary/router/stream_events.py.
+Events are cut and read as the probe reads them (tasks/core/wire/sse.py); their `Kind`: stream_events.py.
 """
 
 from __future__ import annotations
@@ -271,8 +270,7 @@ def feed(gate: Gate, data: bytes) -> tuple[Gate, list[Action]]:
 
 def error_chunk(gate: Gate, reason: FailoverReason, now_s: int) -> bytes:
     """OpenRouter's mid-stream error chunk (docs/openrouter-api.md 3e) as one SSE event, its `error` in OpenAI's
-    shape (provider_canary/router/records.py `error_body`: string `code`, `type`, `param`; the numeric code under
-    `metadata`)."""
+    shape (records.py `error_body`: string `code`, `type`, `param`; the numeric code under `metadata`)."""
     timeout = reason.cause is Cause.IDLE_TIMEOUT_AFTER_COMMIT
     status, code, error_type = (504, "upstream_timeout", "timeout") if timeout else \
         (502, "upstream_stream_failed", "provider_unavailable")
