@@ -221,7 +221,9 @@ def running_router(sim: Any, tmp: str, judge: bool, name: str, tree: Path = ROOT
         f'[[route]]\nmodel = "chat"\n[[route.tier]]\nbase_url = "{sim.base_url}"\nmodel = "{MODEL}"\n'
         'api_key_env = "SIM_KEY"\n' + extra
     )
-    code = "import typer; from provider_canary.cli.router_cmd import router_command; typer.run(router_command)"
+    # a baseline tree from before the one import package has its CLI at the top level
+    cli = "provider_canary.cli" if (tree / "provider_canary" / "cli").is_dir() else "cli"
+    code = f"import typer; from {cli}.router_cmd import router_command; typer.run(router_command)"
     python = sys.executable if tree == ROOT else str(tree / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
         [python, "-c", code, "--routes", str(routes), "--port", str(port), "--log-level", "error"],
