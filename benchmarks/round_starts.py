@@ -33,16 +33,25 @@ def admissions(order: Sequence[str], ends: Mapping[str, float], start: float, in
     return out
 
 
+def covering(spans: Sequence[tuple[float, float]], start: float, end: float, step_s: float) -> list[int]:
+    """How many `spans` ([s, e)) cover each moment from `start` to `end`, sampled every `step_s` (one sweep)."""
+    edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    counts, now, i, t = [], 0, 0, start
+    while t < end:
+        while i < len(edges) and edges[i][0] <= t:
+            now += edges[i][1]
+            i += 1
+        counts.append(now)
+        t += step_s
+    return counts
+
+
 def overlap(spans: Sequence[tuple[float, float]], step_s: float = 0.25) -> tuple[float, int]:
     """Mean and max number of `spans` covering a moment, sampled every `step_s` from the first start to the last
     end."""
     if not spans:
         return 0.0, 0
-    t, end = min(s for s, _ in spans), max(e for _, e in spans)
-    counts = []
-    while t < end:
-        counts.append(sum(1 for s, e in spans if s <= t < e))
-        t += step_s
+    counts = covering(spans, min(s for s, _ in spans), max(e for _, e in spans), step_s)
     return (sum(counts) / len(counts) if counts else 0.0), max(counts, default=0)
 
 
@@ -120,15 +129,7 @@ def budget_figures(db: str, concurrency: int, since_epoch: float | None = None,
     spans = [(s, s + counted_s(d, t)) for s, d, t in rows]
     counted = sum(e - s for s, e in spans)
     first, last = min(s for s, _ in spans), max(s + d for s, d, _ in rows)
-    samples = []
-    edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    now, i, t = 0, 0, first
-    while t < last:
-        while i < len(edges) and edges[i][0] <= t:
-            now += edges[i][1]
-            i += 1
-        samples.append(now)
-        t += step_s
+    samples = covering(spans, first, last, step_s)
     mean = sum(samples) / len(samples) if samples else 0.0
     return {"probe_floor_s": counted / concurrency, "counted_call_s": counted,
             "concurrency_used_mean": mean, "concurrency_used_share": mean / concurrency,
