@@ -54,6 +54,7 @@ from provider_canary.router.list_watch import watch_missing
 from provider_canary.router.route_events import flush_all
 from provider_canary.router.shell import RouterShell
 from provider_canary.router.wire import EXCEPTION_HANDLERS, cors_middleware, error_response, model_retrieve, models_list
+from tasks.probe.fair_pool import FairTransport
 
 log = logging.getLogger("router")
 
@@ -79,7 +80,8 @@ def create_app(shell: RouterShell) -> Starlette:
         )
         limits = httpx.Limits(max_connections=settings.max_connections,
                               max_keepalive_connections=min(64, settings.max_connections))
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+        # the fair pool: kept-alive connections each given to one request (tasks/probe/fair_pool.py)
+        async with httpx.AsyncClient(timeout=timeout, transport=FairTransport(limits), trust_env=False) as client:
             shell.client = client
             flusher = asyncio.create_task(_flush_loop(shell))
             judging = asyncio.create_task(shell.judging.run())

@@ -23,6 +23,7 @@ from provider_canary.router.reasons import Cause, FailoverReason
 from provider_canary.router.stream import Abort, Commit, FailOver, Frame, Gate, Send
 from provider_canary.router.tiers import failover_reason
 from tasks.core.types import Attempt, ErrorClass
+from tasks.probe.drain import drain
 from tasks.probe.http_errors import classify_exception
 
 #: Bytes of an upstream error body read before passing it on or failing over.
@@ -301,6 +302,8 @@ async def relay(
                     on_abort(action.reason)
                     yield action.data
         completed = True
+        if gate.done:  # the chunked body's end read: httpcore keeps the connection for the next request
+            await drain(committed.chunks)
     finally:
         await committed.response.aclose()
         answer = reader.attempt() if reader is not None and completed and aborted is None else None

@@ -33,7 +33,6 @@ it before the first chunk is caught by the parser (`not_sse`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import math
@@ -41,7 +40,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +50,7 @@ from tasks.config import CanaryConfig
 from tasks.core.probe_request import build_request, prompt_language
 from tasks.core.types import Attempt, Endpoint, ErrorClass
 from tasks.probe.body import ERROR_BODY_CAP_BYTES, SNIFF_CAP_BYTES, BodyReader
+from tasks.probe.drain import drain
 from tasks.probe.http_errors import classify_exception
 from tasks.probe.recorder import AttemptRecorder
 from tasks.probe.sockets import arrival_of, sent_of
@@ -61,10 +61,6 @@ __all__ = ["ERROR_BODY_CAP_BYTES", "SNIFF_CAP_BYTES", "probe_once", "probe_once_
 #: Attribution headers (openrouter-api.md 7). With a non-public referer OpenRouter needs the title too.
 ATTRIBUTION_REFERER = "https://github.com/provider-canary"
 ATTRIBUTION_TITLE = "provider-canary"
-#: After [DONE], what the body may still hold (a chunked body's last chunk) is read for at most this long and this
-#: many bytes, so the connection goes back to the pool (`_drain`); a body that goes on is cut, its connection closed.
-DRAIN_S = 0.1
-DRAIN_CAP_BYTES = 16 * 1024
 
 class _Deadlines:
     """One thread per process that fires watchdogs at their deadlines (monotonic seconds).
@@ -293,23 +289,9 @@ async def probe_once_async(
             end = clock.monotonic()
             reader.end(end, budget_cut=budget_cut)
             if rec.done and not budget_cut:
-                await _drain(chunks)
+                await drain(chunks)  # the connection back to the pool (tasks/probe/drain.py)
     except Exception as exc:
         _failed(rec, exc, req.budget, budget_cut)
         end = None
     return rec.to_attempt(round_id=round_id, endpoint=endpoint, contract=contract, attempt_no=attempt_no,
                           started_at=started_at, language=req.language, end=end or clock.monotonic())
-
-
-async def _drain(chunks: AsyncIterator[bytes]) -> None:
-    """Read the rest of a body whose [DONE] was read (normally only the chunked body's last chunk, in the block
-    that held [DONE]), so that httpcore returns the connection to the pool instead of closing it: without it every
-    probe opened a new connection (a TLS handshake each against OpenRouter). At most `DRAIN_S` and
-    `DRAIN_CAP_BYTES`: a body that goes on after [DONE] is cut as before. The attempt is already recorded."""
-    left = DRAIN_CAP_BYTES
-    with contextlib.suppress(TimeoutError, httpx.HTTPError):
-        async with asyncio.timeout(DRAIN_S):
-            async for data in chunks:
-                left -= len(data)
-                if left < 0:
-                    return

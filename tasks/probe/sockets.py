@@ -33,6 +33,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from tasks.probe.fair_pool import FairTransport
+
 #: Bytes queued in one connection before its socket is paused (resumed once the reader drained half of it).
 PAUSE_BYTES = 1024 * 1024
 
@@ -205,16 +207,12 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
-class StampedTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport (its request and error mapping) over a pool of `StampedStream`s."""
+class StampedTransport(FairTransport):
+    """httpx's transport (its request and error mapping) over a fair pool (tasks/probe/fair_pool.py) of
+    `StampedStream`s."""
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
-        super().__init__(verify=ssl_context, limits=limits)
-        # httpx builds its pool on httpcore's default backend and takes no other: the same pool, ours
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
-            network_backend=StampingBackend())
+        super().__init__(limits, ssl_context, network_backend=StampingBackend())
 
 
 def new_async_client(ssl_context: ssl.SSLContext | None = None, streams: int = 8) -> httpx.AsyncClient:

@@ -1,14 +1,11 @@
-"""A probe gives its connection back (tasks/probe/attempt.py `_drain`): after [DONE] the rest of the chunked body is
-read, so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
+"""A probe gives its connection back (tasks/probe/drain.py `drain`): after [DONE] the rest of the chunked body is read,
+so the next probe on the worker's client reuses the connection instead of opening one (against OpenRouter: a TLS
 handshake per probe). A body that goes on after [DONE] is cut after `DRAIN_S` as before, and the attempt's times
 are the reply's, not the drain's."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -16,74 +13,22 @@ import pytest
 
 from tasks.config import CanaryConfig
 from tasks.core.types import Attempt, Contract, Endpoint
-from tasks.probe.attempt import DRAIN_S, probe_once_async
+from tasks.probe.attempt import probe_once_async
+from tasks.probe.drain import DRAIN_S
 from tasks.probe.sockets import new_async_client
 from tasks.runtime.clock import SystemClock
-from tests.support.http_read import read_request
+from tests.support.keepalive_server import STAY_OPEN_S, KeepAliveServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
-ENDPOINT = Endpoint(model="acme/tiny-1", tag="fake", provider_name="Fake")
+ENDPOINT = Endpoint(model="acme/tiny-1", tag="fake", provider_name="Fake")  # the model KeepAliveServer names
 CFG = CanaryConfig(connect_timeout_s=2.0, read_timeout_s=5.0, probe_budget_s=10.0)
-STAY_OPEN_S = 3.0
-
-
-def _chunk(payload: bytes) -> bytes:
-    return f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
-
-
-def _event(delta: dict[str, object], finish: str | None = None) -> bytes:
-    chunk = {"id": "gen-1", "provider": "Fake", "model": ENDPOINT.model, "object": "chat.completion.chunk",
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
-
-
-REPLY_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-REPLY_BODY = _chunk(_event({"role": "assistant", "content": "Hello there"}) + _event({}, "stop") + b"data: [DONE]\n\n")
-
-
-class KeepAliveServer:
-    """Loopback HTTP/1.1 with keep-alive: every request on a connection gets the reply; `stay_open`: the chunked
-    body's last chunk comes `STAY_OPEN_S` after [DONE]. Counts the connections it accepted."""
-
-    def __init__(self, stay_open: bool) -> None:
-        self.stay_open, self.connections = stay_open, 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/api/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            data = b""
-            while True:
-                request = read_request(conn, data)
-                if request is None:
-                    return
-                data = request[2]
-                try:
-                    conn.sendall(REPLY_HEAD + REPLY_BODY)
-                    if self.stay_open:
-                        time.sleep(STAY_OPEN_S)
-                    conn.sendall(b"0\r\n\r\n")
-                except OSError:
-                    return
-
-
 @pytest.fixture
 def servers() -> Iterator[dict[bool, KeepAliveServer]]:
     made = {stay: KeepAliveServer(stay) for stay in (False, True)}
     yield made
     for s in made.values():
-        s.listener.close()
+        s.close()
 
 
 def probes(url: str, n: int) -> list[tuple[Attempt, float]]:

@@ -1,0 +1,92 @@
+"""httpcore's connection pool with a fair assignment pass: one request per kept-alive HTTP/1.1 connection.
+
+httpcore 1.0.9 (`AsyncConnectionPool._assign_requests_to_connections`) gives a connection to each queued request
+in one pass, but an idle HTTP/1.1 connection stays "available" until the request it was given starts on it. So
+every request queued in that pass gets the same idle connection; one wins, the others raise
+`ConnectionNotAvailable` inside the pool, are queued again, and again all get the first idle connection
+(encode/httpcore#822). A pool that keeps connections (the router and the probe read a stream's body to its end:
+tasks/probe/drain.py) always has idle ones, so under a burst a request waits for one round of this herd per request
+ahead of it, each round a turn of a loaded event loop: at 50 judged streams/s on 2 cores under load, 70-90 of 600
+requests waited out the router's 5 s connect budget for a connection with idle ones in the pool (503
+`router_overloaded`). The same pass also counts every connection, not the idle ones, against
+`max_keepalive_connections`, and may close an idle connection it has just given to a request (encode/httpcore#1110).
+
+`FairPool` keeps httpcore's rules otherwise and changes only that pass: a connection given to a request that has
+not ended is spoken for (neither given again nor closed as surplus), surplus is counted over the idle connections
+that are not spoken for, and the candidates are listed once per pass. HTTP/1.1 only: HTTP/2 multiplexes requests
+on one connection, so with `http2` the pool is httpcore's own.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import httpcore
+import httpx
+from httpcore._async.interfaces import AsyncConnectionInterface
+
+__all__ = ["FairPool", "FairTransport"]
+
+
+class FairPool(httpcore.AsyncConnectionPool):
+    """httpcore.AsyncConnectionPool whose assignment gives a kept HTTP/1.1 connection to one request (module
+    docstring)."""
+
+    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
+        if self._http2:
+            return super()._assign_requests_to_connections()
+        spoken_for = {id(r.connection) for r in self._requests if r.connection is not None}
+
+        def spare(connection: AsyncConnectionInterface) -> bool:
+            return connection.is_idle() and id(connection) not in spoken_for
+
+        closing: list[AsyncConnectionInterface] = []
+        surplus = sum(1 for c in self._connections if spare(c)) - self._max_keepalive_connections
+        for connection in list(self._connections):
+            if connection.is_closed():
+                self._connections.remove(connection)
+            elif connection.has_expired():
+                self._connections.remove(connection)
+                closing.append(connection)
+            elif surplus > 0 and spare(connection):
+                self._connections.remove(connection)
+                closing.append(connection)
+                surplus -= 1
+
+        available = [c for c in self._connections if c.is_available() and id(c) not in spoken_for]
+        for pool_request in [r for r in self._requests if r.is_queued()]:
+            origin = pool_request.request.url.origin
+            reusable = next((c for c in available if c.can_handle_request(origin)), None)
+            if reusable is not None:
+                available.remove(reusable)
+                connection = reusable
+            elif len(self._connections) < self._max_connections:
+                connection = self.create_connection(origin)
+                self._connections.append(connection)
+            else:
+                idle = next((c for c in self._connections if spare(c)), None)
+                if idle is None:
+                    continue  # stays queued until a connection frees
+                self._connections.remove(idle)
+                closing.append(idle)
+                if idle in available:
+                    available.remove(idle)
+                connection = self.create_connection(origin)
+                self._connections.append(connection)
+            pool_request.assign_to_connection(connection)
+            spoken_for.add(id(connection))
+        return closing
+
+
+class FairTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport (its request and error mapping) over a `FairPool`; `network_backend` as httpcore takes it."""
+
+    def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext | None = None,
+                 network_backend: httpcore.AsyncNetworkBackend | None = None) -> None:
+        ctx = ssl_context or httpx.create_ssl_context()
+        super().__init__(verify=ctx, limits=limits)
+        # httpx builds its pool itself and takes no other: the same pool, with the fair pass
+        self._pool = FairPool(
+            ssl_context=ctx, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=network_backend)
