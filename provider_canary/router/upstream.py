@@ -9,11 +9,11 @@ failures are returned as `TierFailure` data.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 
 import provider_canary.router.reasons as reasons
@@ -133,7 +133,7 @@ async def try_once(
     request = client.build_request("POST", url, content=body, headers=dict(headers))
     pool = PoolWatch(request)
     try:
-        async with asyncio.timeout(timeout_s):
+        with anyio.fail_after(timeout_s):
             response = await client.send(request)
     except TimeoutError:
         elapsed = (monotonic() - started) * 1000
@@ -192,7 +192,7 @@ async def try_stream(
     request = client.build_request("POST", url, content=body, headers=dict(headers), timeout=timeout)
     pool = PoolWatch(request)
     try:
-        async with asyncio.timeout(budget_s):
+        with anyio.fail_after(budget_s):
             response = await client.send(request, stream=True)
     except TimeoutError:
         if not pool.connected:
@@ -204,7 +204,7 @@ async def try_stream(
     try:
         if response.status_code != 200:
             try:
-                async with asyncio.timeout(max(deadline - monotonic(), 0.05)):
+                with anyio.fail_after(max(deadline - monotonic(), 0.05)):
                     error_body = await _read_capped(response)
             except (TimeoutError, httpx.HTTPError):
                 error_body = b""
@@ -216,7 +216,7 @@ async def try_stream(
         gate = Gate(fail_over_empty=fail_over_empty, read_all=read_all)
         while True:
             try:
-                async with asyncio.timeout(deadline - monotonic()):
+                with anyio.fail_after(deadline - monotonic()):
                     data = await chunks.__anext__()
             except TimeoutError:
                 gate, actions = gate_fsm.timed_out(gate)

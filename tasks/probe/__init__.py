@@ -13,4 +13,5 @@
 * discover     discovery: which endpoints serve a model (GET /models/{author}/{slug}/endpoints)
 """
 
-__all__ = ["attempt", "body", "recorder", "sockets", "fair_pool", "drain", "worker", "loop", "call_queue", "http_errors", "discover"]
+__all__ = ["attempt", "body", "recorder", "sockets", "fair_pool", "drain", "worker", "loop", "call_queue",
+           "http_errors", "discover"]

@@ -32,7 +32,6 @@ it before the first chunk is caught by the parser (`not_sse`).
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import math
@@ -44,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 
 from tasks.config import CanaryConfig
@@ -269,7 +269,7 @@ async def probe_once_async(
                                 clock.now())
             chunks = response.aiter_bytes()
             try:
-                async with asyncio.timeout(max(0.0, deadline - clock.monotonic())):
+                with anyio.fail_after(max(0.0, deadline - clock.monotonic())):  # not asyncio's: tasks/probe/drain.py
                     async for data in chunks:
                         stop = reader.feed(data, arrival_of(response) or clock.monotonic())
                         if first_text is not None and rec.ttft_ms is not None:

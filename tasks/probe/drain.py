@@ -5,11 +5,14 @@ httpcore returns a connection to its pool only when the response was read to its
 is closed instead, and the next request opens a new connection: a TCP and TLS handshake each against OpenRouter.
 `drain` reads that rest, for at most `DRAIN_S` and `DRAIN_CAP_BYTES`: a body that goes on after [DONE] is cut.
 
-The bound is anyio's `move_on_after`, the cancel scope httpcore's own timeouts use, not `asyncio.timeout`: with
-`asyncio.timeout`, a bound that ran out while httpcore read the body's end left the request in httpcore's pool for
-ever, holding its connection slot: 8-14 of 200 streams whose end came at the bound (the streams of
+The bound is anyio's `move_on_after`, not `asyncio.timeout`. httpx closes a response when its body ends, inside
+the loop that reads it, and httpcore shields that close from anyio's cancel scopes only: an `asyncio.timeout` that
+runs out during the close stops it half way, and httpcore's pool never takes the request back (its connection slot
+held for ever). Measured: 8-14 of 200 streams whose end came at the bound (the streams of
 tests/integration/test_drain_pool.py), and 19-42 of 600 judged streams through the router under load, until its
-pool ran out (503 `router_overloaded`). With anyio's scope, none.
+pool ran out (503 `router_overloaded`); with anyio's scope, none. The same holds for every bound around a read that
+can reach a body's end: the router's (provider_canary/router/upstream.py) and the probe's
+(tasks/probe/attempt.py) use anyio's `fail_after`.
 """
 
 from __future__ import annotations
