@@ -36,41 +36,48 @@ class FairPool(httpcore.AsyncConnectionPool):
         if self._http2:
             return super()._assign_requests_to_connections()
         spoken_for = {id(r.connection) for r in self._requests if r.connection is not None}
+        closing = self._let_go(spoken_for)
+        return closing + self._hand_out(spoken_for)
 
-        def spare(connection: AsyncConnectionInterface) -> bool:
-            return connection.is_idle() and id(connection) not in spoken_for
+    def _spare(self, connection: AsyncConnectionInterface, spoken_for: set[int]) -> bool:
+        return connection.is_idle() and id(connection) not in spoken_for
 
+    def _let_go(self, spoken_for: set[int]) -> list[AsyncConnectionInterface]:
+        """Drop the closed connections; close the expired ones and the spare idle ones past the keep-alive limit."""
         closing: list[AsyncConnectionInterface] = []
-        surplus = sum(1 for c in self._connections if spare(c)) - self._max_keepalive_connections
+        surplus = sum(1 for c in self._connections if self._spare(c, spoken_for)) - self._max_keepalive_connections
         for connection in list(self._connections):
             if connection.is_closed():
                 self._connections.remove(connection)
             elif connection.has_expired():
                 self._connections.remove(connection)
                 closing.append(connection)
-            elif surplus > 0 and spare(connection):
+            elif surplus > 0 and self._spare(connection, spoken_for):
                 self._connections.remove(connection)
                 closing.append(connection)
                 surplus -= 1
+        return closing
 
+    def _hand_out(self, spoken_for: set[int]) -> list[AsyncConnectionInterface]:
+        """Give each queued request a connection of its own: an available one not spoken for, else a new one, else
+        (the pool full) a new one in place of a spare idle one; none free: it stays queued. Returns those closed."""
+        closing: list[AsyncConnectionInterface] = []
         available = [c for c in self._connections if c.is_available() and id(c) not in spoken_for]
         for pool_request in [r for r in self._requests if r.is_queued()]:
             origin = pool_request.request.url.origin
-            reusable = next((c for c in available if c.can_handle_request(origin)), None)
-            if reusable is not None:
-                available.remove(reusable)
-                connection = reusable
-            elif len(self._connections) < self._max_connections:
-                connection = self.create_connection(origin)
-                self._connections.append(connection)
+            connection = next((c for c in available if c.can_handle_request(origin)), None)
+            if connection is not None:
+                available.remove(connection)
             else:
-                idle = next((c for c in self._connections if spare(c)), None)
-                if idle is None:
+                full = len(self._connections) >= self._max_connections
+                idle = next((c for c in self._connections if self._spare(c, spoken_for)), None) if full else None
+                if full and idle is None:
                     continue  # stays queued until a connection frees
-                self._connections.remove(idle)
-                closing.append(idle)
-                if idle in available:
-                    available.remove(idle)
+                if idle is not None:  # the pool is full: a new connection in its place
+                    self._connections.remove(idle)
+                    closing.append(idle)
+                    if idle in available:
+                        available.remove(idle)
                 connection = self.create_connection(origin)
                 self._connections.append(connection)
             pool_request.assign_to_connection(connection)
