@@ -17,18 +17,18 @@ from tasks.probe.attempt import probe_once_async
 from tasks.probe.drain import DRAIN_S
 from tasks.probe.sockets import new_async_client
 from tasks.runtime.clock import SystemClock
-from tests.support.keepalive_server import STAY_OPEN_S, KeepAliveServer
+from tests.support.keepalive_server import STAY_OPEN_S, KeepAliveServer, servers_both_ways
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 ENDPOINT = Endpoint(model="acme/tiny-1", tag="fake", provider_name="Fake")  # the model KeepAliveServer names
 CFG = CanaryConfig(connect_timeout_s=2.0, read_timeout_s=5.0, probe_budget_s=10.0)
+
+
 @pytest.fixture
 def servers() -> Iterator[dict[bool, KeepAliveServer]]:
-    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
-    yield made
-    for s in made.values():
-        s.close()
+    with servers_both_ways() as made:
+        yield made
 
 
 def probes(url: str, n: int) -> list[tuple[Attempt, float]]:

@@ -15,17 +15,15 @@ import pytest
 from provider_canary.router.routes_loading import parse_routes
 from provider_canary.router.server import start_router
 from tasks.probe.drain import DRAIN_S
-from tests.support.keepalive_server import MODEL, STAY_OPEN_S, KeepAliveServer
+from tests.support.keepalive_server import MODEL, STAY_OPEN_S, KeepAliveServer, servers_both_ways
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
 def servers() -> Iterator[dict[bool, KeepAliveServer]]:
-    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
-    yield made
-    for s in made.values():
-        s.close()
+    with servers_both_ways() as made:
+        yield made
 
 
 def streams(tmp_path: Path, url: str, n: int, judge: bool) -> list[tuple[str, float]]:

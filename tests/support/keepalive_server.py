@@ -8,6 +8,8 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tests.support.http_read import read_request
 
@@ -69,3 +71,14 @@ class KeepAliveServer:
 
     def close(self) -> None:
         self.listener.close()
+
+
+@contextmanager
+def servers_both_ways() -> Iterator[dict[bool, KeepAliveServer]]:
+    """Two servers, keyed by `stay_open`: one ends its bodies at [DONE], one goes on `STAY_OPEN_S` after it."""
+    made = {stay: KeepAliveServer(stay) for stay in (False, True)}
+    try:
+        yield made
+    finally:
+        for server in made.values():
+            server.close()
