@@ -101,6 +101,21 @@ def canary_argv(tree: Path = ROOT) -> list[str]:
     return [str(script)]
 
 
+def runs_its_own_code(tree: Path) -> str | None:
+    """Why `tree`'s `canary` would not run `tree`'s code (None when it does): a `.venv` symlinked or copied from
+    another checkout imports that checkout's `tasks` through its editable install, and the comparison would be
+    of one tree with itself."""
+    probe = "import os, tasks; print(os.path.realpath(tasks.__file__))"
+    out = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", probe], cwd="/", capture_output=True,
+                         text=True, timeout=60)
+    where = Path(out.stdout.strip() or "/")
+    if out.returncode != 0 or not where.is_relative_to(tree.resolve()):
+        return (f"{tree}/.venv imports tasks from {where.parent if out.returncode == 0 else '(nothing)'}, not from "
+                f"{tree}: give the tree its own .venv ({tree}/scripts/setup, or `pip install -e {tree} --no-deps` "
+                "in a copy)")
+    return None
+
+
 @contextmanager
 def simulator_process(fleet_file: Path, log: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     """`canary simulator --fleet F` (this tree's) on a free port; yields (process, base_url, api_key)."""
@@ -323,6 +338,9 @@ def main() -> None:
     if args.baseline_tree:
         trees["baseline"] = args.baseline_tree.resolve()
         canary_argv(trees["baseline"])
+    for tree in trees.values():
+        if (why := runs_its_own_code(tree)) is not None:
+            raise SystemExit(f"bench_catalog: {why}")
     args.work = args.keep or Path(tempfile.mkdtemp(prefix="bench-catalog-"))
     args.work.mkdir(parents=True, exist_ok=True)
     results: dict[int, dict[str, dict[str, Any]]] = {}
