@@ -23,6 +23,10 @@ from collections.abc import Hashable
 from typing import Any
 
 
+#: Requests started from the lane of known slow endpoints, at most this many times `concurrency` (experiment).
+LANE_FACTOR = 3
+
+
 class ProbeQueue:
     """Waiting calls by priority, and the lane of calls to endpoints known slow (module docstring)."""
 
@@ -49,7 +53,7 @@ class ProbeQueue:
         streams at once)."""
         if running >= cap:
             return None
-        if self._lane and laned < limit:
+        if self._lane and laned < LANE_FACTOR * limit:
             return self._lane.popleft()[1], True
         if self._heap and counted < limit:
             return heapq.heappop(self._heap)[3], False
