@@ -1,7 +1,8 @@
 """The `canary-cycle` flow: every configured model's round at one schedule tick, concurrently, in one process.
 
     canary-cycle ──> canary-round-<model>-<stamp> (the model's round: a named subflow run in the UI, its steps and
-                     probes plain calls inside it; at most `models_in_flight` at once)
+                     probes plain calls inside it; `models_in_flight` probing at once, a round at its tail
+                     stepping aside for the next: tasks/orchestration/admission.py)
 
 One process holds one language detector (built on first use) and one bounded pool of probe requests
 (`concurrency`, sent by one probe worker process on one event loop: tasks/probe/worker.py) shared by every model in
@@ -193,16 +194,21 @@ def _once_per_cycle(models: list[str], db_path: str, now: datetime, logger: Any,
 
 def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, in_flight: int,
                 confirmation: dict[str, Any], logger: Any) -> list[dict[str, Any]]:
-    """Every model's round, at most `in_flight` at once (a slow model does not hold the others back), each a
-    subflow run of this cycle; a model whose round failed is reported, never allowed to cost the other models
-    theirs. A round the Prefect API refused to start is run again (`ROUND_RETRY_DELAYS_S`)."""
+    """Every model's round, `in_flight` probing at once (a round down to its last probes steps aside for the next:
+    tasks/orchestration/admission.py), each a subflow run of this cycle; a model whose round failed is reported,
+    never allowed to cost the other models theirs. A round the Prefect API refused to start is run again
+    (`ROUND_RETRY_DELAYS_S`)."""
     from flows.round import canary_round, round_run_name
+    from tasks.orchestration.admission import Admission, stepping_aside
     from tasks.prefect_api.subflow_runs import SubflowRuns
     from tasks.probe.http_errors import is_orchestrator_blip
     from tasks.round.steps import with_retries
 
     runs = SubflowRuns(canary_round)  # each round a subflow run of this cycle, started in its own thread
+    progress = _Progress(len(models), logger)
+    admission = Admission(probing=in_flight)  # a round down to its last probes lets the next start
 
+    @progress.counted
     def model_round(model: str) -> dict[str, Any]:
         name = round_run_name(model, round_ts, confirmation.get("confirms"))
         return with_retries(
@@ -210,13 +216,16 @@ def _run_models(models: list[str], config: dict[str, Any], round_ts: datetime, i
                              **config, **confirmation),
             is_orchestrator_blip, ROUND_RETRY_DELAYS_S, f"the round of {model}")
 
-    progress = _Progress(len(models), logger)
+    def admitted_round(model: str) -> dict[str, Any]:
+        with admission.admitted() as slot, stepping_aside(slot):
+            return model_round(model)
+
+    threads = max(1, min(admission.alive_limit, len(models)))
     # one thread sends every round's heartbeat (each round's own would cost it up to 1 s at its end)
-    with ThreadPoolExecutor(max_workers=max(1, min(in_flight, len(models))), thread_name_prefix="round") as pool, \
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="round") as pool, \
             progress.reporting(), runs.heartbeats():
         # each round in a copy of this flow run's context: its flow run is a subflow of the cycle's
-        futures = [(m, pool.submit(contextvars.copy_context().run, progress.counted(model_round), m))
-                   for m in models]
+        futures = [(m, pool.submit(contextvars.copy_context().run, admitted_round, m)) for m in models]
         summaries = [_summary(m, fut) for m, fut in futures]
     return summaries
 

@@ -65,8 +65,10 @@ DEFAULT_TEXT_CAP_BYTES = 16 * 1024
 #: with about one 12 s slow start per model: 80 finishes them in 93 s and 230 s with the TTFT error at p95 22-39 ms,
 #: within the 50 ms bound; 96 in 87-90 s and 216-227 s, but at p95 54-76 ms with 300 models.
 DEFAULT_CONCURRENCY = 80
-#: Models whose rounds run at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
-#: sequential; more models in flight only overlap their probing (a round mostly waits on its slowest endpoint).
+#: Models whose rounds probe at once in a cycle (`canary run`, `canary serve`). Each round's policy stays
+#: sequential; more models in flight only overlap their probing. A round that waits only on its slowest few
+#: endpoints steps aside for the next one and finishes beside it: at most twice this many rounds are alive
+#: (tasks/orchestration/admission.py).
 DEFAULT_MODELS_IN_FLIGHT = 32
 #: Consecutive failing rounds before a suspension. One bad round is not enough.
 DEFAULT_FAIL_ROUNDS = 2

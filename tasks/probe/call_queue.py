@@ -9,9 +9,9 @@ A slow start announces itself only by holding a counted slot for `PARK_AFTER_S` 
 starts slowly does so for every contract: its other calls would each hold a slot as long again, and wait their turn
 in the queue first, so the cycle's tail was its last rounds' slow chains started last (issue 45). So an endpoint
 whose request parked is known slow (`parked`): its waiting calls, and the ones that come later, go to a lane of
-their own that starts at once, parked from their start (not counted until their first text), within the worker's
-cap on requests in flight and at most `concurrency` of them at once. The first text of a call to it within
-`PARK_AFTER_S` makes it an endpoint like the others again (`answered_fast`).
+their own that starts at once, parked from their start (not counted until their first text), within the worker's cap
+on requests in flight and at most `LANE_FACTOR` x `concurrency` of them at once. The first text of a call to it
+within `PARK_AFTER_S` makes it an endpoint like the others again (`answered_fast`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,14 @@ import itertools
 from collections import deque
 from collections.abc import Hashable
 from typing import Any
+
+#: Requests started from the lane of known slow endpoints at once, at most this many times `concurrency` (and within
+#: the worker's cap on requests in flight, `PARKED_FACTOR` x `concurrency`). A laned request waits idle until its
+#: first text, so the lane's cap, not the shared bound, set the pace of a catalog whose every model has a slow
+#: endpoint: at 1 x, 100 models x 6 slow attempts x 12.2 s / 80 = 91.5 s of lane alone, a tool call's second turn
+#: waiting up to 12 s for a place (issue 45). At 3 x their first texts can start up to 3 x `concurrency` streams
+#: together; measured with 100 and 300 models, the TTFT error stayed within its bound (docs/operations.md).
+LANE_FACTOR = 3
 
 
 class ProbeQueue:
@@ -45,11 +53,11 @@ class ProbeQueue:
     def next(self, counted: int, running: int, limit: int, cap: int, laned: int = 0) -> tuple[Any, bool] | None:
         """The call to start now, and whether it starts parked; None when none may (`counted`: requests running
         that count toward `limit`; `running`: every request running, at most `cap`; `laned`: those started from
-        the lane, at most `limit`, so that their first texts, arriving together, never start more than `limit`
-        streams at once)."""
+        the lane, at most `LANE_FACTOR` x `limit`, so that their first texts, arriving together, never start more
+        streams than that at once)."""
         if running >= cap:
             return None
-        if self._lane and laned < limit:
+        if self._lane and laned < LANE_FACTOR * limit:
             return self._lane.popleft()[1], True
         if self._heap and counted < limit:
             return heapq.heappop(self._heap)[3], False

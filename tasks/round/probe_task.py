@@ -19,6 +19,7 @@ in the UI (each endpoint's attempts and failures) is the round's log: one line p
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import logging
@@ -127,22 +128,25 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
     results: list[list[Attempt]] = [[] for _ in probes]
     left = [len(probes)]
     lock, done = threading.Lock(), threading.Event()
+    order = ranks or [(0, i) for i in range(len(probes))]
+    tail = _Tail([endpoint for _, endpoint in order])
 
     def finished(i: int, attempts: list[Attempt]) -> None:
         results[i] = attempts
         if ended is not None:
             ended(i, results)
+        tail.chain_ended(i)
         with lock:
             left[0] -= 1
             if left[0] == 0:
                 done.set()
 
-    order = ranks or [(0, i) for i in range(len(probes))]
     chains = [_Chain(probe, round_id, cfg, footprint, key, _first_of_endpoint_first(order[i], priority),
                      functools.partial(finished, i))
               for i, probe in enumerate(probes)]
     for chain in chains:
         chain.start()
+    tail.all_sent()
     if sent is not None:
         sent()
     done.wait()
@@ -150,6 +154,40 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
     if broken is not None:  # a bug of ours outside an attempt: the round fails with it (after every chain ended)
         raise broken
     return results
+
+
+class _Tail:
+    """Once every chain was sent and the round waits only on its slowest few endpoints, it steps aside for the
+    cycle's next round (tasks/orchestration/admission.py `at_tail`), once; nothing outside a cycle's admission.
+    `owners`: each chain's endpoint."""
+
+    def __init__(self, owners: Sequence[Any]) -> None:
+        from tasks.orchestration.admission import current_step_aside
+
+        self._step_aside = current_step_aside()
+        self._open = collections.Counter(owners)
+        self._endpoints = len(self._open)
+        self._owners = owners
+        self._lock = threading.Lock()
+        self._sent = False
+
+    def chain_ended(self, i: int) -> None:
+        with self._lock:
+            self._open[self._owners[i]] -= 1
+            self._check()
+
+    def all_sent(self) -> None:
+        with self._lock:
+            self._sent = True
+            self._check()
+
+    def _check(self) -> None:
+        from tasks.orchestration.admission import at_tail
+
+        if self._step_aside is None or not self._sent:
+            return
+        if at_tail(sum(1 for n in self._open.values() if n > 0), self._endpoints):
+            self._step_aside()  # its later calls do nothing
 
 
 def _first_of_endpoint_first(rank: tuple[int, int], priority: Any) -> tuple[Any, ...]:

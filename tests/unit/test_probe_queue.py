@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.probe.call_queue import ProbeQueue
+from tasks.probe.call_queue import LANE_FACTOR, ProbeQueue
 
 pytestmark = pytest.mark.unit
 
@@ -67,5 +67,6 @@ def test_at_most_the_bound_of_calls_run_from_the_lane_at_once() -> None:
     q.parked("slow")
     for i in range(5):
         q.push(i, "slow", i)
-    assert q.next(counted=0, running=10, limit=3, cap=40, laned=3) is None  # three already run from the lane
-    assert q.next(counted=0, running=10, limit=3, cap=40, laned=2) == (0, True)
+    full = 3 * LANE_FACTOR
+    assert q.next(counted=0, running=10, limit=3, cap=40, laned=full) is None  # the lane's bound runs already
+    assert q.next(counted=0, running=10, limit=3, cap=40, laned=full - 1) == (0, True)
