@@ -50,7 +50,7 @@ class ProbeQueue:
         else:
             heapq.heappush(self._heap, (priority, next(self._order), endpoint, item))
 
-    def next(self, counted: int, running: int, limit: int, cap: int, laned: int = 0) -> tuple[Any, bool] | None:
+    def next(self, counted: int, running: int, limit: int, cap: int, laned: int) -> tuple[Any, bool] | None:
         """The call to start now, and whether it starts parked; None when none may (`counted`: requests running
         that count toward `limit`; `running`: every request running, at most `cap`; `laned`: those started from
         the lane, at most `LANE_FACTOR` x `limit`, so that their first texts, arriving together, never start more

@@ -128,6 +128,11 @@ def test_a_round_that_ends_without_stepping_aside_frees_its_place() -> None:
         assert (r.admission.probing, r.admission.alive) == (0, 0)
 
 
+@pytest.mark.parametrize(("factor", "alive"), [(0, 3), (1, 3), (2, 6), (4, 12)])
+def test_the_rounds_alive_are_a_multiple_of_those_probing(factor: int, alive: int) -> None:
+    assert Admission(probing=3, alive_factor=factor).alive_limit == alive  # at least as many as probe
+
+
 def test_a_step_aside_after_the_end_changes_nothing() -> None:
     admission = Admission(probing=1)
     with admission.admitted() as slot:
@@ -140,6 +145,7 @@ def test_the_round_context_carries_its_slot() -> None:
     admission = Admission(probing=1)
     assert current_step_aside() is None
     with admission.admitted() as slot, stepping_aside(slot):
+        assert slot.stepped_aside is False  # admitted: probing in earnest
         step_aside = current_step_aside()
         assert step_aside is not None
         step_aside()

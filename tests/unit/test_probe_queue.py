@@ -13,7 +13,7 @@ pytestmark = pytest.mark.unit
 
 def drain(q: ProbeQueue, counted: int = 0, running: int = 0, limit: int = 10, cap: int = 40) -> list[tuple[str, bool]]:
     out = []
-    while (found := q.next(counted, running, limit, cap)) is not None:
+    while (found := q.next(counted, running, limit, cap, laned=0)) is not None:
         out.append(found)
         if not found[1]:
             counted += 1
@@ -27,7 +27,7 @@ def test_calls_start_lowest_priority_first_while_under_the_bound() -> None:
         q.push(priority, "ep-" + name, name)
     assert drain(q, limit=3) == [("a", False), ("a2", False), ("b", False)]
     assert len(q) == 1
-    assert q.next(counted=3, running=3, limit=3, cap=12) is None  # the bound holds the last one
+    assert q.next(counted=3, running=3, limit=3, cap=12, laned=0) is None  # the bound holds the last one
 
 
 def test_a_parked_endpoint_moves_its_waiting_calls_to_the_lane_in_their_order() -> None:
