@@ -158,22 +158,26 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
 
 class _Tail:
     """Once every chain was sent and the round waits only on its slowest few endpoints, it steps aside for the
-    cycle's next round (tasks/orchestration/admission.py `at_tail`), once; nothing outside a cycle's admission.
-    `owners`: each chain's endpoint."""
+    cycle's next round (tasks/orchestration/admission.py `at_tail`), once; nothing is counted outside a cycle's
+    admission (a round of its own, the history). `owners`: each chain's endpoint."""
 
     def __init__(self, owners: Sequence[Any]) -> None:
-        from tasks.orchestration.admission import current_step_aside
+        from tasks.orchestration.admission import at_tail, current_step_aside
 
-        self._step_aside = current_step_aside()
-        self._open = collections.Counter(owners)
-        self._endpoints = len(self._open)
+        self._step_aside, self._at_tail = current_step_aside(), at_tail
         self._owners = owners
+        self._open = collections.Counter(owners)  # each endpoint's chains still open
+        self._endpoints = self._open_endpoints = len(self._open)
         self._lock = threading.Lock()
         self._sent = False
 
     def chain_ended(self, i: int) -> None:
+        if self._step_aside is None:
+            return
         with self._lock:
             self._open[self._owners[i]] -= 1
+            if self._open[self._owners[i]] == 0:
+                self._open_endpoints -= 1
             self._check()
 
     def all_sent(self) -> None:
@@ -182,11 +186,7 @@ class _Tail:
             self._check()
 
     def _check(self) -> None:
-        from tasks.orchestration.admission import at_tail
-
-        if self._step_aside is None or not self._sent:
-            return
-        if at_tail(sum(1 for n in self._open.values() if n > 0), self._endpoints):
+        if self._step_aside is not None and self._sent and self._at_tail(self._open_endpoints, self._endpoints):
             self._step_aside()  # its later calls do nothing
 
 
