@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -36,9 +37,13 @@ class KeepAliveServer:
     """Loopback HTTP/1.1 with keep-alive: every request on a connection gets the reply; `stay_open`: the chunked
     body's last chunk comes `STAY_OPEN_S` after [DONE]. Counts the connections it accepted."""
 
-    def __init__(self, stay_open: bool, tail_s: tuple[float, float] | None = None) -> None:
-        """`tail_s` (low, high): the last chunk comes a uniform draw from that range after [DONE] instead."""
+    def __init__(self, stay_open: bool, tail_s: tuple[float, float] | None = None,
+                 answers: int | None = None, reset: bool = False) -> None:
+        """`tail_s` (low, high): the last chunk comes a uniform draw from that range after [DONE] instead.
+        `answers`: a connection answers that many requests, then closes as the next one comes in, unanswered (a
+        server's keep-alive timeout meeting a request in flight); with `reset`, a reset instead of a close."""
         self.stay_open, self.connections = stay_open, 0
+        self.answers, self.reset = answers, reset
         self.tail_s = tail_s or ((STAY_OPEN_S, STAY_OPEN_S) if stay_open else (0.0, 0.0))
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/api/v1"
@@ -55,12 +60,17 @@ class KeepAliveServer:
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
-            data = b""
+            data, answered = b"", 0
             while True:
                 try:
                     request = read_request(conn, data)
                     if request is None:
                         return
+                    if self.answers is not None and answered >= self.answers:
+                        if self.reset:  # SO_LINGER 0: close sends a reset
+                            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        return
+                    answered += 1
                     data = request[2]
                     conn.sendall(REPLY_HEAD + REPLY_BODY)
                     if self.tail_s[1] > 0:
