@@ -62,7 +62,7 @@ def probe_round(plans: Sequence[EndpointPlan], round_id: str, cfg: CanaryConfig,
     probes = [p for plan in plans for p in plan.probes]
     ranks = [(k, j) for j, plan in enumerate(plans) for k in range(len(plan.probes))]
     chains = _run(probes, round_id, cfg, footprint, next(_ROUNDS) if priority is None else priority, sent, ranks,
-                  _endpoint_done(plans, on_endpoint) if on_endpoint is not None else None)
+                  _keeper(plans, on_endpoint) if on_endpoint is not None else None)
     attempts: list[Attempt] = []
     lines: list[str] = []
     i = 0
@@ -91,20 +91,12 @@ def endpoint_line(plan: EndpointPlan, attempts: Sequence[Attempt]) -> str:
     return f"probe-{name(plan.endpoint.tag, 'log')}: {len(attempts)} attempts, {first}{tail}"
 
 
-def _endpoint_done(plans: Sequence[EndpointPlan], tell: Callable[[Endpoint, list[Attempt]], None]
-                   ) -> Callable[[int, list[list[Attempt]]], None]:
-    """Called with each probe index as its chain ends: tells `tell` of each endpoint whose chains all ended."""
-    owner = [k for k, plan in enumerate(plans) for _ in plan.probes]
+def _keeper(plans: Sequence[EndpointPlan], tell: Callable[[Endpoint, list[Attempt]], None]
+            ) -> Callable[[int, list[list[Attempt]]], None]:
+    """Called with an endpoint's index once its chains all ended (and every result so far): tells `tell` of it."""
     first = list(itertools.accumulate([0, *(len(plan.probes) for plan in plans)]))
-    left = [len(plan.probes) for plan in plans]
-    lock = threading.Lock()
 
-    def done(i: int, results: list[list[Attempt]]) -> None:
-        k = owner[i]
-        with lock:
-            left[k] -= 1
-            if left[k]:
-                return
+    def done(k: int, results: list[list[Attempt]]) -> None:
         try:
             tell(plans[k].endpoint, [a for chain in results[first[k]: first[k + 1]] for a in chain])
         except Exception:  # keeping them is a safeguard: never the probing's failure
@@ -118,7 +110,7 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
          sent: Callable[[], None] | None = None, ranks: Sequence[Any] | None = None,
          ended: Callable[[int, list[list[Attempt]]], None] | None = None) -> list[list[Attempt]]:
     """Each probe's attempts, its chain moved on by the answers; returns when every chain is done (`ended` is
-    told of each chain's end, with every result so far)."""
+    told of each endpoint whose chains all ended, by its place in `ranks`, with every result so far)."""
     if not probes:
         if sent is not None:
             sent()
@@ -129,13 +121,13 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
     left = [len(probes)]
     lock, done = threading.Lock(), threading.Event()
     order = ranks or [(0, i) for i in range(len(probes))]
-    tail = _Tail([endpoint for _, endpoint in order])
+    tail = _OpenChains([endpoint for _, endpoint in order])
 
     def finished(i: int, attempts: list[Attempt]) -> None:
         results[i] = attempts
-        if ended is not None:
-            ended(i, results)
-        tail.chain_ended(i)
+        endpoint = order[i][1]
+        if tail.chain_ended(endpoint) and ended is not None:
+            ended(endpoint, results)
         with lock:
             left[0] -= 1
             if left[0] == 0:
@@ -156,29 +148,29 @@ def _run(probes: Sequence[Probe], round_id: str, cfg: CanaryConfig, footprint: F
     return results
 
 
-class _Tail:
-    """Once every chain was sent and the round waits only on its slowest few endpoints, it steps aside for the
-    cycle's next round (tasks/orchestration/admission.py `at_tail`), once; nothing is counted outside a cycle's
-    admission (a round of its own, the history). `owners`: each chain's endpoint."""
+class _OpenChains:
+    """Each endpoint's chains still open. Once every chain was sent and the round waits only on its slowest few
+    endpoints, it steps aside for the cycle's next round (tasks/orchestration/admission.py `at_tail`), once; outside
+    a cycle's admission (a round of its own, the history) it only counts. `owners`: each chain's endpoint."""
 
     def __init__(self, owners: Sequence[Any]) -> None:
         from tasks.orchestration.admission import at_tail, current_step_aside
 
         self._step_aside, self._at_tail = current_step_aside(), at_tail
-        self._owners = owners
-        self._open = collections.Counter(owners)  # each endpoint's chains still open
-        self._endpoints = self._open_endpoints = len(self._open)
+        self._left = collections.Counter(owners)
+        self._endpoints = self._open = len(self._left)
         self._lock = threading.Lock()
         self._sent = False
 
-    def chain_ended(self, i: int) -> None:
-        if self._step_aside is None:
-            return
+    def chain_ended(self, endpoint: Any) -> bool:
+        """One of `endpoint`'s chains ended: whether it was its last open one."""
         with self._lock:
-            self._open[self._owners[i]] -= 1
-            if self._open[self._owners[i]] == 0:
-                self._open_endpoints -= 1
-            self._check()
+            self._left[endpoint] -= 1
+            closed = self._left[endpoint] == 0
+            if closed:
+                self._open -= 1
+                self._check()
+        return closed
 
     def all_sent(self) -> None:
         with self._lock:
@@ -186,7 +178,7 @@ class _Tail:
             self._check()
 
     def _check(self) -> None:
-        if self._step_aside is not None and self._sent and self._at_tail(self._open_endpoints, self._endpoints):
+        if self._step_aside is not None and self._sent and self._at_tail(self._open, self._endpoints):
             self._step_aside()  # its later calls do nothing
 
 

@@ -1,6 +1,6 @@
-"""A round steps aside at its tail (tasks/round/probe_task.py `_Tail`, tasks/orchestration/admission.py): probed on the
-simulator, a round whose healthy endpoints answered and which waits only on a slow one lets the cycle's next round
-start, before it ends and not before those answers."""
+"""A round steps aside at its tail (tasks/round/probe_task.py `_OpenChains`, tasks/orchestration/admission.py):
+probed on the simulator, a round whose healthy endpoints answered and which waits only on a slow one lets the
+cycle's next round start, before it ends and not before those answers."""
 
 from __future__ import annotations
 
