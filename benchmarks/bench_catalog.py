@@ -271,7 +271,8 @@ def phase(name: str, tree: Path, args: argparse.Namespace, fleet_file: Path, mod
     if name != "warm-up" and Path(db).exists():
         since = res["started_epoch"] if cycle > 1 else None
         res.update(run_figures(db, plan[0], plan[1], work / "published", since_epoch=since))
-        res.update(round_start_figures(db, models, args.models_in_flight or 32, work / "published", since))
+        res.update(round_start_figures(db, models, args.models_in_flight or 32, work / "published", since,
+                                       work / f"out-{cycle}.log"))
         res.update(budget_figures(db, args.concurrency or 80, since))
         probing = res.get("probing_s") or 0.0
         res["simulator_cpu_share"] = res["simulator_cpu_s"] / probing if probing else None

@@ -24,6 +24,7 @@ ROWS: list[tuple[str, str, str]] = [  # label, key, format
     ("start to first probe s", "start_to_first_probe_s", "{:.1f}"),
     ("last probe to exit s", "last_probe_to_exit_s", "{:.1f}"),
     ("round overhead s (median)", "round_overhead_s_median", "{:.1f}"),
+    ("first models_in_flight rounds all begun, s", "first_rounds_begun_s", "{:.1f}"),
     ("rounds probing at once, mean", "rounds_probing_mean", "{:.1f}"),
     ("rounds probing at once, max", "rounds_probing_max", "{:.0f}"),
     ("probe floor s (counted call-s / concurrency)", "probe_floor_s", "{:.1f}"),
@@ -37,9 +38,13 @@ def _ttft(r: dict[str, Any]) -> str:
     return "/".join(fmt(t.get(k), "{:.0f}") for k in ("p50", "p95", "p99", "max")) + f" (n={t.get('n', 0)})"
 
 
-def _starts(r: dict[str, Any]) -> str:
-    t = r.get("round_start_latency_ms") or {}
+def _starts(r: dict[str, Any], key: str = "round_start_latency_ms") -> str:
+    t = r.get(key) or {}
     return "/".join(fmt(t.get(k), "{:.0f}") for k in ("p50", "p90", "max"))
+
+
+def _pooled(r: dict[str, Any]) -> str:
+    return _starts(r, "pool_start_latency_ms")
 
 
 def _from_start(r: dict[str, Any]) -> str:
@@ -69,7 +74,8 @@ def table(size: int, runs: dict[str, dict[str, Any]], cycle: str = "") -> str:
 
     extra = [
         ("load average before/after", load),
-        ("round start latency ms p50/p90/max", _starts),
+        ("round start latency ms p50/p90/max (begun -> 1st probe)", _starts),
+        ("  from when a FIFO pool could start it (before 45)", _pooled),
         ("first probe from cycle start s p10/50/90/last", _from_start),
         ("TTFT error ms p50/p95/p99/max", _ttft),
         ("healthy failing ttft / any", pair("healthy_failing_ttft", "healthy_failing_any")),

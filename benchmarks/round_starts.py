@@ -1,12 +1,16 @@
 """How a cycle's rounds start and overlap (issue 45), from what the run left behind (its DuckDB file and published
 lists), like catalog_figures.py: any tree's rounds give the same figures.
 
-* round start latency: from the moment the cycle could start the round to its first probe sent (the probe worker's
-  `started_at` of the round's earliest attempt). The cycle runs its models in their configured order on a pool of
-  `models_in_flight` threads, so the first `models_in_flight` could start at the cycle's start (its `round_ts`, read
-  once the cycle holds its slot) and each later one when a round before it ended (its save, or its published list if
-  that came later): the k-th end admits round `models_in_flight + k`. What a round's start costs (Prefect, the
-  store, discovery) and what its probes wait for in the worker's queue are both in it.
+* round start latency: from the round's flow run beginning (Prefect's "Beginning subflow run '<name>'" line in the
+  cycle's output, which every tree prints as a round's flow starts) to its first probe sent (the probe worker's
+  `started_at` of the round's earliest attempt): what a round's own start costs (its first store window, discovery,
+  the worker's queue). Not in it: waiting to be let in (a scheduling choice: `models_in_flight`), and Prefect's
+  creating the run. Before issue 45's admission, this figure was counted from when the cycle's FIFO pool could start
+  the round (`admissions`: the k-th round end admits round `models_in_flight + k`), which a round that steps aside for
+  the next (tasks/orchestration/admission.py) makes meaningless (it read 0 ms); that count is still given, as
+  `pool_start_latency_ms`, for trees without a log;
+* begun by: seconds from the cycle's first round beginning to its `models_in_flight`-th (all of the first rounds
+  the cycle starts at once begun: Prefect's creating them in a burst, which once serialized the starts);
 * first probe from the cycle's start: the same end point, from `round_ts` (issue 45's "the 10th model's first probe at
   16 s"), at the 10th, 50th and 90th percentile of the rounds and the last;
 * rounds probing at once: a round probes from its first attempt's start to its last attempt's end; sampled every
@@ -15,7 +19,10 @@ lists), like catalog_figures.py: any tree's rounds give the same figures.
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,29 @@ def admissions(order: Sequence[str], ends: Mapping[str, float], start: float, in
     for i, model in enumerate(order):
         k = i - in_flight
         out[model] = start if k < 0 else freed[min(k, len(freed) - 1)] if freed else start
+    return out
+
+
+#: Prefect's line as a round's flow run begins: "HH:MM:SS.mmm | INFO | ... Beginning subflow run 'canary-round-<model>-
+#: <YYYY-mm-ddTHHMM>' ..." (flows/round.py `round_run_name`), in local time.
+BEGUN = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) .*Beginning subflow run 'canary-round-(.+)-\d{4}-\d\d-\d\dT\d{4}'")
+
+
+def begun_from_log(lines: Sequence[str], after_epoch: float) -> dict[str, float]:
+    """Each round's flow run beginning (epoch seconds) from the cycle's output: a line's local clock time on the
+    day of `after_epoch` (the next day when that would come more than an hour before it); a model's first."""
+    day = datetime.fromtimestamp(after_epoch).replace(hour=0, minute=0, second=0, microsecond=0)
+    midnight = time.mktime(day.timetuple())
+    out: dict[str, float] = {}
+    for line in lines:
+        m = BEGUN.match(line)
+        if m is None:
+            continue
+        h, mi, sec, ms = (int(g) for g in m.groups()[:4])
+        at = midnight + h * 3600 + mi * 60 + sec + ms / 1000
+        if at < after_epoch - 3600:
+            at += 86400
+        out.setdefault(m.group(5), at)
     return out
 
 
@@ -56,8 +86,9 @@ def overlap(spans: Sequence[tuple[float, float]], step_s: float = 0.25) -> tuple
 
 
 def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_dir: Path,
-                        since_epoch: float | None = None) -> dict[str, Any]:
-    """The figures of the module docstring for the run in `db` (`since_epoch`: only rounds at or after it)."""
+                        since_epoch: float | None = None, log: Path | None = None) -> dict[str, Any]:
+    """The figures of the module docstring for the run in `db` (`since_epoch`: only rounds at or after it; `log`:
+    the cycle's output)."""
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
@@ -80,17 +111,27 @@ def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_d
         mtime = published.stat().st_mtime if published.exists() else 0.0
         ends[model] = max(finished or last, mtime if mtime >= start else 0.0)
     admitted = admissions([m for m in order if m in first], ends, start, in_flight)
-    latency = [max(0.0, first[m] - admitted[m]) * 1000 for m in admitted]
+    pooled = [max(0.0, first[m] - admitted[m]) * 1000 for m in admitted]
+    lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
+    begun = {m: t for m, t in begun_from_log(lines, start - 300).items() if m in first}
+    latency = [(first[m] - t) * 1000 for m, t in begun.items()]
+    starts = sorted(begun.values())
     from_start = sorted(first[m] - start for m in first)
     mean, peak = overlap([(r[3], r[4]) for r in rounds])
     return {
-        "round_start_latency_ms": {"n": len(latency), "p50": percentile(latency, 50),
-                                   "p90": percentile(latency, 90), "max": max(latency, default=None)},
+        "round_start_latency_ms": _spread(latency),
+        "pool_start_latency_ms": _spread(pooled),
+        "first_rounds_begun_s": starts[min(in_flight, len(starts)) - 1] - starts[0] if starts else None,
         "first_probe_from_cycle_start_s": {"p10": percentile(from_start, 10), "p50": percentile(from_start, 50),
                                            "p90": percentile(from_start, 90), "last": from_start[-1]},
         "rounds_probing_mean": mean,
         "rounds_probing_max": peak,
     }
+
+
+def _spread(ms: Sequence[float]) -> dict[str, Any]:
+    return {"n": len(ms), "p50": percentile(list(ms), 50), "p90": percentile(list(ms), 90),
+            "max": max(ms, default=None)}
 
 
 #: Seconds after its start a request with no first text yet stops counting toward `concurrency` (copied from

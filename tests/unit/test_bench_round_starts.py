@@ -78,3 +78,21 @@ def test_a_quarter_of_the_models_carry_each_fault_on_their_first_endpoints(tmp_p
     assert planned_first_token_s(slow) == 12.0
     limited = fleet.models[3].endpoints[0].faults[0]
     assert (limited.params["status"], limited.params["retry_after_s"]) == (429, 5)
+
+
+def test_a_rounds_beginning_is_read_from_prefects_line_in_the_cycles_output() -> None:
+    from datetime import datetime
+
+    from round_starts import begun_from_log
+
+    after = datetime(2026, 12, 6, 23, 59, 50).timestamp()
+    lines = [
+        "23:59:58.250 | INFO    | Flow run 'canary-round-qwen/m-1-2026-12-06T2359' - Beginning subflow run "
+        "'canary-round-qwen/m-1-2026-12-06T2359' for flow 'canary-round'",
+        "23:59:59.000 | INFO    | Flow run 'x' - Finished in state Completed()",
+        "00:00:01.500 | INFO    | Flow run 'canary-round-a/b-2026-12-06T2359' - Beginning subflow run "
+        "'canary-round-a/b-2026-12-06T2359' for flow 'canary-round'",
+        "00:00:02.000 | INFO    | Beginning subflow run 'canary-round-qwen/m-1-2026-12-06T2359' again",
+    ]
+    got = begun_from_log(lines, after)
+    assert got == {"qwen/m-1": pytest.approx(after + 8.25), "a/b": pytest.approx(after + 11.5)}  # past midnight
