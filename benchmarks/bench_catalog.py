@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_catalog.py --baseline-tree ../catalog-base          # 100 and 300 models x 15
     .venv/bin/python benchmarks/bench_catalog.py --models 100 --baseline-tree ../catalog-base --api server
+    .venv/bin/python benchmarks/bench_catalog.py --models 100 --baseline-tree ../catalog-base --api postgres
     .venv/bin/python benchmarks/bench_catalog.py --models 100 --cycles 2 --baseline-tree ../catalog-base  # + history
     .venv/bin/python benchmarks/bench_catalog.py --quick                                   # 3 x 5, this tree only
     .venv/bin/python benchmarks/bench_catalog.py --ttft-integrity --models 100             # all healthy
@@ -19,8 +20,9 @@ Driven the way an operator drives the canary, so it measures any tree without ed
   and warms the page cache;
 * `--api private` (default): each `canary run` starts its private Prefect server, inside the measured tree (the
   issue's "peak tree RSS, private API server included"); `--api server`: the benchmark starts one `prefect server
-  start` outside the measured trees first and passes its PREFECT_API_URL (production's shape: no server in the
-  tree). A PREFECT_API_URL already in the environment is used as `server`.
+  start` outside the measured trees first and passes its PREFECT_API_URL (no server in the tree); `--api postgres`:
+  the same server on a throwaway PostgreSQL cluster (production's shape, deploy/). A PREFECT_API_URL already in the
+  environment is used as `server`.
 
 Figures (catalog_figures.py), from the run's DuckDB file, its published ignore lists and /proc:
   wall                   phase wall time (process start to exit), with the load average before and after;
@@ -141,13 +143,14 @@ def simulator_process(fleet_file: Path, log: Path) -> Iterator[tuple[subprocess.
 
 
 @contextmanager
-def prefect_server(log: Path) -> Iterator[str]:
-    """`prefect server start` (this tree's) on a free port, outside every measured tree; yields its API URL."""
+def prefect_server(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """`prefect server start` (this tree's) on a free port, outside every measured tree (`extra_env`: e.g. its
+    database); yields its API URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, **CHILD_ENV, "PREFECT_HOME": str(log.parent / "prefect-server-home"),
-           "PREFECT_UI_ENABLED": "0"}
+           "PREFECT_UI_ENABLED": "0", **(extra_env or {})}
     env.pop("PREFECT_API_URL", None)
     argv = [str(ROOT / ".venv" / "bin" / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     with open(log, "w") as out:
@@ -302,9 +305,10 @@ def main() -> None:
     ap.add_argument("--endpoints", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="3 models x 5 endpoints (smoke run)")
     ap.add_argument("--baseline-tree", type=Path, help="a checkout of the previous main with its own .venv")
-    ap.add_argument("--api", choices=("private", "server"), default="private",
+    ap.add_argument("--api", choices=("private", "server", "postgres"), default="private",
                     help="private: each canary run starts its own Prefect server (in the tree); server: one "
-                         "`prefect server start` outside the measured trees")
+                         "`prefect server start` outside the measured trees; postgres: the same on a throwaway "
+                         "PostgreSQL cluster (production's shape, deploy/)")
     ap.add_argument("--serve", action="store_true",
                     help="measure `canary serve`'s start-up cycle instead of `canary run`, each on a `prefect server "
                          "start` of its own (a served deployment's scheduled runs must not reach the other tree's "
@@ -413,6 +417,14 @@ def contextlib_api(args: argparse.Namespace) -> Iterator[str | None]:
     elif args.api == "server":
         with prefect_server(args.work / "prefect-server.log") as url:
             yield url
+    elif args.api == "postgres":  # tests/support/postgres.py: initdb + pg_ctl (Debian's `postgresql` package)
+        from tests.support.postgres import postgres_cluster
+
+        with postgres_cluster() as pg:
+            pg.create_database("prefect")
+            database = {"PREFECT_API_DATABASE_CONNECTION_URL": pg.url("prefect")}
+            with prefect_server(args.work / "prefect-server.log", database) as url:
+                yield url
     else:
         yield None
 
