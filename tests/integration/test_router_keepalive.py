@@ -59,3 +59,18 @@ def test_a_body_that_goes_on_after_done_is_cut_and_its_connection_not_reused(
     assert all(took_s < STAY_OPEN_S / 2 for _, took_s in done)  # the drain gave up after DRAIN_S
     assert servers[True].connections == 3
     assert DRAIN_S < STAY_OPEN_S / 2
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_a_kept_connection_the_tier_closes_under_a_request_costs_the_client_nothing(tmp_path: Path,
+                                                                                    reset: bool) -> None:
+    """The tier closes each kept connection as the next request comes in (its keep-alive timeout meeting it): the
+    router sends that request again on a new connection (tasks/probe/fair_pool.py), and with one tier the client
+    would otherwise get an error."""
+    tier = KeepAliveServer(stay_open=False, answers=1, reset=reset)
+    try:
+        done = streams(tmp_path, tier.url, 3, judge=True)
+    finally:
+        tier.close()
+    assert all("Hello there" in text and text.rstrip().endswith("data: [DONE]") for text, _ in done)
+    assert tier.connections == 3
