@@ -21,10 +21,12 @@ SERVE_ENV = {"CANARY_SERVE_INTERVAL_S": "86400", "PREFECT_RUNNER_POLL_FREQUENCY"
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
-def cycle_runs_since(api_url: str, since: datetime) -> list[dict[str, Any]]:
-    """The `canary-cycle` flow runs the API created at or after `since`."""
+def cycle_runs_since(api_url: str, since: datetime, limit: int = 20) -> list[dict[str, Any]]:
+    """The `canary-cycle` flow runs the API created at or after `since`, the earliest first (serve's start-up cycle;
+    the confirmation runs its watch asks for come later, and may be many)."""
     body = {"flows": {"name": {"any_": ["canary-cycle"]}},
-            "flow_runs": {"expected_start_time": {"after_": since.isoformat()}}, "limit": 20}
+            "flow_runs": {"expected_start_time": {"after_": since.isoformat()}},
+            "sort": "EXPECTED_START_TIME_ASC", "limit": limit}
     response = httpx.post(f"{api_url.rstrip('/')}/flow_runs/filter", json=body, timeout=10)
     response.raise_for_status()
     return list(response.json())
@@ -39,7 +41,8 @@ def until_served_cycle_ends(api_url: str) -> Callable[[subprocess.Popen[Any], fl
         deadline = time.monotonic() + timeout_s
         while proc.poll() is None and time.monotonic() < deadline:
             try:
-                if any(r["state_type"] in FINAL for r in cycle_runs_since(api_url, since)):
+                runs = cycle_runs_since(api_url, since, limit=1)
+                if runs and runs[0]["state_type"] in FINAL:  # the start-up cycle, not a confirmation run
                     break
             except httpx.HTTPError:
                 pass
