@@ -31,6 +31,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -171,14 +172,27 @@ def stand_in_database(host: Host, service: Service, postgres: PostgresCluster) -
     return database
 
 
-def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHandle, tmp_path: Path,
+@pytest.fixture
+def host_root() -> Iterator[Path]:
+    """The stand-in host's root, short: PostgreSQL's socket is reached through `<root>/volumes/postgres-run/
+    .s.PGSQL.5432`, and a unix socket's path holds at most 107 bytes. Under pytest's tmp_path it held 108 once the
+    machine's pytest counter reached four digits (`/tmp/pytest-of-root/pytest-1001/popen-gw0/...`): pg_isready then
+    never connected."""
+    root = Path(tempfile.mkdtemp(prefix="deploy-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_compose_services_run_a_cycle_and_a_routed_request(sim: SimulatorHandle, tmp_path: Path, host_root: Path,
                                                                postgres: PostgresCluster) -> None:
     started = time.monotonic()
     with SlackServer(token=TOKEN) as slack:
         compose_dir, key = operator_files(tmp_path, sim, slack)
         services = compose_services(compose_dir / "compose.yaml")
         ports = {4200: free_port(), 8788: free_port(), 9464: free_port()}
-        host = Host(root=tmp_path, compose_dir=compose_dir, checkout=REPO, venv=Path(sys.executable).parent.parent,
+        host = Host(root=host_root, compose_dir=compose_dir, checkout=REPO, venv=Path(sys.executable).parent.parent,
                     ports=ports, services=tuple(services))
         mounted_files(host, services)
         base = {k: v for k, v in os.environ.items()
