@@ -130,8 +130,7 @@ def round_start_figures(db: str, order: Sequence[str], in_flight: int, publish_d
 
 
 def _spread(ms: Sequence[float]) -> dict[str, Any]:
-    return {"n": len(ms), "p50": percentile(list(ms), 50), "p90": percentile(list(ms), 90),
-            "max": max(ms, default=None)}
+    return {"n": len(ms), "p50": percentile(ms, 50), "p90": percentile(ms, 90), "max": max(ms, default=None)}
 
 
 #: Seconds after its start a request with no first text yet stops counting toward `concurrency` (copied from

@@ -21,15 +21,16 @@ SERVE_ENV = {"CANARY_SERVE_INTERVAL_S": "86400", "PREFECT_RUNNER_POLL_FREQUENCY"
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
-def cycle_runs_since(api_url: str, since: datetime, limit: int = 20) -> list[dict[str, Any]]:
-    """The `canary-cycle` flow runs the API created at or after `since`, the earliest first (serve's start-up cycle;
-    the confirmation runs its watch asks for come later, and may be many)."""
+def first_cycle_run_since(api_url: str, since: datetime) -> dict[str, Any] | None:
+    """The earliest `canary-cycle` flow run expected at or after `since`: serve's start-up cycle (the confirmation
+    runs its watch asks for come later, and may be many)."""
     body = {"flows": {"name": {"any_": ["canary-cycle"]}},
             "flow_runs": {"expected_start_time": {"after_": since.isoformat()}},
-            "sort": "EXPECTED_START_TIME_ASC", "limit": limit}
+            "sort": "EXPECTED_START_TIME_ASC", "limit": 1}
     response = httpx.post(f"{api_url.rstrip('/')}/flow_runs/filter", json=body, timeout=10)
     response.raise_for_status()
-    return list(response.json())
+    runs = response.json()
+    return runs[0] if runs else None
 
 
 def until_served_cycle_ends(api_url: str) -> Callable[[subprocess.Popen[Any], float], None]:
@@ -41,8 +42,8 @@ def until_served_cycle_ends(api_url: str) -> Callable[[subprocess.Popen[Any], fl
         deadline = time.monotonic() + timeout_s
         while proc.poll() is None and time.monotonic() < deadline:
             try:
-                runs = cycle_runs_since(api_url, since, limit=1)
-                if runs and runs[0]["state_type"] in FINAL:  # the start-up cycle, not a confirmation run
+                run = first_cycle_run_since(api_url, since)
+                if run is not None and run["state_type"] in FINAL:
                     break
             except httpx.HTTPError:
                 pass
