@@ -42,6 +42,7 @@ from provider_canary.simulator.server import SimulatorHandle, start_simulator
 from tasks import store
 from tasks.core.plan import model_slug
 from tests.support import NO_EXCLUSIONS
+from tests.support.ports import HeldPort
 from tests.support.prefect_db import seed_prefect_home
 from tests.support.processes import log_tails, poll_while_running, served_env, start_logged, stop_group
 from tests.support.prometheus import Prometheus, free_port, prometheus
@@ -145,8 +146,9 @@ def _health(base: str) -> dict[str, Any]:
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     t0 = time.monotonic()
     tmp = tmp_path_factory.mktemp("fleet")
-    api_port, exporter_port = free_port(), free_port()
-    router_ports = [free_port() for _ in range(ROUTERS)]
+    api_port = free_port()
+    held = [HeldPort() for _ in range(1 + ROUTERS)]  # bound until their servers start, minutes later
+    exporter_port, router_ports = held[0].port, [h.port for h in held[1:]]
     api, exporter = f"http://127.0.0.1:{api_port}/api", f"http://127.0.0.1:{exporter_port}"
     logs = [tmp / "prefect-server.log", tmp / "serve.log", *[tmp / f"router-{i}.log" for i in range(ROUTERS)]]
     db, published = tmp / "canary.duckdb", tmp / "published" / f"{model_slug(MODEL)}.json"
@@ -155,6 +157,8 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     clients: list[threading.Thread] = []
     procs: list[subprocess.Popen[bytes]] = []
     with ExitStack() as stack:
+        for h in held:
+            stack.callback(h.release)
         sims: list[SimulatorHandle] = [stack.enter_context(start_simulator(_fleet(False), time_scale=0.05))
                                        for _ in range(2)]
         canary_sim, router_sim = sims
@@ -178,12 +182,14 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             env.update(PREFECT_API_URL=api, OPENROUTER_API_KEY=SIM_KEY, PREFECT_RUNNER_POLL_FREQUENCY="2")
             poll_while_running("the Prefect server", lambda: httpx.get(f"{api}/health", timeout=3).status_code == 200,
                                180, procs, logs)
+            held[0].release()
             procs.append(start_logged([str(BIN / "canary"), "serve", "--config", str(config), "--metrics-port",
                                        str(exporter_port)], {**env, "CANARY_SERVE_INTERVAL_S": "3600"}, logs[1], REPO))
             poll_while_running("the first cycle's list", lambda: published.exists(), 300, procs, logs)
             routers = [f"http://127.0.0.1:{p}" for p in router_ports]
             for i, port in enumerate(router_ports):
                 routes = _routes_toml(tmp / f"router-{i}", router_sim.base_url, f"{exporter}/lists")
+                held[1 + i].release()
                 procs.append(start_logged([str(BIN / "canary"), "router", "--routes", str(routes), "--port", str(port)],
                                           {**env, "SIMULATOR_API_KEY": SIM_KEY}, logs[2 + i], routes.parent))
             for base in routers:

@@ -7,7 +7,6 @@ Where the binaries are missing, tests skip with the reason, except on CI (`CI=tr
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.ports import free_port as free_port  # the tests import it from here too
 from tests.support.tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,12 +30,6 @@ def require_binary(name: str) -> str:
     if path:
         return path
     tool_missing(f"{name} is not installed (apt-get install prometheus; .ci/run installs it)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Prometheus:

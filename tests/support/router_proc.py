@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,10 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.ports import free_port as free_port  # the tests import it from here too
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "import typer; from provider_canary.cli.router_cmd import router_command; typer.run(router_command)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
